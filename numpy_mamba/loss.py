@@ -1,0 +1,51 @@
+"""The training loss, eq (4), and the test error, eq (5)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import check_labels, check_model, check_prompts
+from .model import check_params, output
+
+
+def hinge(F, z) -> np.ndarray:
+    """Per-prompt hinge loss ell = max{0, 1 - z F} of eq (4); shapes (B,) -> (B,)."""
+    return np.maximum(0.0, 1.0 - z * F)
+
+
+def hinge_active(F, z) -> np.ndarray:
+    """Where the hinge has slope -z: 1 - z F > 0, shapes (B,) -> bool (B,).
+
+    The paper writes "when F in (-1, 1)" above eqs (93), (118), (135); that misses every
+    misclassified prompt with |F| >= 1, where the loss is 1 + |F| and its gradient is not 0.
+    At the kink z F = 1 we take the subgradient 0.  Test: tests/test_paper_notes.py.
+    """
+    return 1.0 - z * F > 0.0
+
+
+def hinge_loss(params, P, z, model: str = "mamba") -> float:
+    """Mean hinge loss (1/B) sum_n max{0, 1 - z^n F(Psi; P^n)} of eq (4).
+
+    P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,) in {-1, +1}.
+    """
+    check_model(model)
+    params = check_params(params)
+    P, _ = check_prompts(P, params.W_B.shape[1])
+    z = check_labels(z, P.shape[0])
+    return float(np.mean(hinge(output(model, params, P), z)))
+
+
+def zero_one_error(F, z) -> float:
+    """ICL classification error of eq (5): the mean of 1[z F <= 0].
+
+    F, z : (B,).  A NaN or infinite output counts as an error.  Eq (5) writes the strict
+    1[z F < 0], which would score an output of exactly 0 (e.g. gates that underflow to 0) as
+    correct; a tie is no decision, so we count it as an error (tests/test_paper_notes.py).
+    """
+    F = np.atleast_1d(np.asarray(F, dtype=np.float64))
+    z = np.atleast_1d(np.asarray(z, dtype=np.float64))
+    if F.shape != z.shape:
+        raise ValueError(f"F and z must have the same shape; got {F.shape} and {z.shape}.")
+    if F.size == 0:
+        raise ValueError("zero_one_error needs at least one prompt; got 0.")
+    wrong = ~np.isfinite(F) | (z * np.where(np.isfinite(F), F, 0.0) <= 0)
+    return float(np.mean(wrong))

@@ -1,0 +1,158 @@
+"""The one-layer Mamba in its closed form, eq (3): linear attention times a sigmoid gate.
+
+    F(Psi; P) = sum_{i=1}^{l+1} G_{i,l+1}(w) * y_i * p_i^T W_B^T W_C p_query
+
+    G_{i,l+1}(w) = sigma(w^T p_i) * prod_{j=i+1}^{l+1} (1 - sigma(w^T p_j))   (i <= l)
+    G_{l+1,l+1}(w) = sigma(w^T p_query)
+
+The linear Transformer of Section 3.4 is the same model with every G = 1.
+The recurrent scan of eq (1) lives in ``scan.py``; ``tests/test_model.py`` proves the two agree.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import log_expit
+
+from ._checks import as_generator, as_real_array, check_model, check_positive_int, check_prompts
+
+
+class Params(NamedTuple):
+    """The trainable set Psi = {W_B, W_C, w} of eq (3).
+
+    W_B, W_C : (m, d+1) key and query matrices (B_i = u_i^T W_B^T, C_i = W_C u_i in eq (1)).
+    w        : (d+1,)   the gate's parameter, the last column w_{d+1} of W in eq (1).
+    Gradients come back in the same container.
+    """
+
+    W_B: np.ndarray
+    W_C: np.ndarray
+    w: np.ndarray
+
+
+def check_params(params) -> Params:
+    """Validate shapes and finiteness; return a float64 ``Params``."""
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be numpy_mamba.Params(W_B, W_C, w); got {type(params).__name__}.")
+    W_B = as_real_array(params.W_B, "W_B")
+    W_C = as_real_array(params.W_C, "W_C")
+    w = as_real_array(params.w, "w")
+    if W_B.ndim != 2 or W_C.ndim != 2 or W_B.shape != W_C.shape:
+        raise ValueError(
+            f"W_B and W_C must both have shape (m, d+1); got {W_B.shape} and {W_C.shape}."
+        )
+    if w.shape != (W_B.shape[1],):
+        raise ValueError(f"w must have shape (d+1,) = ({W_B.shape[1]},) to match W_B; got {w.shape}.")
+    return Params(W_B, W_C, w)
+
+
+def init_params(d: int, m: int | None = None, delta: float = 0.2, rng=None) -> Params:
+    """Initialisation of Algorithm 1 (Section 2).
+
+    The first d diagonal entries of W_B^(0) and W_C^(0), both (m, d+1), equal ``delta``;
+    every other entry is 0.  w^(0) ~ N(0, I_{d+1} / (d+1)).
+
+    The hidden size m defaults to d+1.  The paper sets m = l+1 (Section 2), but then
+    "the first d diagonal entries equal delta" cannot hold whenever l+1 < d, as in its own
+    experiments (l = 20, d = 30); see README, "Notes on the paper's derivations".
+
+    Paper: Algorithm 1, line 2.  ``rng``: an ``np.random.Generator`` or an integer seed.
+    """
+    d = check_positive_int(d, "d")
+    m = d + 1 if m is None else check_positive_int(m, "m")
+    if m < d:
+        raise ValueError(
+            f"m = {m} < d = {d}: the first d diagonal entries of the (m, d+1) matrices W_B, W_C "
+            "cannot all be set to delta (Algorithm 1). Use m >= d (default m = d+1)."
+        )
+    if not (np.isfinite(delta) and delta > 0):
+        raise ValueError(f"delta must be a positive number (the paper uses (0, 0.2]); got {delta}.")
+    rng = as_generator(rng, "init_params")
+    W_B = np.zeros((m, d + 1))
+    W_B[np.arange(d), np.arange(d)] = delta
+    w = rng.normal(0.0, 1.0 / np.sqrt(d + 1), size=d + 1)
+    return Params(W_B, W_B.copy(), w)
+
+
+def gate_logits(w, P) -> np.ndarray:
+    """a_i = w^T p_i for every column of P: (d+1,), (B, d+1, l+1) -> (B, l+1)."""
+    return np.einsum("d,bdl->bl", w, P)
+
+
+def log_gating(w, P) -> np.ndarray:
+    """log G_{i,l+1}(w) of eq (3), computed in log space.
+
+    log G_i = log sigma(a_i) + sum_{j=i+1}^{l+1} log(1 - sigma(a_j)),  a_j = w^T p_j,
+    with log sigma = ``scipy.special.log_expit`` and log(1 - sigma(a)) = log_expit(-a), and
+    the suffix sums taken by a reversed cumulative sum (no cancellation), so l = 10,000 and
+    |a| = 50 stay finite.  Shapes: P (B, d+1, l+1) -> (B, l+1).
+    """
+    a = gate_logits(w, P)                                   # (B, l+1)
+    log_keep = log_expit(-a)                                # log(1 - sigma(a_j))
+    suffix = np.cumsum(log_keep[:, ::-1], axis=1)[:, ::-1]  # sum_{j>=i} log(1 - sigma(a_j))
+    exclusive = np.zeros_like(suffix)
+    exclusive[:, :-1] = suffix[:, 1:]                       # sum_{j>i}; empty for the query
+    return log_expit(a) + exclusive
+
+
+def gating(w, P) -> np.ndarray:
+    """The gates G_{i,l+1}(w) of eq (3), i = 1..l+1.
+
+    w : (d+1,); P : (d+1, l+1) -> (l+1,) or (B, d+1, l+1) -> (B, l+1).
+    Computed as exp(log G) (see ``log_gating``); values in [0, 1].  Paper: eq (3), (90), (92).
+    """
+    w = as_real_array(w, "w")
+    if w.ndim != 1:
+        raise ValueError(f"w must be a vector of shape (d+1,); got shape {w.shape}.")
+    P, single = check_prompts(P, w.shape[0])
+    G = np.exp(log_gating(w, P))
+    return G[0] if single else G
+
+
+def scores(params: Params, P) -> np.ndarray:
+    """Unchecked p_i^T W_B^T W_C p_query for P (B, d+1, l+1) -> (B, l+1)."""
+    q = P[:, :, -1] @ params.W_C.T                  # W_C p_query: (B, m)
+    key_side = q @ params.W_B                       # W_B^T W_C p_query: (B, d+1)
+    return np.einsum("bdl,bd->bl", P, key_side)     # (B, l+1)
+
+
+def attention_scores(params: Params, P) -> np.ndarray:
+    """Linear-attention scores p_i^T W_B^T W_C p_query of eq (3), i = 1..l+1.
+
+    P : (d+1, l+1) -> (l+1,) or (B, d+1, l+1) -> (B, l+1).  W_B plays the key and W_C the
+    query of a Transformer (Section 2).  Paper: eq (3), Corollary 1.
+    """
+    params = check_params(params)
+    P, single = check_prompts(P, params.W_B.shape[1])
+    s = scores(params, P)
+    return s[0] if single else s
+
+
+def gates_for(model: str, params: Params, P) -> np.ndarray:
+    """Unchecked gates of ``model``: eq (3) for Mamba, all ones for the linear Transformer."""
+    if model == "mamba":
+        return np.exp(log_gating(params.w, P))
+    return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
+
+
+def output(model: str, params: Params, P) -> np.ndarray:
+    """Unchecked F(Psi; P) = sum_i G_i y_i s_i for P (B, d+1, l+1) -> (B,)."""
+    G = gates_for(model, params, P)
+    y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
+    return np.sum(G * y * scores(params, P), axis=1)
+
+
+def forward(params: Params, P, model: str = "mamba"):
+    """Model output F(Psi; P) of eq (3).
+
+    F = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query  (``model="mamba"``), or the
+    same with every G = 1 (``model="linear_transformer"``, Section 3.4).
+    P : (d+1, l+1) -> float; (B, d+1, l+1) -> (B,).  The query column's term vanishes because
+    its label slot is 0 (eq (2)).
+    """
+    check_model(model)
+    params = check_params(params)
+    P, single = check_prompts(P, params.W_B.shape[1])
+    F = output(model, params, P)
+    return float(F[0]) if single else F

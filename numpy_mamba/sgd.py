@@ -1,0 +1,125 @@
+"""Training with SGD, Algorithm 1 (Appendix B).
+
+    Psi^(t+1) = Psi^(t) - eta * (1/B) sum_{n in B_t} grad ell(Psi^(t); P^n, z^n)      (19)
+
+with a fresh minibatch of B training prompts (Definition 1) at every step and the
+initialisation of Algorithm 1 (``model.init_params``).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ._checks import as_generator, check_model, check_positive, check_positive_int, check_probability
+from .data import World, training_batch
+from .gradients import gradients
+from .loss import hinge, zero_one_error
+from .model import Params, init_params, output
+
+
+class DivergenceError(FloatingPointError):
+    """Training produced a non-finite loss or parameters."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of Algorithm 1 and the training prompts (Definition 1).
+
+    Defaults: the paper's Section 4 where it gives a value (l_tr = 20, p_a = 0.6, kappa_a = 2,
+    delta = 0.2); eta, B, T and K are ours (the paper does not give them; see figures/REPORT.md).
+    """
+
+    T: int = 2000
+    B: int = 64
+    eta: float = 0.1
+    l_tr: int = 20
+    p_a: float = 0.6
+    K: float = 0.5
+    kappa_a: float = 2.0
+    delta: float = 0.2
+    m: int | None = None
+
+    def __post_init__(self):
+        check_positive_int(self.T, "T", 0)
+        check_positive_int(self.B, "B")
+        check_positive(self.eta, "eta")
+        check_positive_int(self.l_tr, "l_tr")
+        check_probability(self.p_a, "p_a")
+        check_positive(self.K, "K")
+        check_positive(self.kappa_a, "kappa_a")
+        check_positive(self.delta, "delta")
+        if self.m is not None:
+            check_positive_int(self.m, "m")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Progress:
+    """Prints step, loss, elapsed and estimated time left to stderr at most every ``every`` s."""
+
+    def __init__(self, total: int, label: str = "train", every: float = 2.0, stream=None):
+        self.total, self.label, self.every = total, label, every
+        self.stream = sys.stderr if stream is None else stream
+        self.start = self.last = time.perf_counter()
+
+    def update(self, step: int, loss: float, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now - self.last < self.every:
+            return
+        self.last = now
+        elapsed = now - self.start
+        left = elapsed / max(step, 1) * (self.total - step)
+        print(f"[{self.label}] step {step}/{self.total}  loss {loss:.4f}  "
+              f"elapsed {elapsed:.1f}s  left ~{left:.1f}s", file=self.stream, flush=True)
+
+
+def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba", *, rng=None,
+          params: Params | None = None, record_every: int = 10, record=None,
+          progress: bool | Progress = False) -> tuple[Params, dict]:
+    """Run Algorithm 1 for ``config.T`` steps; return (Psi^(T), history).
+
+    ``rng`` (Generator or int seed) draws w^(0) and every minibatch, so a seed fixes the run.
+    ``params`` overrides the initialisation.  Every ``record_every`` steps (and at step T) the
+    history stores the minibatch ``loss`` and 0-1 ``error`` at Psi^(t) before the update,
+    ``step``, and whatever ``record(step, params) -> dict`` returns (e.g. projections of w).
+    Raises ``DivergenceError`` naming the step if the loss or parameters become non-finite.
+    """
+    check_model(model)
+    rng = as_generator(rng, "train")
+    record_every = check_positive_int(record_every, "record_every")
+    if params is None:
+        params = init_params(world.d, config.m, config.delta, rng)
+    history: dict[str, list] = {"step": [], "loss": [], "error": []}
+    bar = progress if isinstance(progress, Progress) else (Progress(config.T, model) if progress else None)
+
+    def log(t, loss, err):
+        history["step"].append(t)
+        history["loss"].append(loss)
+        history["error"].append(err)
+        if record is not None:
+            for key, value in record(t, params).items():
+                history.setdefault(key, []).append(value)
+
+    for t in range(config.T + 1):
+        batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
+                               kappa_a=config.kappa_a, rng=rng)
+        F = output(model, params, batch.P)
+        loss = float(np.mean(hinge(F, batch.z)))
+        if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in params):
+            raise DivergenceError(
+                f"training diverged at step {t}: loss = {loss}, parameters finite = "
+                f"{all(np.all(np.isfinite(a)) for a in params)}. Try a smaller step size than eta = {config.eta}."
+            )
+        if t % record_every == 0 or t == config.T:
+            log(t, loss, zero_one_error(F, batch.z))
+        if bar is not None:
+            bar.update(t, loss, force=(t == config.T))
+        if t == config.T:
+            break
+        grad = gradients(params, batch.P, batch.z, model)
+        params = Params(*(p - config.eta * g for p, g in zip(params, grad)))
+    return params, {k: np.asarray(v) for k, v in history.items()}

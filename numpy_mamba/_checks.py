@@ -21,7 +21,7 @@ def as_real_array(x, name: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
-            f"{name} must be finite; found {arr[tuple(bad)]} at index {tuple(int(b) for b in bad)}."
+            f"{name} must be finite; found {float(arr[tuple(bad)])} at index {tuple(int(b) for b in bad)}."
         )
     return arr
 
@@ -62,7 +62,7 @@ def check_prompts(P, d0: int | None = None) -> tuple[np.ndarray, bool]:
     if np.any(query_label != 0):
         raise ValueError(
             "the query's label slot P[..., d, l] must be 0 as in eq (2); got "
-            f"{query_label[query_label != 0][0]!r}. Did the query's label z end up in the prompt?"
+            f"{float(query_label[query_label != 0][0]):g}. Did the query's label z end up in the prompt?"
         )
     return P, single
 
@@ -75,7 +75,7 @@ def check_labels(z, B: int) -> np.ndarray:
         raise ValueError(f"z must hold one label per prompt, shape ({B},); got shape {z.shape}.")
     bad = (z != 1) & (z != -1)
     if np.any(bad):
-        raise ValueError(f"labels z must be -1 or +1; got {z[bad][0]!r}.")
+        raise ValueError(f"labels z must be -1 or +1; got {float(z[bad][0]):g}.")
     return z
 
 

@@ -210,3 +210,6 @@ def testing_batch(world: World, B: int, l: int, *, alpha: float, K_prime: float 
         return np.where(rng.random(shape) < 0.5, 1.0, -1.0)
 
     return _assemble(world, rng, tasks, l, K_prime, outlier, outliers, kappa_a_prime, label)
+
+
+testing_batch.__test__ = False      # not a pytest test, even when imported into a test module

@@ -107,8 +107,9 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     for t in range(config.T + 1):
         batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
                                kappa_a=config.kappa_a, rng=rng)
-        F = output(model, params, batch.P)
-        loss = float(np.mean(hinge(F, batch.z)))
+        with np.errstate(over="ignore", invalid="ignore"):     # checked just below
+            F = output(model, params, batch.P)
+            loss = float(np.mean(hinge(F, batch.z)))
         if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in params):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "

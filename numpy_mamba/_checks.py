@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-MODELS = ("mamba", "linear_transformer")
+# The paper's two models, then the Appendix E.6 gates of numpy_mamba/gates.py (gates.GATES).
+MODELS = ("mamba", "linear_transformer", "mamba2", "retnet", "gated_retention", "gla")
 
 
 def as_real_array(x, name: str) -> np.ndarray:

@@ -23,12 +23,13 @@ from scipy.special import expit
 
 from ._checks import check_labels, check_model, check_prompts
 from .loss import hinge_active
+from .gates import GATES
 from .model import Params, check_params, gate_logits, gates_for, output, scores
 
 
 def _checked(params, P, z, model):
     check_model(model)
-    params = check_params(params)
+    params = check_params(params, model)
     P, _ = check_prompts(P, params.W_B.shape[1])
     z = check_labels(z, P.shape[0])
     return params, P, z
@@ -48,28 +49,53 @@ def gate_backward(w, P, G, dG) -> np.ndarray:
     return np.einsum("bdl,bl->d", P, coeff)
 
 
+def key_gated_backward(params, P, r, g) -> tuple:
+    """dW_B, dW_C and dL/dg for a per-key-feature gate g (B, m, l+1), eq (198).
+
+    F = sum_i y_i sum_k (W_B p_i)_k g_{k,i} (W_C p_query)_k and r = dL/dF (B,).
+    """
+    y = P[:, -1, :]                                           # (B, l+1)
+    keys = np.einsum("md,bdl->bml", params.W_B, P)            # W_B p_i: (B, m, l+1)
+    q = P[:, :, -1] @ params.W_C.T                            # W_C p_query: (B, m)
+    weight = (r[:, None] * y)[:, None, :]                     # dL/d(term i): (B, 1, l+1)
+    dkeys = weight * g * q[:, :, None]                        # (B, m, l+1)
+    dq = np.sum(weight * g * keys, axis=2)                    # (B, m)
+    dW_B = np.einsum("bml,bdl->md", dkeys, P)                 # (m, d+1)
+    dW_C = dq.T @ P[:, :, -1]                                 # (m, d+1)
+    dg = weight * keys * q[:, :, None]                        # dL/dg_{k,i}: (B, m, l+1)
+    return dW_B, dW_C, dg
+
+
 def gradients(params, P, z, model: str = "mamba") -> Params:
     """Gradient of ``hinge_loss`` (mean over the batch) w.r.t. W_B, W_C, w; vectorised.
 
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,).  Returns Params(dW_B, dW_C, dw) with
-    the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).
-    Paper: eqs (93), (118), (135), (19).
+    the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).  For
+    an Appendix E.6 gate the result is that gate's container (e.g. Mamba2Params(dW_B, dW_C, dw,
+    da)): W_B, W_C as below, the gate's own fields from ``GATES[model].backward``.
+    Paper: eqs (93), (118), (135), (19); Appendix E.6.
     """
     params, P, z = _checked(params, P, z, model)
     B = P.shape[0]
     F = output(model, params, P)                              # (B,)
     r = np.where(hinge_active(F, z), -z, 0.0) / B             # d(mean loss)/dF^n: (B,)
     G = gates_for(model, params, P)                           # (B, l+1)
-    y = P[:, -1, :]                                           # (B, l+1)
-    s = scores(params, P)                                     # (B, l+1)
-    ds = r[:, None] * G * y                                   # dL/ds_i: (B, l+1)
-    p_query = P[:, :, -1]                                     # (B, d+1)
-    key_sum = np.einsum("bdl,bl->bd", P, ds)                  # sum_i ds_i p_i: (B, d+1)
-    q = p_query @ params.W_C.T                                # W_C p_query: (B, m)
-    dW_B = q.T @ key_sum                                      # (m, d+1), eq (118)
-    dW_C = params.W_B @ (key_sum.T @ p_query)                 # (m, d+1), eq (93)
-    if model == "mamba":
+    if G.ndim == 3:                                           # per-key-feature gate (GLA)
+        dW_B, dW_C, dG = key_gated_backward(params, P, r, G)
+    else:
+        y = P[:, -1, :]                                       # (B, l+1)
+        s = scores(params, P)                                 # (B, l+1)
+        ds = r[:, None] * G * y                               # dL/ds_i: (B, l+1)
+        p_query = P[:, :, -1]                                 # (B, d+1)
+        key_sum = np.einsum("bdl,bl->bd", P, ds)              # sum_i ds_i p_i: (B, d+1)
+        q = p_query @ params.W_C.T                            # W_C p_query: (B, m)
+        dW_B = q.T @ key_sum                                  # (m, d+1), eq (118)
+        dW_C = params.W_B @ (key_sum.T @ p_query)             # (m, d+1), eq (93)
         dG = r[:, None] * y * s                               # dL/dG_i: (B, l+1)
+    if model in GATES:                                        # Appendix E.6: the gate's own chain rule
+        family = GATES[model]
+        return family.params_type(dW_B, dW_C, *family.backward(params, P, G, dG))
+    if model == "mamba":
         dw = gate_backward(params.w, P, G, dG)                # eq (135)
     else:
         dw = np.zeros_like(params.w)
@@ -80,7 +106,11 @@ def gradients_literal(params, P, z, model: str = "mamba") -> Params:
     """The same gradient, one prompt and one term at a time, as eqs (93), (118), (135) read.
 
     Slow on purpose: Python loops over prompts n and tokens i.  Use ``gradients`` to run.
+    Only the paper's two models; the Appendix E.6 gates are checked by finite differences.
     """
+    if model in GATES:
+        raise ValueError(f"gradients_literal covers model='mamba' and 'linear_transformer'; got "
+                         f"{model!r}. Use gradients(...) for the Appendix E.6 gates.")
     params, P, z = _checked(params, P, z, model)
     W_B, W_C, w = params
     B, _, n_tokens = P.shape

@@ -28,7 +28,7 @@ def hinge_loss(params, P, z, model: str = "mamba") -> float:
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,) in {-1, +1}.
     """
     check_model(model)
-    params = check_params(params)
+    params = check_params(params, model)
     P, _ = check_prompts(P, params.W_B.shape[1])
     z = check_labels(z, P.shape[0])
     return float(np.mean(hinge(output(model, params, P), z)))

@@ -5,7 +5,8 @@
     G_{i,l+1}(w) = sigma(w^T p_i) * prod_{j=i+1}^{l+1} (1 - sigma(w^T p_j))   (i <= l)
     G_{l+1,l+1}(w) = sigma(w^T p_query)
 
-The linear Transformer of Section 3.4 is the same model with every G = 1.
+The linear Transformer of Section 3.4 is the same model with every G = 1.  The other gates of
+Appendix E.6 (Mamba-2, RetNet, Gated Retention, GLA) plug in through the registry ``gates.GATES``.
 The recurrent scan of eq (1) lives in ``scan.py``; ``tests/test_model.py`` proves the two agree.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from scipy.special import log_expit
 
 from ._checks import as_generator, as_real_array, check_model, check_positive_int, check_prompts
+from .gates import GATES, check_gate_params
 
 
 class Params(NamedTuple):
@@ -31,8 +33,10 @@ class Params(NamedTuple):
     w: np.ndarray
 
 
-def check_params(params) -> Params:
-    """Validate shapes and finiteness; return a float64 ``Params``."""
+def check_params(params, model: str = "mamba") -> Params:
+    """Validate shapes and finiteness; return a float64 ``Params`` (or the gate's container)."""
+    if model in GATES:
+        return check_gate_params(model, params)
     if not isinstance(params, Params):
         raise ValueError(f"params must be numpy_mamba.Params(W_B, W_C, w); got {type(params).__name__}.")
     W_B = as_real_array(params.W_B, "W_B")
@@ -73,6 +77,19 @@ def init_params(d: int, m: int | None = None, delta: float = 0.2, rng=None) -> P
     W_B[np.arange(d), np.arange(d)] = delta
     w = rng.normal(0.0, 1.0 / np.sqrt(d + 1), size=d + 1)
     return Params(W_B, W_B.copy(), w)
+
+
+def init_for(model: str, d: int, m: int | None = None, delta: float = 0.2, rng=None):
+    """Algorithm 1's initialisation for ``model``; an Appendix E.6 gate adds its own fields.
+
+    W_B^(0), W_C^(0) and w^(0) are drawn exactly as ``init_params`` (same rng draws), then the
+    gate family's ``init`` builds its container (see gates.GATES).
+    """
+    check_model(model)
+    params = init_params(d, m, delta, rng)
+    if model in GATES:
+        return GATES[model].init(*params, as_generator(rng, "init_for"))
+    return params
 
 
 def gate_logits(w, P) -> np.ndarray:
@@ -130,9 +147,12 @@ def attention_scores(params: Params, P) -> np.ndarray:
 
 
 def gates_for(model: str, params: Params, P) -> np.ndarray:
-    """Unchecked gates of ``model``: eq (3) for Mamba, all ones for the linear Transformer."""
+    """Unchecked gates of ``model``: eq (3) for Mamba, all ones for the linear Transformer,
+    the family's gate for Appendix E.6 models ((B, l+1), or (B, m, l+1) for GLA's per-key gate)."""
     if model == "mamba":
         return np.exp(log_gating(params.w, P))
+    if model in GATES:
+        return GATES[model].gate(params, P)
     return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
 
 
@@ -140,7 +160,16 @@ def output(model: str, params: Params, P) -> np.ndarray:
     """Unchecked F(Psi; P) = sum_i G_i y_i s_i for P (B, d+1, l+1) -> (B,)."""
     G = gates_for(model, params, P)
     y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
+    if G.ndim == 3:                                 # a gate per key feature (GLA, eq (198))
+        return np.sum(y * key_gated_scores(params, P, G), axis=1)
     return np.sum(G * y * scores(params, P), axis=1)
+
+
+def key_gated_scores(params, P, g) -> np.ndarray:
+    """Unchecked (W_B p_i (.) g_i)^T W_C p_query of eq (198): P (B, d+1, l+1), g (B, m, l+1) -> (B, l+1)."""
+    keys = np.einsum("md,bdl->bml", params.W_B, P)  # W_B p_i: (B, m, l+1)
+    q = P[:, :, -1] @ params.W_C.T                  # W_C p_query: (B, m)
+    return np.einsum("bml,bm->bl", keys * g, q)
 
 
 def forward(params: Params, P, model: str = "mamba"):
@@ -149,10 +178,11 @@ def forward(params: Params, P, model: str = "mamba"):
     F = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query  (``model="mamba"``), or the
     same with every G = 1 (``model="linear_transformer"``, Section 3.4).
     P : (d+1, l+1) -> float; (B, d+1, l+1) -> (B,).  The query column's term vanishes because
-    its label slot is 0 (eq (2)).
+    its label slot is 0 (eq (2)).  ``model`` may also be an Appendix E.6 gate ("mamba2",
+    "retnet", "gated_retention", "gla"; see gates.py), with that gate's params container.
     """
     check_model(model)
-    params = check_params(params)
+    params = check_params(params, model)
     P, single = check_prompts(P, params.W_B.shape[1])
     F = output(model, params, P)
     return float(F[0]) if single else F

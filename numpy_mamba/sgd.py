@@ -17,7 +17,7 @@ from ._checks import as_generator, check_model, check_positive, check_positive_i
 from .data import World, training_batch
 from .gradients import gradients
 from .loss import hinge, zero_one_error
-from .model import Params, init_params, output
+from .model import Params, init_for, output
 
 
 class DivergenceError(FloatingPointError):
@@ -83,7 +83,8 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     """Run Algorithm 1 for ``config.T`` steps; return (Psi^(T), history).
 
     ``rng`` (Generator or int seed) draws w^(0) and every minibatch, so a seed fixes the run.
-    ``params`` overrides the initialisation.  Every ``record_every`` steps (and at step T) the
+    ``params`` overrides the initialisation (``model.init_for``: Algorithm 1, plus the gate's own
+    fields for an Appendix E.6 model).  Every ``record_every`` steps (and at step T) the
     history stores the minibatch ``loss`` and 0-1 ``error`` at Psi^(t) before the update,
     ``step``, and whatever ``record(step, params) -> dict`` returns (e.g. projections of w).
     Raises ``DivergenceError`` naming the step if the loss or parameters become non-finite.
@@ -92,7 +93,7 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
     if params is None:
-        params = init_params(world.d, config.m, config.delta, rng)
+        params = init_for(model, world.d, config.m, config.delta, rng)
     history: dict[str, list] = {"step": [], "loss": [], "error": []}
     bar = progress if isinstance(progress, Progress) else (Progress(config.T, model) if progress else None)
 
@@ -122,5 +123,5 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
         if t == config.T:
             break
         grad = gradients(params, batch.P, batch.z, model)
-        params = Params(*(p - config.eta * g for p, g in zip(params, grad)))
+        params = type(params)(*(p - config.eta * g for p, g in zip(params, grad)))
     return params, {k: np.asarray(v) for k, v in history.items()}

@@ -1,0 +1,200 @@
+"""The Appendix E.6 gates (numpy_mamba/gates.py, gates_scan.py): two forms, gradients, bad input."""
+import numpy as np
+import pytest
+
+from numpy_mamba import (GATES, GLAParams, GatedRetentionParams, Mamba2Params, Params, RetNetParams,
+                         TrainConfig, forward, gate_recurrent_forward, gradcheck, gradients,
+                         gradients_literal, hinge_loss, init_for, init_params, make_world, train)
+from numpy_mamba._checks import MODELS
+from numpy_mamba.gates_scan import gla_scan_eq196
+from numpy_mamba.model import gates_for
+
+FAMILIES = tuple(GATES)
+
+
+def random_gate_params(model, rng, d=4, m=None, scale=0.5, gate_scale=0.5):
+    """Random parameters of ``model``; ``gate_scale`` large saturates the input-dependent gates."""
+    d0 = d + 1
+    m = d0 if m is None else m
+    W_B, W_C = rng.normal(0, scale, (m, d0)), rng.normal(0, scale, (m, d0))
+    gate = {
+        "mamba2": lambda: (rng.normal(0, gate_scale, d0), np.asarray(rng.normal(0, 0.5))),
+        "retnet": lambda: (np.asarray(rng.uniform(0.3, 0.95)),),
+        "gated_retention": lambda: (rng.normal(0, gate_scale, d0), np.asarray(rng.uniform(0.5, 2.0))),
+        "gla": lambda: (rng.normal(0, gate_scale, (m, d0)), np.asarray(rng.uniform(0.5, 2.0))),
+    }[model]()
+    return GATES[model].params_type(W_B, W_C, *gate)
+
+
+def random_prompts(rng, d=4, l=3, B=5):
+    P = rng.normal(0, 1, (B, d + 1, l + 1))
+    P[:, -1, :l] = rng.choice([-1.0, 1.0], size=(B, l))
+    P[:, -1, l] = 0.0
+    return P, rng.choice([-1.0, 1.0], size=B)
+
+
+# ------------------------------------------------------------------ two forms, one truth
+@pytest.mark.parametrize("model", FAMILIES)
+@pytest.mark.parametrize("l", [1, 2, 6])
+@pytest.mark.parametrize("gate_scale", [0.5, 8.0])
+def test_recurrent_update_equals_closed_form(model, l, gate_scale):
+    """If this fails, linear attention times gate is not the paper's update equation for model."""
+    rng = np.random.default_rng([1, l, int(gate_scale), FAMILIES.index(model)])
+    params = random_gate_params(model, rng, gate_scale=gate_scale)
+    P, _ = random_prompts(rng, l=l)
+    F_closed = forward(params, P, model=model)
+    F_scan = gate_recurrent_forward(params, P, model)
+    assert np.max(np.abs(F_closed)) > 1e-3, "degenerate problem: outputs are ~0"
+    assert np.max(np.abs(F_closed - F_scan)) < 1e-12
+    assert gate_recurrent_forward(params, P[0], model) == pytest.approx(float(F_closed[0]), abs=1e-12)
+
+
+# ------------------------------------------------------------------ gradients vs central differences
+def _problem(model, case):
+    rng = np.random.default_rng([2, FAMILIES.index(model), ["generic", "l1", "saturated", "inactive"].index(case)])
+    l = 1 if case == "l1" else 4
+    params = random_gate_params(model, rng, gate_scale=6.0 if case == "saturated" else 0.5)
+    P, z = random_prompts(rng, l=l, B=6)
+    if case == "inactive":                      # half the prompts beyond the hinge (z F > 1)
+        params = params._replace(W_C=3.0 * params.W_C)
+        F = forward(params, P, model=model)
+        z = np.where(np.arange(len(F)) % 2 == 0, np.sign(F), -np.sign(F))
+        active = 1 - z * F > 0
+        assert active.any() and (~active).any(), "setup: need both sides of the hinge"
+        assert np.min(np.abs(1 - z * F)) > 1e-3, "setup: too close to the kink for differences"
+    return params, P, z
+
+
+@pytest.mark.parametrize("model", FAMILIES)
+@pytest.mark.parametrize("case", ["generic", "l1", "saturated", "inactive"])
+def test_analytic_gradients_match_central_differences(model, case):
+    """If this fails, the hand-written gradient of some parameter of model is wrong."""
+    params, P, z = _problem(model, case)
+    grad = gradients(params, P, z, model=model)
+    assert type(grad) is type(params)
+    report = gradcheck(lambda q: hinge_loss(q, P, z, model=model), params, grad, tol=1e-7)
+    print(model, case, report)
+    assert report.passed, str(report)
+    assert report.norm_analytic["W_B"] > 1e-6, "degenerate problem: zero gradient"
+    if case == "generic":
+        gate_fields = params._fields[2:]
+        assert all(report.norm_analytic[f] > 1e-8 for f in gate_fields), "gate gradient vanished"
+
+
+# ------------------------------------------------------------------ known answers by hand
+def _tiny():
+    """d = 1, l = 2: p_1 = (1, +1), p_2 = (2, -1), p_query = (1, 0); W_B = W_C = I."""
+    P = np.array([[1.0, 2.0, 1.0], [1.0, -1.0, 0.0]])
+    return P, np.eye(2)
+
+
+def test_known_answers_on_a_tiny_prompt():
+    """s_1 = 1, s_2 = 2, y = (+1, -1): every decay gate with gamma = 1/2 gives
+    F = gamma^2 * 1 - gamma * 2 = -0.75; GLA with W = 0 gates each key by 1/2: F = (1 - 2)/2."""
+    P, I = _tiny()
+    zero_w = np.zeros(2)
+    assert forward(RetNetParams(I, I, 0.5), P, "retnet") == pytest.approx(-0.75, abs=1e-15)
+    # Mamba-2 with w = 0, a = 0: gamma = exp(-softplus(0)) = exp(-log 2) = 1/2
+    assert forward(Mamba2Params(I, I, zero_w, 0.0), P, "mamba2") == pytest.approx(-0.75, abs=1e-15)
+    # Gated Retention with w = 0, tau = 1: gamma = sigma(0) = 1/2; tau = 1/2 squares it: 1/4
+    assert forward(GatedRetentionParams(I, I, zero_w, 1.0), P, "gated_retention") == pytest.approx(-0.75)
+    assert forward(GatedRetentionParams(I, I, zero_w, 0.5), P, "gated_retention") == pytest.approx(
+        0.25 ** 2 - 0.25 * 2, abs=1e-15)
+    assert forward(GLAParams(I, I, np.zeros((2, 2)), 1.0), P, "gla") == pytest.approx(-0.5, abs=1e-15)
+
+
+def test_mamba2_gate_at_the_query_is_one_unlike_mamba():
+    """Eq (189): G_{t,t} = 1; Mamba's eq (3) has sigma(w^T p_query) there.  Also no input gate on
+    example i: G_i for Mamba-2 does not change when p_i changes (only tokens after i count)."""
+    rng = np.random.default_rng(3)
+    params = random_gate_params("mamba2", rng)
+    P, _ = random_prompts(rng, l=4, B=2)
+    G = gates_for("mamba2", params, P)
+    assert np.all(G[:, -1] == 1.0)
+    G_mamba = gates_for("mamba", Params(params.W_B, params.W_C, params.w), P)
+    assert not np.allclose(G_mamba[:, -1], 1.0)
+    P2 = P.copy()
+    P2[:, :-1, 1] += 5.0                                # change example 2's features only
+    G2 = gates_for("mamba2", params, P2)
+    assert np.allclose(G2[:, 1:], G[:, 1:], rtol=0, atol=0) and not np.allclose(G2[:, 0], G[:, 0])
+
+
+def test_retnet_gate_does_not_depend_on_the_input():
+    """Eq (192): G_{i,l+1} = gamma^{l+1-i} for every prompt; if this fails RetNet became selective."""
+    rng = np.random.default_rng(4)
+    params = random_gate_params("retnet", rng)
+    P, _ = random_prompts(rng, l=5, B=3)
+    G = gates_for("retnet", params, P)
+    assert np.allclose(G, float(params.gamma) ** np.arange(5, -1, -1)[None, :], rtol=1e-14)
+
+
+def test_gla_eq196_as_printed_is_not_eq198():
+    """Paper note: the update (196) decays rows of h; summed up it is not the closed form (197)-(198)."""
+    rng = np.random.default_rng(5)
+    params = random_gate_params("gla", rng)
+    P, _ = random_prompts(rng, l=4, B=1)
+    assert abs(gla_scan_eq196(params, P[0]) - forward(params, P[0], "gla")) > 1e-3
+
+
+def test_long_prompts_and_saturated_gates_stay_finite():
+    """Gates are products of up to l factors; in log space l = 3000 with |w^T p| ~ 60 stays finite."""
+    rng = np.random.default_rng(6)
+    P, z = random_prompts(rng, l=3000, B=2)
+    for model in FAMILIES:
+        params = random_gate_params(model, rng, gate_scale=30.0)
+        G = gates_for(model, params, P)
+        assert np.all(np.isfinite(G)) and G.min() >= 0.0 and G.max() <= 1.0, model
+        assert all(np.all(np.isfinite(g)) for g in gradients(params, P, z, model=model)), model
+
+
+# ------------------------------------------------------------------ plumbing: registry, init, training
+def test_registry_matches_the_model_list():
+    """If this fails a gate was added to MODELS but not to GATES (or the reverse)."""
+    assert MODELS == ("mamba", "linear_transformer") + FAMILIES
+
+
+def test_init_for_uses_algorithm1_and_documented_gate_values():
+    base = init_params(6, None, 0.2, np.random.default_rng(7))
+    for model, field, value in [("mamba2", "a", 0.0), ("retnet", "gamma", 0.5),
+                                ("gated_retention", "tau", 1.0), ("gla", "tau", 1.0)]:
+        params = init_for(model, 6, None, 0.2, np.random.default_rng(7))
+        assert type(params) is GATES[model].params_type
+        assert np.array_equal(params.W_B, base.W_B) and np.array_equal(params.W_C, base.W_C)
+        assert float(getattr(params, field)) == value
+        if "w" in params._fields:                       # same draw as Mamba's w^(0)
+            assert np.array_equal(params.w, base.w)
+    assert init_for("gla", 6, None, 0.2, 7).W.shape == (7, 7)
+    assert isinstance(init_for("mamba", 6, None, 0.2, 7), Params)
+
+
+@pytest.mark.parametrize("model", FAMILIES)
+def test_sgd_trains_every_gate_and_keeps_its_container(model):
+    """A few steps of Algorithm 1 on the Section 3.2 data lower the loss for each gate."""
+    world = make_world(d=8, M1=4, M2=2, V=2, rng=0)
+    params, history = train(world, TrainConfig(T=60, B=32, l_tr=6), model, rng=1, record_every=20)
+    assert type(params) is GATES[model].params_type
+    assert history["loss"][-1] < history["loss"][0]
+
+
+def test_bad_inputs_say_what_was_expected():
+    rng = np.random.default_rng(8)
+    P, z = random_prompts(rng, l=2, B=2)
+    mamba = init_params(4, rng=0)
+    with pytest.raises(ValueError, match="Mamba2Params"):
+        forward(mamba, P, model="mamba2")
+    with pytest.raises(ValueError, match="Params"):
+        gradients(random_gate_params("mamba2", rng), P, z, model="mamba")
+    with pytest.raises(ValueError, match="gamma .* > 0"):
+        forward(RetNetParams(mamba.W_B, mamba.W_C, 0.0), P, model="retnet")
+    with pytest.raises(ValueError, match="tau .* > 0"):
+        hinge_loss(GatedRetentionParams(mamba.W_B, mamba.W_C, mamba.w, -1.0), P, z, "gated_retention")
+    with pytest.raises(ValueError, match=r"a of Mamba2Params must have shape \(\)"):
+        forward(Mamba2Params(mamba.W_B, mamba.W_C, mamba.w, np.zeros(2)), P, "mamba2")
+    with pytest.raises(ValueError, match=r"W of GLAParams must have shape \(5, 5\)"):
+        forward(GLAParams(mamba.W_B, mamba.W_C, np.zeros((5, 4)), 1.0), P, "gla")
+    with pytest.raises(ValueError, match="model must be one of"):
+        forward(mamba, P, model="mamba3")
+    with pytest.raises(ValueError, match="gradients_literal covers"):
+        gradients_literal(random_gate_params("retnet", rng), P, z, model="retnet")
+    with pytest.raises(ValueError, match="Appendix E.6 gates"):
+        gate_recurrent_forward(mamba, P, "mamba")

@@ -24,7 +24,7 @@ from scipy.special import expit
 from ._checks import check_labels, check_model, check_prompts
 from .loss import hinge_active
 from .gates import GATES
-from .model import Params, check_params, gate_logits, gates_for, output, scores
+from .model import Params, check_params, gate_logits, output_terms
 
 
 def _checked(params, P, z, model):
@@ -46,7 +46,7 @@ def gate_backward(w, P, G, dG) -> np.ndarray:
     c = dG * G                                                # (B, l+1)
     before = np.cumsum(c, axis=1) - c                         # sum_{i<s} c_i: (B, l+1)
     coeff = c * (1.0 - sigma) - sigma * before                # weight of each column p_s
-    return np.einsum("bdl,bl->d", P, coeff)
+    return (P @ coeff[:, :, None]).sum(axis=0)[:, 0]         # sum_{n,s} coeff_s p_s: (d+1,)
 
 
 def key_gated_backward(params, P, r, g) -> tuple:
@@ -77,17 +77,15 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
     """
     params, P, z = _checked(params, P, z, model)
     B = P.shape[0]
-    F = output(model, params, P)                              # (B,)
+    F, G, s = output_terms(model, params, P)                  # (B,), (B, l+1), (B, l+1)
     r = np.where(hinge_active(F, z), -z, 0.0) / B             # d(mean loss)/dF^n: (B,)
-    G = gates_for(model, params, P)                           # (B, l+1)
     if G.ndim == 3:                                           # per-key-feature gate (GLA)
         dW_B, dW_C, dG = key_gated_backward(params, P, r, G)
     else:
         y = P[:, -1, :]                                       # (B, l+1)
-        s = scores(params, P)                                 # (B, l+1)
         ds = r[:, None] * G * y                               # dL/ds_i: (B, l+1)
         p_query = P[:, :, -1]                                 # (B, d+1)
-        key_sum = np.einsum("bdl,bl->bd", P, ds)              # sum_i ds_i p_i: (B, d+1)
+        key_sum = (P @ ds[:, :, None])[:, :, 0]               # sum_i ds_i p_i: (B, d+1)
         q = p_query @ params.W_C.T                            # W_C p_query: (B, m)
         dW_B = q.T @ key_sum                                  # (m, d+1), eq (118)
         dW_C = params.W_B @ (key_sum.T @ p_query)             # (m, d+1), eq (93)

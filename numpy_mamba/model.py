@@ -94,7 +94,7 @@ def init_for(model: str, d: int, m: int | None = None, delta: float = 0.2, rng=N
 
 def gate_logits(w, P) -> np.ndarray:
     """a_i = w^T p_i for every column of P: (d+1,), (B, d+1, l+1) -> (B, l+1)."""
-    return np.einsum("d,bdl->bl", w, P)
+    return w @ P                                    # broadcast matmul: (B, l+1)
 
 
 def log_gating(w, P) -> np.ndarray:
@@ -106,11 +106,12 @@ def log_gating(w, P) -> np.ndarray:
     |a| = 50 stay finite.  Shapes: P (B, d+1, l+1) -> (B, l+1).
     """
     a = gate_logits(w, P)                                   # (B, l+1)
-    log_keep = log_expit(-a)                                # log(1 - sigma(a_j))
+    log_sigma = log_expit(a)                                # log sigma(a_j)
+    log_keep = log_sigma - a                                # log(1 - sigma(a_j)) = log sigma(a_j) - a_j
     suffix = np.cumsum(log_keep[:, ::-1], axis=1)[:, ::-1]  # sum_{j>=i} log(1 - sigma(a_j))
     exclusive = np.zeros_like(suffix)
     exclusive[:, :-1] = suffix[:, 1:]                       # sum_{j>i}; empty for the query
-    return log_expit(a) + exclusive
+    return log_sigma + exclusive
 
 
 def gating(w, P) -> np.ndarray:
@@ -131,7 +132,7 @@ def scores(params: Params, P) -> np.ndarray:
     """Unchecked p_i^T W_B^T W_C p_query for P (B, d+1, l+1) -> (B, l+1)."""
     q = P[:, :, -1] @ params.W_C.T                  # W_C p_query: (B, m)
     key_side = q @ params.W_B                       # W_B^T W_C p_query: (B, d+1)
-    return np.einsum("bdl,bd->bl", P, key_side)     # (B, l+1)
+    return (key_side[:, None, :] @ P)[:, 0, :]      # p_i^T (W_B^T W_C p_query): (B, l+1)
 
 
 def attention_scores(params: Params, P) -> np.ndarray:
@@ -156,13 +157,20 @@ def gates_for(model: str, params: Params, P) -> np.ndarray:
     return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
 
 
-def output(model: str, params: Params, P) -> np.ndarray:
-    """Unchecked F(Psi; P) = sum_i G_i y_i s_i for P (B, d+1, l+1) -> (B,)."""
+def output_terms(model: str, params: Params, P):
+    """Unchecked (F, G, s): the output F = sum_i G_i y_i s_i (B,), the gates G (B, l+1) and the
+    scores s (B, l+1) of P (B, d+1, l+1), so the gradients reuse them; s is None for GLA."""
     G = gates_for(model, params, P)
     y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
     if G.ndim == 3:                                 # a gate per key feature (GLA, eq (198))
-        return np.sum(y * key_gated_scores(params, P, G), axis=1)
-    return np.sum(G * y * scores(params, P), axis=1)
+        return np.sum(y * key_gated_scores(params, P, G), axis=1), G, None
+    s = scores(params, P)
+    return np.sum(G * y * s, axis=1), G, s
+
+
+def output(model: str, params: Params, P) -> np.ndarray:
+    """Unchecked F(Psi; P) = sum_i G_i y_i s_i for P (B, d+1, l+1) -> (B,)."""
+    return output_terms(model, params, P)[0]
 
 
 def key_gated_scores(params, P, g) -> np.ndarray:

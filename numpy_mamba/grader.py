@@ -57,7 +57,8 @@ class Result:
     status: str
     max_rel: float = float("nan")
     hint: str = ""
-    rows: list = field(default_factory=list)      # (problem, rel. vs package, rel. vs check)
+    rows: list = field(default_factory=list)      # (problem, rel. vs package, rel. vs check, note)
+    defined: bool = True                          # False: the file has no such function
 
 
 def load_student(path) -> object:
@@ -69,10 +70,12 @@ def load_student(path) -> object:
     if spec is None or spec.loader is None:
         raise GraderError(f"{path} is not a Python file (expected a .py file).")
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent.resolve()))
+    sys.modules[spec.name] = module                           # dataclasses in student code need it
+    sys.path.insert(0, str(path.parent.resolve()))            # helpers next to the student's file
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:  # SyntaxError, ImportError, SystemExit, ... from student code
+        sys.modules.pop(spec.name, None)
         raise GraderError(f"could not import {path}:\n{_student_traceback(exc, path)}") from None
     finally:
         sys.path.remove(str(path.parent.resolve()))
@@ -125,8 +128,10 @@ def grade_function(fn, name: str, problems: list[Problem]) -> Result:
             out = _call(fn, name, pb)
         except NotImplementedError as exc:
             return Result(name, "not attempted", hint=f"still a stub: NotImplementedError: {exc}")
-        except Exception as exc:
-            return Result(name, "FAIL", np.inf, f"raised on problem '{pb.name}': {_student_traceback(exc)}")
+        except (Exception, SystemExit) as exc:
+            source = getattr(getattr(fn, "__code__", None), "co_filename", None)
+            return Result(name, "FAIL", np.inf,
+                          f"raised on problem '{pb.name}': {_student_traceback(exc, source)}")
         try:
             S = np.asarray(out, dtype=np.float64)
         except (TypeError, ValueError):
@@ -156,7 +161,7 @@ def grade_module(module, problems: list[Problem]) -> list[Result]:
     for name in EXERCISES:
         fn = getattr(module, name, None)
         if fn is None:
-            results.append(Result(name, "not attempted", hint="not defined in the file"))
+            results.append(Result(name, "not attempted", hint="not defined in the file", defined=False))
         elif not callable(fn):
             results.append(Result(name, "FAIL", np.inf, f"{name} is a {type(fn).__name__}, not a function"))
         else:
@@ -194,7 +199,7 @@ def format_report(results: list[Result]) -> str:
 
 def exit_status(results: list[Result]) -> int:
     """0 when every defined function passes (and at least one is defined), else 1."""
-    defined = [r for r in results if r.hint != "not defined in the file"]
+    defined = [r for r in results if r.defined]
     return 0 if defined and all(r.status == "pass" for r in defined) else 1
 
 
@@ -213,7 +218,7 @@ def main(argv=None) -> int:
     print(f"grading {args.path} (seed {args.seed})\n")
     print(format_report(results))
     status = exit_status(results)
-    if all(r.hint == "not defined in the file" for r in results):
+    if not any(r.defined for r in results):
         print(f"\nnone of {', '.join(EXERCISES)} is defined in {args.path}.")
     print("\nALL PASSED" if status == 0 else "\nNOT ALL PASSED")
     return status

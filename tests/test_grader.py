@@ -45,7 +45,7 @@ def _grade(path, problems):
 def test_correct_implementations_pass(path, problems):
     """A failure here means the grader fails a mathematically correct function."""
     results, status = _grade(path, problems)
-    defined = [r for r in results.values() if r.hint != "not defined in the file"]
+    defined = [r for r in results.values() if r.defined]
     assert defined, f"{path.name} defines no exercise function"
     for r in defined:
         assert r.status == "pass", f"{path.name}: {r.name} -> {r.status}: {r.hint}"
@@ -77,7 +77,7 @@ def test_broken_implementations_fail_with_the_right_hint(filename, function, hin
 def test_stub_exercises_are_not_attempted_and_exit_nonzero(problems):
     for path in sorted(EXERCISES.glob("*.py")):
         results, status = _grade(path, problems)
-        defined = [r for r in results.values() if r.hint != "not defined in the file"]
+        defined = [r for r in results.values() if r.defined]
         assert defined and all(r.status == "not attempted" for r in defined), path.name
         assert all("NotImplementedError" in r.hint for r in defined), path.name
         assert status == 1, f"{path.name}: an unsolved exercise must not exit 0"
@@ -159,3 +159,16 @@ def test_generator_strips_blocks_and_refuses_bad_markers():
                       ("# BEGIN SOLUTION\n\n# END SOLUTION\n", "empty")]:
         with pytest.raises(ValueError, match=what):
             tool.strip_solutions(bad)
+
+
+def test_each_known_mistake_gets_its_own_hint(problems):
+    """An answer that IS a known mistake must be reported with that mistake's hint, not another's."""
+    from numpy_mamba.grader_hints import match_mistake
+
+    for name, field in (("grad_W_C", "W_C"), ("grad_W_B", "W_B"), ("grad_w", "w")):
+        for key, hint, mistaken in mistakes_for(field):
+            answers = [mistaken(pb, gradients(pb.params, pb.P, pb.z)) for pb in problems]
+            assert match_mistake(name, answers, problems) == hint, (name, key)
+    for key, hint, mistaken in gate_mistakes():
+        answers = [mistaken(pb, gating(pb.params.w, pb.P)) for pb in problems]
+        assert match_mistake("gates", answers, problems) == hint, ("gates", key)

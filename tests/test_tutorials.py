@@ -63,3 +63,15 @@ def test_tutorial_runs_in_quick_mode(path, tmp_path):
     # CPU time, not wall time: the budget is about the work, not about a busy machine
     assert cpu <= QUICK_BUDGET_S, (f"{path.name} used {cpu:.1f} s of CPU ({elapsed:.1f} s wall) in quick "
                                    f"mode; budget {QUICK_BUDGET_S} s")
+
+
+@pytest.mark.parametrize("path", [p for p in TUTORIALS if p.name[:3] in {f"0{k}_" for k in range(1, 7)}],
+                         ids=lambda p: p.name)
+def test_tutorial_format(path):
+    """Percent format with prose cells, equation numbers quoted, and the run time stated at the top."""
+    text = path.read_text()
+    assert text.startswith("# %% [markdown]\n"), f"{path.name} must open with a markdown cell"
+    assert text.count("# %% [markdown]") >= 4 and text.count("\n# %%\n") >= 4, f"{path.name}: too few cells"
+    header = text.split("\n# %%\n", 1)[0]
+    assert "Paper:" in header and "Run:" in header, f"{path.name}: header must cite the paper and say how to run"
+    assert "eq (" in text or "eqs (" in text, f"{path.name} quotes no equation number"

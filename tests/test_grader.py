@@ -172,3 +172,17 @@ def test_each_known_mistake_gets_its_own_hint(problems):
     for key, hint, mistaken in gate_mistakes():
         answers = [mistaken(pb, gating(pb.params.w, pb.P)) for pb in problems]
         assert match_mistake("gates", answers, problems) == hint, ("gates", key)
+
+
+def test_staleness_check_notices_an_edited_or_missing_exercise(tmp_path):
+    tool = _load_tool()
+    solutions, exercises = tmp_path / "solutions", tmp_path / "exercises"
+    solutions.mkdir()
+    exercises.mkdir()
+    (solutions / "demo_solution.py").write_text("def f():\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n")
+    assert tool.stale(solutions, exercises) == [exercises / "demo.py"]          # missing
+    for path, text in tool.generate(solutions, exercises).items():
+        path.write_text(text)
+    assert tool.stale(solutions, exercises) == []
+    (exercises / "demo.py").write_text((exercises / "demo.py").read_text() + "# edited\n")
+    assert tool.stale(solutions, exercises) == [exercises / "demo.py"]          # edited by hand

@@ -15,7 +15,9 @@ Algorithm 1).  Each function takes
              P[n, -1, :] holds the labels y_1..y_l and a 0 in the query's slot
     z      : (B,) query labels in {-1, +1}
 
-and returns the gradient of the mean loss with the shape of the parameter.  Check your answers:
+and returns the gradient of the mean loss with the shape of the parameter.  Derive each one on
+paper first (Appendix E.2-E.3 has the answers as eqs (93), (118), (135); mind the condition
+the paper states them under).  Check your answers:
 
     python -m numpy_mamba grade tutorials/exercises/gradients.py
 
@@ -41,32 +43,29 @@ def forward_pieces(params, P):
 
 
 def grad_W_C(params, P, z):
-    """d/dW_C of the mean hinge loss, shape (m, d+1).  Per prompt, where 1 - zF > 0 (eq (93)):
+    """d/dW_C of the mean hinge loss over the batch, shape (m, d+1).
 
-        -z sum_{i=1}^{l} G_{i,l+1}(w) y_i W_B p_i p_query^T
-
-    and 0 where 1 - zF <= 0.  Average over the batch.
+    Derive it first: only s_i depends on W_C, and for vectors a, b, d(a^T W b)/dW = a b^T.
+    Where is the hinge max{0, 1 - zF} flat?  Compare your result with eq (93) afterwards.
     """
     raise NotImplementedError("grad_W_C: your code here")
 
 
 def grad_W_B(params, P, z):
-    """d/dW_B of the mean hinge loss, shape (m, d+1).  Per prompt, where 1 - zF > 0 (eq (118)):
+    """d/dW_B of the mean hinge loss over the batch, shape (m, d+1).
 
-        -z sum_{i=1}^{l+1} G_{i,l+1}(w) y_i W_C p_query p_i^T
-
-    and 0 where 1 - zF <= 0.  Average over the batch.
+    Same idea as grad_W_C, with W_B on the other side of s_i = p_i^T W_B^T W_C p_query.
+    Compare with eq (118) afterwards.
     """
     raise NotImplementedError("grad_W_B: your code here")
 
 
 def grad_w(params, P, z):
-    """d/dw of the mean hinge loss, shape (d+1,).  Per prompt, where 1 - zF > 0 (eq (135)):
+    """d/dw of the mean hinge loss over the batch, shape (d+1,).
 
-        z sum_{i=1}^{l} y_i s_i G_{i,l+1}(w) ( sum_{s=i+1}^{l+1} sigma(w^T p_s) p_s
-                                               - (1 - sigma(w^T p_i)) p_i )
-
-    which comes from dG_i/dw = G_i ((1 - sigma_i) p_i - sum_{s>i} sigma_s p_s), and 0 where
-    1 - zF <= 0.  Average over the batch.
+    Only the gates depend on w.  G_{i,l+1}(w) = sigma(w^T p_i) prod_{j=i+1}^{l+1}(1 - sigma(w^T p_j))
+    depends on w through sigma(w^T p_i) AND through every later factor, the query's included.
+    Hint: differentiate log G_i, using d log sigma(a)/da = 1 - sigma(a) and
+    d log(1 - sigma(a))/da = -sigma(a).  Compare with eq (135) afterwards.
     """
     raise NotImplementedError("grad_w: your code here")

@@ -1,0 +1,132 @@
+"""The autograder's seeded problems (used by ``grader.py``, ``python -m numpy_mamba grade``).
+
+Every exercise function is run on the same small seeded problems, each chosen to expose one
+difficulty: a plain batch, l = 1 with B = 1, m != d+1 (a transposed answer then has the wrong
+shape), saturated gates (|w^T p| between 30 and 50 on some columns), prompts on both sides of
+the hinge (z F > 1, and misclassified prompts with |F| > 1), and prompts from the data model of
+Section 3.2.  A student's answer is compared with
+  * the package: ``gradients.gradients`` (eqs (93), (118), (135)) or ``model.gating`` (eq (3));
+  * an independent check: central finite differences of the mean hinge loss (gradients), or
+    F computed from the student's gates against the literal eq (1) scan (gates).
+The known mistakes that turn a failure into a hint live in ``grader_mistakes.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .data import make_world, training_batch
+from .gradcheck import numerical_gradient
+from .loss import hinge_loss
+from .model import Params, init_params, log_gating, scores
+
+KINK_MARGIN = 1e-3      # every prompt keeps |1 - zF| above this, so finite differences are smooth
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One seeded grading problem: params (W_B, W_C: (m, d+1); w: (d+1,)), P (B, d+1, l+1),
+    z (B,), and the central-difference gradient of the mean hinge loss, ``numerical``."""
+
+    name: str
+    params: Params
+    P: np.ndarray
+    z: np.ndarray
+    numerical: Params
+
+
+def _random_prompts(rng, B, d, l):
+    """Gaussian inputs, random +-1 labels, the query's label slot 0 (eq (2)): (B, d+1, l+1)."""
+    P = np.zeros((B, d + 1, l + 1))
+    P[:, :d, :] = rng.standard_normal((B, d, l + 1))
+    P[:, d, :l] = rng.choice([-1.0, 1.0], size=(B, l))
+    return P
+
+
+def _random_params(rng, d, m, scale=1.0):
+    W_B = rng.normal(0.0, scale / np.sqrt(d + 1), (m, d + 1))
+    W_C = rng.normal(0.0, scale / np.sqrt(d + 1), (m, d + 1))
+    return Params(W_B, W_C, rng.normal(0.0, 1.0 / np.sqrt(d + 1), d + 1))
+
+
+def _F(params, P):
+    G = np.exp(log_gating(params.w, P))
+    return np.sum(G * P[:, -1, :] * scores(params, P), axis=1)
+
+
+def _basic(rng, B=4, d=5, l=5, m=None):
+    params = _random_params(rng, d, d + 1 if m is None else m)
+    P = _random_prompts(rng, B, d, l)
+    return params, P, rng.choice([-1.0, 1.0], size=B)
+
+
+def _saturated(rng, B=3, d=5, l=6):
+    """Coordinate 0 carries a +-1 flag on some context columns and w_0 = 40, so those gates
+    see |w^T p| of 30-50; the query and the other columns stay moderate, so the gradients are
+    not all ~e^{-40} (a correct but naive 1 - sigma(a) must still pass)."""
+    params, P, z = _basic(rng, B, d, l)
+    P[:, 0, :] = 0.0
+    flags = [{1: 1.0, 3: -1.0, 4: -1.2}, {0: -1.0, l - 1: -0.8, 2: 1.1}, {l - 1: 1.0, 0: -1.0}]
+    for n in range(B):
+        for i, value in flags[n % len(flags)].items():
+            P[n, 0, i] = value
+    w = params.w.copy()
+    w[0] = 40.0
+    return Params(params.W_B, params.W_C, w), P, z
+
+
+def _both_sides(rng, B=6, d=5, l=5):
+    """Large outputs (|F| > 1.2); z = sign(F) on even prompts (inactive: z F > 1) and
+    -sign(F) on odd ones (misclassified, |F| > 1: active, though F is not in (-1, 1))."""
+    params, P, _ = _basic(rng, B, d, l)
+    F = _F(params, P)
+    c = 2.0 / max(np.min(np.abs(F)), 1e-3)
+    params = Params(np.sqrt(c) * params.W_B, np.sqrt(c) * params.W_C, params.w)
+    F = _F(params, P)
+    z = np.where(np.arange(B) % 2 == 0, np.sign(F), -np.sign(F))
+    return params, P, z
+
+
+def _data_model(rng, B=4, l=6):
+    world = make_world(d=8, M1=3, M2=2, V=2, beta=3.0, rng=rng)
+    batch = training_batch(world, B, l, p_a=0.5, rng=rng)
+    base = init_params(world.d, delta=0.2, rng=rng)
+    noise = _random_params(rng, world.d, world.d + 1, scale=0.3)
+    params = Params(base.W_B + noise.W_B, base.W_C + noise.W_C, base.w)
+    return params, batch.P, batch.z
+
+
+def _acceptable(name, params, P, z):
+    F = _F(params, P)
+    if np.any(np.abs(1.0 - z * F) < KINK_MARGIN):
+        return False
+    if name.startswith("inactive"):
+        return bool(np.all(np.abs(F) > 1.2) and np.any(z * F > 1) and np.any(z * F < -1))
+    return bool(np.any(1.0 - z * F > 0))
+
+
+PROBLEM_RECIPES = (
+    ("basic (B=4, l=5)", _basic),
+    ("l = 1, B = 1", lambda rng: _basic(rng, B=1, l=1)),
+    ("m = 4 != d+1 = 6", lambda rng: _basic(rng, B=3, m=4)),
+    ("saturated gates |w^T p| 30-50", _saturated),
+    ("inactive hinge side, |F| > 1", _both_sides),
+    ("data model (Definition 1)", _data_model),
+)
+
+
+def make_problems(seed: int = 0) -> list[Problem]:
+    """The seeded grading problems, each redrawn (seed stream [seed, k, attempt]) until every
+    prompt is at least KINK_MARGIN away from the hinge's kink."""
+    problems = []
+    for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
+        for attempt in range(100):
+            params, P, z = recipe(np.random.default_rng([seed, k, attempt]))
+            if _acceptable(name, params, P, z):
+                break
+        else:
+            raise RuntimeError(f"could not draw grading problem {name!r} away from the hinge's kink")
+        numerical = numerical_gradient(lambda p: hinge_loss(p, P, z), params)
+        problems.append(Problem(name, params, P, z, numerical))
+    return problems

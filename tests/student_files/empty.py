@@ -1,0 +1,1 @@
+"""Defines none of the exercise functions."""

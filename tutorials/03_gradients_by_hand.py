@@ -1,0 +1,306 @@
+# %% [markdown]
+# # Tutorial 3 — Gradients by hand: eqs (93), (118), (135)
+#
+# Paper: eq (3), eq (4), and Appendix E.2 (eqs (93), (118)) and E.3 (eq (135)).  Read this
+# next to the paper: every step names the equation it derives or checks.
+#
+# We derive the gradient of the hinge loss with respect to each trainable matrix of
+# Psi = {W_B, W_C, w}, implement it for one prompt, and check it against central finite
+# differences (`numpy_mamba.gradcheck`).  The gate derivative, the one genuinely new piece,
+# gets its own step.  We end with the batch mean of Algorithm 1 and the hinge's inactive side.
+#
+# Then do the exercise: `tutorials/exercises/gradients.py`, graded by
+# `python -m numpy_mamba grade tutorials/exercises/gradients.py`.
+#
+# Run: `python tutorials/03_gradients_by_hand.py` (a few seconds; quick and full mode are the same).
+
+# %%
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip install .`
+    here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+    sys.path.insert(0, str(here.parent))
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from scipy.special import expit
+
+import numpy_mamba as nm
+from numpy_mamba.gradients import gate_backward
+
+QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"     # same work either way here
+FIGDIR = os.environ.get("NUMPY_MAMBA_FIGDIR")          # set it to save the figures as PNG
+np.set_printoptions(precision=4, suppress=True)
+
+
+def show(fig, name):
+    """Show a figure (a no-op under the non-interactive Agg backend); save it if FIGDIR is set."""
+    if FIGDIR:
+        fig.savefig(os.path.join(FIGDIR, f"{name}.png"), dpi=120, bbox_inches="tight")
+    if "agg" not in matplotlib.get_backend().lower():
+        plt.show()
+    plt.close(fig)
+
+
+# %% [markdown]
+# ## Setting: one prompt, the model of eq (3), the loss of eq (4)
+#
+#     F(Psi; P) = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i s_i,    s_i = p_i^T W_B^T W_C p_query      (3)
+#     ell(Psi; P, z) = max{0, 1 - z F(Psi; P)}                                            (4)
+#
+# A small random problem: d = 4, l = 3, m = d+1 = 5.  Random (not the Algorithm 1
+# initialisation) so that no entry of a gradient is zero by accident.
+
+# %%
+rng = np.random.default_rng(3)
+d, l, m = 4, 3, 5
+P = np.zeros((d + 1, l + 1))
+P[:d] = rng.standard_normal((d, l + 1))
+P[d, :l] = [1.0, -1.0, 1.0]                       # labels y_1..y_l; the query's slot stays 0 (eq (2))
+params = nm.Params(W_B=rng.normal(0, 0.4, (m, d + 1)), W_C=rng.normal(0, 0.4, (m, d + 1)),
+                   w=rng.normal(0, 0.5, d + 1))
+W_B, W_C, w = params
+z = 1.0
+F = nm.forward(params, P)
+print(f"F = {F:+.4f},  z = {z:+.0f},  1 - zF = {1 - z * F:.4f}  -> the hinge is active")
+
+# %% [markdown]
+# ## Step 0 — the chain rule through the hinge
+#
+# d/dF max{0, 1 - zF} = -z where 1 - zF > 0, and 0 where 1 - zF < 0 (we take 0 at the kink).
+# So for every parameter,
+#
+#     d ell / d Psi = -z dF/dPsi   if 1 - zF > 0,      0 otherwise.
+#
+# The paper states (93), (118), (135) "when F(Psi; P^n) in (-1, 1)".  That is the region where
+# the hinge is active for *both* labels, but it is active wherever 1 - zF > 0: a misclassified
+# prompt with zF < -1 has a nonzero gradient too.  Step 6 checks this; see also the README,
+# "Notes on the paper's derivations".
+#
+# The three helpers below check a gradient of one parameter against central differences of
+# the loss (`numpy_mamba.gradcheck` takes a dict of arrays).
+
+# %%
+def loss_with(name, value, P=P, z=z):
+    """ell(Psi; P, z) with one parameter replaced."""
+    return nm.hinge_loss(params._replace(**{name: value}), P, z)
+
+
+def check(name, analytic, P=P, z=z):
+    report = nm.gradcheck(lambda p: loss_with(name, p[name], P, z), {name: getattr(params, name)},
+                          {name: analytic}, tol=1e-7)
+    print(report)
+    assert report.passed
+    return report
+
+
+# %% [markdown]
+# ## Step 1 — dW_C, eq (93)
+#
+# Only s_i depends on W_C.  Write s_i = a_i^T W_C b with a_i = W_B p_i (in R^m) and
+# b = p_query.  For any vectors, d(a^T W b)/dW = a b^T, so
+#
+#     dF/dW_C = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i W_B p_i p_query^T.
+#
+# The query's term (i = l+1) has y_{l+1} = 0, so the sum can stop at l, which is how the paper
+# writes it:
+#
+#     d ell / d W_C = -z sum_{i=1}^{l} G_{i,l+1}(w) y_i W_B p_i p_query^T              (93)
+
+# %%
+G = nm.gating(w, P)                                # (l+1,)
+y, p_query = P[d], P[:, l]
+
+
+def dW_C_eq93(params, P, z):
+    W_B, W_C, w = params
+    G, y, p_query = nm.gating(w, P), P[-1], P[:, -1]
+    l = P.shape[1] - 1
+    return -z * sum(G[i] * y[i] * np.outer(W_B @ P[:, i], p_query) for i in range(l))
+
+
+dW_C = dW_C_eq93(params, P, z)
+print("dl/dW_C (eq (93)), shape", dW_C.shape)
+check("W_C", dW_C)
+
+# %% [markdown]
+# ## Step 2 — dW_B, eq (118)
+#
+# Now write s_i = c^T W_B p_i with c = W_C p_query:  d(c^T W_B p_i)/dW_B = c p_i^T, so
+#
+#     d ell / d W_B = -z sum_{i=1}^{l+1} G_{i,l+1}(w) y_i W_C p_query p_i^T             (118)
+#
+# The paper lets this sum run to l+1 and (93)'s to l; they are the same sum because y_{l+1} = 0.
+
+# %%
+def dW_B_eq118(params, P, z):
+    W_B, W_C, w = params
+    G, y, p_query = nm.gating(w, P), P[-1], P[:, -1]
+    return -z * sum(G[i] * y[i] * np.outer(W_C @ p_query, P[:, i]) for i in range(P.shape[1]))
+
+
+dW_B = dW_B_eq118(params, P, z)
+print("dl/dW_B (eq (118)), shape", dW_B.shape)
+check("W_B", dW_B)
+
+# %% [markdown]
+# ## Step 3 — the gate derivative (the heart of eq (135))
+#
+# For i <= l, with a_j = w^T p_j and sigma_j = sigma(a_j),
+#
+#     G_{i,l+1}(w) = sigma_i prod_{j=i+1}^{l+1} (1 - sigma_j)                              (3)
+#
+# Two facts: d sigma(a)/da = sigma(a)(1 - sigma(a)),  d(1 - sigma(a))/da = -sigma(a)(1 - sigma(a)),
+# and da_j/dw = p_j.  The product rule (the second to fourth lines of (135)) differentiates one
+# factor at a time:
+#
+#     dG_i/dw = prod_{j>i}(1 - sigma_j) * sigma_i (1 - sigma_i) p_i
+#             + sum_{s=i+1}^{l+1} sigma_i prod_{j>i, j != s}(1 - sigma_j) * (-sigma_s (1 - sigma_s)) p_s
+#
+# Each term is G_i with one factor replaced by its derivative; dividing that factor back out:
+#
+#     dG_i/dw = G_i ( (1 - sigma_i) p_i - sum_{s=i+1}^{l+1} sigma_s p_s )
+#
+# The same in one line with logs: log G_i = log sigma_i + sum_{j>i} log(1 - sigma_j), and
+# d log sigma(a)/da = 1 - sigma(a), d log(1 - sigma(a))/da = -sigma(a).
+#
+# The **suffix term** -sum_{s>i} sigma_s p_s is the easy one to forget: G_i depends on w
+# through every later token too, including the query (s = l+1).  A reading note: the middle
+# lines of (135) carry an indicator 1[j < l+1] inside the products; the last line (which we use)
+# keeps the query's factor (1 - sigma(w^T p_query)) in G_i, and the finite differences below
+# agree with it.
+#
+# We check dG_i/dw for every i against central differences of `numpy_mamba.gating`.
+
+# %%
+def dG_dw(w, P, i):
+    """dG_{i,l+1}/dw, shape (d+1,); i is 0-based (i = l is the query)."""
+    sigma = expit(w @ P)                                    # (l+1,)
+    G = nm.gating(w, P)
+    suffix = P[:, i + 1:] @ sigma[i + 1:]                   # sum_{s=i+1}^{l+1} sigma_s p_s
+    return G[i] * ((1 - sigma[i]) * P[:, i] - suffix)
+
+
+print(" i   max |analytic - numerical|   ||dG_i/dw||   without the suffix term: error")
+for i in range(l + 1):
+    numeric = nm.numerical_gradient(lambda v: nm.gating(v, P)[i], w)
+    analytic = dG_dw(w, P, i)
+    no_suffix = G[i] * (1 - expit(w @ P[:, i])) * P[:, i]
+    print(f" {i + 1}   {np.max(np.abs(analytic - numeric)):.2e}                 {np.linalg.norm(analytic):.4f}"
+          f"        {np.max(np.abs(no_suffix - numeric)):.2e}")
+    assert np.max(np.abs(analytic - numeric)) < 1e-9
+
+# %% [markdown]
+# Only the query's own gate (i = l+1, empty suffix) survives without the suffix term; every
+# context gate needs it.
+
+# %% [markdown]
+# ## Step 4 — dw, eq (135)
+#
+# Only the gates depend on w, and only i <= l matter (y_{l+1} = 0):
+#
+#     d ell/dw = -z sum_{i=1}^{l} y_i s_i dG_i/dw
+#              =  z sum_{i=1}^{l} y_i s_i G_{i,l+1}(w) ( sum_{s=i+1}^{l+1} sigma_s p_s - (1 - sigma_i) p_i )   (135)
+
+# %%
+def dw_eq135(params, P, z):
+    W_B, W_C, w = params
+    l = P.shape[1] - 1
+    s = nm.attention_scores(params, P)                      # s_i: (l+1,)
+    return -z * sum(P[-1, i] * s[i] * dG_dw(w, P, i) for i in range(l))
+
+
+dw = dw_eq135(params, P, z)
+print("dl/dw (eq (135)):", dw)
+check("w", dw)
+
+# %% [markdown]
+# ## Step 5 — a batch: the mean of Algorithm 1
+#
+# SGD (Algorithm 1) uses the mean over a minibatch, eq (19):
+# Psi <- Psi - eta (1/B) sum_n d ell(Psi; P^n, z^n)/d Psi.  The package's `numpy_mamba.gradients`
+# does all three at once, vectorised; `gradients_literal` loops exactly as the equations read.
+
+# %%
+world = nm.make_world(d=d, M1=2, M2=1, V=1, beta=1.0, rng=np.random.default_rng(4))
+batch = nm.training_batch(world, 8, l, p_a=0.5, rng=np.random.default_rng(5))
+Pb, zb = batch.P, batch.z
+ours = nm.Params(*(np.mean([f(params, Pb[n], zb[n]) if 1 - zb[n] * nm.forward(params, Pb[n]) > 0
+                            else 0 * getattr(params, name) for n in range(len(zb))], axis=0)
+                   for f, name in ((dW_B_eq118, "W_B"), (dW_C_eq93, "W_C"), (dw_eq135, "w"))))
+package = nm.gradients(params, Pb, zb)
+literal = nm.gradients_literal(params, Pb, zb)
+for name in ("W_B", "W_C", "w"):
+    a, b, c = getattr(ours, name), getattr(package, name), getattr(literal, name)
+    print(f"{name:<4} ours vs package: {np.max(np.abs(a - b)):.1e}   ours vs literal: {np.max(np.abs(a - c)):.1e}")
+    assert np.allclose(a, b, rtol=1e-12, atol=1e-14) and np.allclose(a, c, rtol=1e-12, atol=1e-14)
+report = nm.gradcheck(lambda p: nm.hinge_loss(p, Pb, zb), params, package)
+print(report)
+assert report.passed
+
+# %% [markdown]
+# The vectorised version has no loop over i: in sum_i c_i sum_{s>i} sigma_s p_s (with
+# c_i = dL/dG_i * G_i) swap the sums to sum_s sigma_s p_s sum_{i<s} c_i, an exclusive prefix
+# sum (`numpy_mamba.gradients.gate_backward`).
+
+# %%
+s_b = np.einsum("bdl,bd->bl", Pb, (Pb[:, :, -1] @ W_C.T) @ W_B)      # s_i for every prompt
+Gb = nm.gating(w, Pb)
+Fb = np.sum(Gb * Pb[:, -1] * s_b, axis=1)
+r = np.where(1 - zb * Fb > 0, -zb, 0.0) / len(zb)                   # d(mean loss)/dF^n
+print("gate_backward == eq (135) batch mean:",
+      np.allclose(gate_backward(w, Pb, Gb, r[:, None] * Pb[:, -1] * s_b), package.w, rtol=1e-12))
+
+# %% [markdown]
+# ## Step 6 — the hinge's inactive side
+#
+# Scale W_B up (most prompts then have |F| > 1) and pick z per prompt: z = sign(F) on even
+# prompts, -sign(F) on odd ones.  Where zF > 1 (right, with margin) the loss sits on the flat
+# part of the hinge and every gradient is exactly 0; where zF < -1 (wrong, with |F| > 1) the
+# hinge is active although F is not in (-1, 1).  The last column is the paper's condition.
+
+# %%
+big = params._replace(W_B=6 * W_B)
+Fbig = nm.forward(big, Pb)
+zs = np.where(np.arange(len(Fbig)) % 2 == 0, np.sign(Fbig), -np.sign(Fbig))
+print("  n      F       z    1 - zF   active  ||grad (analytic)||  ||grad (finite diff.)||  F in (-1, 1)?")
+for n in range(len(zs)):
+    g = nm.gradients(big, Pb[n], zs[n])
+    num = nm.numerical_gradient(lambda p: nm.hinge_loss(p, Pb[n], zs[n]), big)
+    na, nn = (np.sqrt(sum(np.sum(x**2) for x in t)) for t in (g, num))
+    print(f"  {n}  {Fbig[n]:+7.3f}  {zs[n]:+.0f}  {1 - zs[n] * Fbig[n]:+7.3f}   {str(1 - zs[n] * Fbig[n] > 0):<6}"
+          f"  {na:12.4e}         {nn:12.4e}          {abs(Fbig[n]) < 1}")
+    assert abs(na - nn) < 1e-6 * max(1.0, na)
+
+# %% [markdown]
+# The rows with 1 - zF > 2 have nonzero gradients, exactly as the finite differences say, even
+# though |F| >= 1.  The picture: the hinge as a function of zF, with our prompts on it.
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+t = np.linspace(-3, 3, 200)
+ax.plot(t, np.maximum(0, 1 - t), color="#0072B2", label=r"$\ell = \max\{0, 1 - zF\}$")
+ax.axvspan(-1, 1, color="#E69F00", alpha=0.15, label=r"the paper's condition $F \in (-1, 1)$")
+ax.axvspan(1, 3, color="0.85", alpha=0.6, label="inactive side: gradient 0")
+zF = zs * Fbig
+ax.plot(np.clip(zF, -3, 3), np.maximum(0, 1 - np.clip(zF, -3, 3)), "o", color="#D55E00",
+        label="prompts of step 6 (clipped to [-3, 3])")
+ax.set(xlabel=r"$zF(\Psi; P)$", ylabel="hinge loss", title="where the gradient is nonzero: 1 - zF > 0")
+ax.legend(fontsize=8)
+fig.tight_layout()
+show(fig, "03_hinge")
+
+# %% [markdown]
+# ## Your turn
+#
+# `tutorials/exercises/gradients.py` asks for `grad_W_C`, `grad_W_B`, `grad_w` of the mean loss
+# over a batch; `tutorials/exercises/gating.py` asks for the gates.  Check with
+#
+#     python -m numpy_mamba grade tutorials/exercises/gradients.py
+
+# %%
+print("tutorial 3 done")

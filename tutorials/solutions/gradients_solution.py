@@ -1,0 +1,110 @@
+"""Exercise: the gradients of the mean hinge loss, eqs (93), (118), (135) of Appendix E.
+
+Tutorial 3 (tutorials/03_gradients_by_hand.py) derives each one step by step.  The model is
+eq (3),
+
+    F(Psi; P) = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i s_i,     s_i = p_i^T W_B^T W_C p_query,
+
+and the loss of a batch is the MEAN hinge loss (1/B) sum_n max{0, 1 - z^n F(Psi; P^n)} (eq (4),
+Algorithm 1).  Each function takes
+
+    params : numpy_mamba.Params(W_B, W_C, w) with W_B, W_C : (m, d+1) and w : (d+1,)
+    P      : (B, d+1, l+1) a batch of prompts (eq (2)); P[n, :, i] is p_i, P[n, :, -1] is p_query,
+             P[n, -1, :] holds the labels y_1..y_l and a 0 in the query's slot
+    z      : (B,) query labels in {-1, +1}
+
+and returns the gradient of the mean loss with the shape of the parameter.  Derive each one on
+paper first (Appendix E.2-E.3 has the answers as eqs (93), (118), (135); mind the condition
+the paper states them under).  Check your answers:
+
+    python -m numpy_mamba grade tutorials/exercises/gradients.py
+
+The grader compares them with the package's analytic gradients and with central finite
+differences, on problems that include l = 1, saturated gates and prompts on both sides of the
+hinge, and names the mistake when it recognises one.
+"""
+import numpy as np
+from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)
+
+from numpy_mamba import gating   # G_{i,l+1}(w) of eq (3): (d+1,), (B, d+1, l+1) -> (B, l+1)
+
+
+def forward_pieces(params, P):
+    """What every gradient needs: G (B, l+1), y (B, l+1), s (B, l+1) and F (B,) of eq (3)."""
+    W_B, W_C, w = params
+    G = gating(w, P)                                       # (B, l+1)
+    y = P[:, -1, :]                                        # labels, 0 in the query's slot
+    key_side = (P[:, :, -1] @ W_C.T) @ W_B                 # (W_B^T W_C p_query)^T: (B, d+1)
+    s = np.einsum("bdi,bd->bi", P, key_side)               # s_i = p_i^T W_B^T W_C p_query
+    F = np.sum(G * y * s, axis=1)                          # (B,)
+    return G, y, s, F
+
+
+def grad_W_C(params, P, z):
+    """d/dW_C of the mean hinge loss over the batch, shape (m, d+1).
+
+    Derive it first: only s_i depends on W_C, and for vectors a, b, d(a^T W b)/dW = a b^T.
+    Where is the hinge max{0, 1 - zF} flat?  Compare your result with eq (93) afterwards.
+    """
+    # BEGIN SOLUTION
+    W_B, W_C, w = params
+    B, _, n_tokens = P.shape
+    l = n_tokens - 1
+    G, y, s, F = forward_pieces(params, P)
+    dW_C = np.zeros_like(W_C)
+    for n in range(B):
+        if not 1.0 - z[n] * F[n] > 0:                      # inactive side of the hinge
+            continue
+        p_query = P[n, :, l]
+        for i in range(l):                                 # i = 1..l in the paper
+            dW_C += -z[n] * G[n, i] * y[n, i] * np.outer(W_B @ P[n, :, i], p_query)
+    return dW_C / B
+    # END SOLUTION
+
+
+def grad_W_B(params, P, z):
+    """d/dW_B of the mean hinge loss over the batch, shape (m, d+1).
+
+    Same idea as grad_W_C, with W_B on the other side of s_i = p_i^T W_B^T W_C p_query.
+    Compare with eq (118) afterwards.
+    """
+    # BEGIN SOLUTION
+    W_B, W_C, w = params
+    B, _, n_tokens = P.shape
+    G, y, s, F = forward_pieces(params, P)
+    dW_B = np.zeros_like(W_B)
+    for n in range(B):
+        if not 1.0 - z[n] * F[n] > 0:
+            continue
+        q = W_C @ P[n, :, -1]                              # W_C p_query: (m,)
+        for i in range(n_tokens):                          # i = 1..l+1; y_{l+1} = 0 adds nothing
+            dW_B += -z[n] * G[n, i] * y[n, i] * np.outer(q, P[n, :, i])
+    return dW_B / B
+    # END SOLUTION
+
+
+def grad_w(params, P, z):
+    """d/dw of the mean hinge loss over the batch, shape (d+1,).
+
+    Only the gates depend on w.  G_{i,l+1}(w) = sigma(w^T p_i) prod_{j=i+1}^{l+1}(1 - sigma(w^T p_j))
+    depends on w through sigma(w^T p_i) AND through every later factor, the query's included.
+    Hint: differentiate log G_i, using d log sigma(a)/da = 1 - sigma(a) and
+    d log(1 - sigma(a))/da = -sigma(a).  Compare with eq (135) afterwards.
+    """
+    # BEGIN SOLUTION
+    W_B, W_C, w = params
+    B, _, n_tokens = P.shape
+    l = n_tokens - 1
+    G, y, s, F = forward_pieces(params, P)
+    dw = np.zeros_like(w)
+    for n in range(B):
+        if not 1.0 - z[n] * F[n] > 0:
+            continue
+        a = w @ P[n]                                       # a_i = w^T p_i: (l+1,)
+        sigma, one_minus_sigma = expit(a), expit(-a)       # 1 - sigma(a) = sigma(-a), exactly
+        for i in range(l):                                 # i = 1..l
+            suffix = P[n, :, i + 1:] @ sigma[i + 1:]       # sum_{s=i+1}^{l+1} sigma_s p_s
+            dG = G[n, i] * (one_minus_sigma[i] * P[n, :, i] - suffix)
+            dw += -z[n] * y[n, i] * s[n, i] * dG
+    return dw / B
+    # END SOLUTION

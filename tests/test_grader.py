@@ -28,7 +28,7 @@ def problems():
 
 
 def _load_tool():
-    spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tools" / "make_exercises.py")
+    spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tutorials" / "make_exercises.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -137,9 +137,9 @@ def test_problems_cover_the_awkward_cases(problems):
 
 
 def test_committed_exercises_equal_the_generated_ones():
-    """Fails when a solution changed but tools/make_exercises.py was not re-run."""
+    """Fails when a solution changed but tutorials/make_exercises.py was not re-run."""
     tool = _load_tool()
-    assert tool.stale() == [], "stale exercises: run  python tools/make_exercises.py"
+    assert tool.stale() == [], "stale exercises: run  python tutorials/make_exercises.py"
     generated = tool.generate()
     assert {p.name for p in generated} == {p.name for p in EXERCISES.glob("*.py")}
     for text in generated.values():

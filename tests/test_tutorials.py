@@ -1,6 +1,6 @@
 """Every tutorial runs start to finish in quick mode.
 
-Each tutorials/*.py (not the exercises/ or solutions/ subfolders) runs as a plain script in a
+Each numbered tutorials/NN_*.py (not make_exercises.py nor the exercises/ or solutions/ subfolders) runs as a plain script in a
 subprocess with NUMPY_MAMBA_QUICK=1, MPLBACKEND=Agg and a fresh temporary working directory,
 and must exit 0 (the tutorials assert their own checks, e.g. eq (1) == eq (3) to 1e-12).  A
 failure means a tutorial crashed, one of its checks failed, it wrote files (into the repository
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TUTORIALS = sorted((ROOT / "tutorials").glob("*.py"))
+TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))    # the numbered tutorials
 QUICK_BUDGET_S = 8.0        # per tutorial, quick mode, one core
 TIMEOUT_S = 120             # hard stop for a hung tutorial
 

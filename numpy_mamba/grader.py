@@ -18,8 +18,11 @@ passes; 1 when one fails, raises, is still a stub (NotImplementedError) or none 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import signal
 import sys
+import threading
 import textwrap
 import traceback
 from dataclasses import dataclass, field
@@ -34,6 +37,7 @@ from .model import gating, scores
 from .scan import recurrent_forward
 
 TOL_REFERENCE = 1e-8    # float64 answers that differ only in summation order agree to ~1e-15
+TIME_LIMIT = 10.0       # seconds per student call on one small problem (a reference call takes ~1 ms)
 TOL_SECOND = 1e-6       # central differences (eps = 1e-5) agree with the truth to ~1e-10 here
 
 # name -> (parameter of Params or None for the gates, signature, what it computes)
@@ -90,10 +94,33 @@ def _student_traceback(exc, path=None) -> str:
     return "".join(lines).strip() + where
 
 
+class StudentTimeout(Exception):
+    """A student's function ran longer than the grader allows for one problem."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise ``StudentTimeout`` after ``seconds`` (POSIX main thread; elsewhere no limit)."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise StudentTimeout(f"took longer than {seconds:g} s on one small problem (an endless loop?)")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _call(fn, name, pb: Problem):
-    """Run the student's function on copies (so it cannot alter the problem)."""
+    """Run the student's function on copies (so it cannot alter the problem), with a time limit."""
     params = type(pb.params)(*(a.copy() for a in pb.params))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), time_limit(TIME_LIMIT):
         if name == "gates":
             return fn(params.w, pb.P.copy())
         return fn(params, pb.P.copy(), pb.z.copy())

@@ -186,3 +186,13 @@ def test_staleness_check_notices_an_edited_or_missing_exercise(tmp_path):
     assert tool.stale(solutions, exercises) == []
     (exercises / "demo.py").write_text((exercises / "demo.py").read_text() + "# edited\n")
     assert tool.stale(solutions, exercises) == [exercises / "demo.py"]          # edited by hand
+
+
+def test_endless_loop_is_stopped_with_a_message(monkeypatch):
+    # Without a time limit, one student's endless loop would hang the whole grading run.
+    import numpy_mamba.grader as grader
+    monkeypatch.setattr(grader, "TIME_LIMIT", 0.2)
+    module = load_student(STUDENTS / "broken_endless.py")
+    by_name = {r.name: r for r in grade_module(module, make_problems(0))}
+    assert by_name["grad_w"].status == "FAIL"
+    assert "longer than 0.2 s" in by_name["grad_w"].hint

@@ -142,7 +142,7 @@ def gla_gate(params: GLAParams, P) -> np.ndarray:
 
     Computed as exp(log sigma / tau) so a saturated logit gives 0, not 0^(1/tau) warnings.
     """
-    X = np.einsum("md,bdl->bml", params.W, P)                     # W p_i: (B, m, l+1)
+    X = params.W @ P                                              # W p_i: (B, m, l+1)
     return np.exp(log_expit(X) / params.tau)
 
 
@@ -151,9 +151,9 @@ def gla_backward(params: GLAParams, P, g, dg) -> tuple:
 
     dg_{k,i}/dW_k = g_{k,i} (1 - sigma(W p_i)_k) p_i^T / tau, dg/dtau = -g log sigma / tau^2.
     """
-    X = np.einsum("md,bdl->bml", params.W, P)                     # (B, m, l+1)
+    X = params.W @ P                                              # (B, m, l+1)
     c = dg * g
-    dW = np.einsum("bml,bdl->md", c * (1.0 - expit(X)) / params.tau, P)   # (m, d+1)
+    dW = np.tensordot(c * (1.0 - expit(X)) / params.tau, P, axes=([0, 2], [0, 2]))  # (m, d+1)
     dtau = -np.sum(c * log_expit(X)) / params.tau ** 2
     return dW, np.asarray(dtau)
 

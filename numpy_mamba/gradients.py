@@ -55,12 +55,12 @@ def key_gated_backward(params, P, r, g) -> tuple:
     F = sum_i y_i sum_k (W_B p_i)_k g_{k,i} (W_C p_query)_k and r = dL/dF (B,).
     """
     y = P[:, -1, :]                                           # (B, l+1)
-    keys = np.einsum("md,bdl->bml", params.W_B, P)            # W_B p_i: (B, m, l+1)
+    keys = params.W_B @ P                                     # W_B p_i: (B, m, l+1)
     q = P[:, :, -1] @ params.W_C.T                            # W_C p_query: (B, m)
     weight = (r[:, None] * y)[:, None, :]                     # dL/d(term i): (B, 1, l+1)
     dkeys = weight * g * q[:, :, None]                        # (B, m, l+1)
     dq = np.sum(weight * g * keys, axis=2)                    # (B, m)
-    dW_B = np.einsum("bml,bdl->md", dkeys, P)                 # (m, d+1)
+    dW_B = np.tensordot(dkeys, P, axes=([0, 2], [0, 2]))     # sum_{n,i} dkeys p_i^T: (m, d+1)
     dW_C = dq.T @ P[:, :, -1]                                 # (m, d+1)
     dg = weight * keys * q[:, :, None]                        # dL/dg_{k,i}: (B, m, l+1)
     return dW_B, dW_C, dg

@@ -175,7 +175,7 @@ def output(model: str, params: Params, P) -> np.ndarray:
 
 def key_gated_scores(params, P, g) -> np.ndarray:
     """Unchecked (W_B p_i (.) g_i)^T W_C p_query of eq (198): P (B, d+1, l+1), g (B, m, l+1) -> (B, l+1)."""
-    keys = np.einsum("md,bdl->bml", params.W_B, P)  # W_B p_i: (B, m, l+1)
+    keys = params.W_B @ P                           # W_B p_i: (B, m, l+1)
     q = P[:, :, -1] @ params.W_C.T                  # W_C p_query: (B, m)
     return np.einsum("bml,bm->bl", keys * g, q)
 

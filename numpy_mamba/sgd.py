@@ -17,7 +17,7 @@ from ._checks import as_generator, check_model, check_positive, check_positive_i
 from .data import World, training_batch
 from .gradients import gradients
 from .loss import hinge, zero_one_error
-from .model import Params, init_for, output
+from .model import Params, check_params, init_for, output
 
 
 class DivergenceError(FloatingPointError):
@@ -94,6 +94,8 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     record_every = check_positive_int(record_every, "record_every")
     if params is None:
         params = init_for(model, world.d, config.m, config.delta, rng)
+    else:                                   # e.g. Params given for model="mamba2": say so now
+        params = check_params(params, model)
     history: dict[str, list] = {"step": [], "loss": [], "error": []}
     bar = progress if isinstance(progress, Progress) else (Progress(config.T, model) if progress else None)
 

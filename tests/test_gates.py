@@ -198,3 +198,5 @@ def test_bad_inputs_say_what_was_expected():
         gradients_literal(random_gate_params("retnet", rng), P, z, model="retnet")
     with pytest.raises(ValueError, match="Appendix E.6 gates"):
         gate_recurrent_forward(mamba, P, "mamba")
+    with pytest.raises(ValueError, match="GLAParams"):
+        train(make_world(d=4, M1=2, M2=1, V=1, rng=0), TrainConfig(T=1, B=2, l_tr=2), "gla", rng=0, params=mamba)

@@ -1,0 +1,232 @@
+"""Figures, JSON and the REPORT.md section of ``python -m numpy_mamba gates`` (gate_comparison.py).
+
+Error bars: with two or more seeds, a 95% Student-t interval of the mean over seeds (it holds
+the seed-to-seed spread of training and of the test draw); with one seed, a symmetric bar that
+covers the 95% Wilson interval of the binomial test error on that seed's test prompts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy.stats import t as student_t  # noqa: E402
+
+from .report import save_json, write_section  # noqa: E402
+
+# Okabe-Ito colours and distinct markers, one per model
+STYLE = {
+    "mamba": ("#0072B2", "o", "Mamba (eq 3)"),
+    "linear_transformer": ("#E69F00", "s", "linear Transformer"),
+    "mamba2": ("#009E73", "^", "Mamba-2 (187-189)"),
+    "retnet": ("#CC79A7", "v", "RetNet (190-192)"),
+    "gated_retention": ("#56B4E9", "D", "Gated Retention (193-195)"),
+    "gla": ("#D55E00", "P", "GLA (196-199)"),
+}
+
+
+def mean_and_halfwidth(errors, n_test: int):
+    """errors (seeds, alphas) -> mean (alphas,), 95% half-width (alphas,); see the module docstring."""
+    errors = np.asarray(errors, dtype=float)
+    mean = errors.mean(axis=0)
+    n = errors.shape[0]
+    if n >= 2:
+        return mean, student_t.ppf(0.975, n - 1) * errors.std(axis=0, ddof=1) / np.sqrt(n)
+    z, p = 1.96, mean
+    centre = (p + z * z / (2 * n_test)) / (1 + z * z / n_test)
+    half = z * np.sqrt(p * (1 - p) / n_test + z * z / (4 * n_test ** 2)) / (1 + z * z / n_test)
+    return mean, np.maximum(np.abs(centre - mean) + half, 0.0)
+
+
+def summarise(result: dict) -> dict:
+    cfg = result["settings"]
+    summary = {}
+    for model, r in result["models"].items():
+        s = {"error_mean": {}, "error_halfwidth95": {}}
+        for key, errs in r["error"].items():
+            s["error_mean"][key], s["error_halfwidth95"][key] = mean_and_halfwidth(errs, cfg["n_test"])
+        s["converge_median"] = {}
+        for eps, its in r["converge"].items():
+            done = [i for i in its if i is not None]
+            s["converge_median"][eps] = float(np.median(done)) if done else None
+            s.setdefault("converged_runs", {})[eps] = f"{len(done)}/{len(its)}"
+        s["gate_ratio_mean"] = float(np.mean(r["gate_ratio"]))
+        for which in ("training", "unseen"):
+            s[f"clean_error_{which}_tasks_mean"] = float(np.mean(r[f"clean_error_{which}_tasks"]))
+        summary[model] = s
+    return summary
+
+
+def plot_error_vs_alpha(result, summary, path: Path) -> Path:
+    cfg = result["settings"]
+    kappas, alphas = cfg["kappa_a_prime"], np.asarray(cfg["alphas"])
+    fig, axes = plt.subplots(len(kappas), 3, figsize=(14, 4.2 * len(kappas)), sharey=True, squeeze=False)
+    titles = {"flip": "(A) label flipping", "target": f"(B) targeted label {cfg['target']:+d}",
+              "random": "(C) random labels"}
+    for row, kappa in enumerate(kappas):
+        for col, rule in enumerate(("flip", "target", "random")):
+            ax, key = axes[row, col], f"kappa_a_prime={kappa:g}/{rule}"
+            for k, (model, s) in enumerate(summary.items()):
+                colour, marker, label = STYLE[model]
+                x = alphas + (k - 2.5) * 0.004                     # small offsets: bars stay visible
+                ax.errorbar(x, s["error_mean"][key], yerr=s["error_halfwidth95"][key], color=colour,
+                            marker=marker, ms=5, capsize=2, lw=1.5, label=label)
+            ax.set_title(f"{titles[rule]}, test outlier size kappa_a' = {kappa:g}")
+            ax.set_xlabel("fraction of test examples with outliers, alpha")
+            ax.grid(alpha=0.3)
+        axes[row, 0].set_ylabel("ICL test error (fraction of prompts)")
+    axes[0, 0].legend(loc="upper left", fontsize=8)
+    n = len(cfg["seeds"])
+    bars = "95% t-interval over seeds" if n >= 2 else "95% Wilson binomial interval"
+    fig.suptitle(f"Gates of Appendix E.6 vs Mamba and the linear Transformer: test error vs alpha "
+                 f"(l_tr = l_ts = {cfg['l_tr']}, p_a = {cfg['p_a']}, {n} seed(s), {cfg['n_test']} test "
+                 f"prompts each; bars: {bars})", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_training(result, summary, path: Path) -> Path:
+    cfg = result["settings"]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    steps = np.asarray(result["steps"])
+    for model, r in result["models"].items():
+        colour, marker, label = STYLE[model]
+        ax.plot(steps, np.mean(r["eval_loss"], axis=0), color=colour, lw=1.6, label=label)
+    for eps in cfg["epsilons"]:
+        ax.axhline(eps, color="grey", ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("SGD step t")
+    ax.set_ylabel("hinge loss on a fixed set of training prompts")
+    ax.set_title(f"(a) training loss (mean over {len(cfg['seeds'])} seed(s)); dotted: epsilons {cfg['epsilons']}")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    names = list(summary)
+    ratios = [summary[m]["gate_ratio_mean"] for m in names]
+    bx.bar(range(len(names)), ratios, color=[STYLE[m][0] for m in names])
+    bx.axhline(1.0, color="black", lw=1)
+    bx.set_xticks(range(len(names)), [STYLE[m][2].split(" (")[0] for m in names], rotation=30, ha="right")
+    bx.set_ylabel("outliers' share of |terms|, gated / ungated")
+    bx.set_title(f"(b) outlier suppression by the trained gate\n"
+                 f"(alpha = 0.5, kappa_a' = {cfg['kappa_a_prime'][0]:g}; 1 = none)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _fmt(mean, half):
+    return f"{mean:.3f} ± {half:.3f}"
+
+
+def report_markdown(result, summary) -> str:
+    cfg = result["settings"]
+    a_idx = cfg["alphas"].index(0.7) if 0.7 in cfg["alphas"] else len(cfg["alphas"]) - 1
+    alpha = cfg["alphas"][a_idx]
+    k2, k8 = cfg["kappa_a_prime"][0], cfg["kappa_a_prime"][-1]
+    eps_hi, eps_lo = (str(e) for e in cfg["epsilons"])
+    lines = [
+        "## Other gates of Appendix E.6 (python -m numpy_mamba gates)", "",
+        f"Six models trained on the same training prompts and seeds (Section 4: d = {cfg['d']}, M1 = "
+        f"{cfg['M1']}, M2 = {cfg['M2']}, V = {cfg['V']}, beta = {cfg['beta']:g}, delta = {cfg['delta']}, "
+        f"kappa_a = {cfg['kappa_a']:g}, p_a = {cfg['p_a']}, l_tr = l_ts = {cfg['l_tr']}; ours: eta = "
+        f"{cfg['eta']} for every model, B = {cfg['B']}, T = {cfg['T']}, K = {cfg['K']}, K' = {cfg['K_prime']}). "
+        "Why eta = 0.02: at 0.1 RetNet diverges (its trainable gamma overshoots below 0 within 40 steps), "
+        "and giving RetNet alone a smaller step would confound the comparison (probe: the linear "
+        "Transformer's clean error moved from 0.17 at eta = 0.1 to 0.04 at 0.02). "
+        f"{len(cfg['seeds'])} seed(s) x {cfg['n_test']} test prompts per point; ± is a 95% interval "
+        f"({'t over seeds' if len(cfg['seeds']) > 1 else 'Wilson binomial'}). Settings and every number: "
+        "`figures/gates.json`; figures `gates_error_vs_alpha.png`, `gates_training.png`.", "",
+        f"| model | error, alpha = {alpha} flip, kappa_a' = {k2:g} | same, kappa_a' = {k8:g} | error, "
+        f"alpha = 0 | same, training / unseen tasks | steps to loss < {eps_hi} (runs) | steps to loss < {eps_lo} (runs) | gate's outlier share ratio | "
+        "learned a, gamma, tau |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for model, s in summary.items():
+        r = result["models"][model]
+        scal = r["final_gate_scalars"]
+        learned = ", ".join(f"{k} = {np.mean([d[k] for d in scal]):.3f}" for k in (scal[0] if scal else {}))
+        row = [model]
+        for kappa in (k2, k8):
+            key = f"kappa_a_prime={kappa:g}/flip"
+            row.append(_fmt(s["error_mean"][key][a_idx], s["error_halfwidth95"][key][a_idx]))
+        key0 = f"kappa_a_prime={k2:g}/flip"
+        row.append(_fmt(s["error_mean"][key0][0], s["error_halfwidth95"][key0][0]))
+        row.append(f"{s['clean_error_training_tasks_mean']:.3f} / {s['clean_error_unseen_tasks_mean']:.3f}")
+        for eps in (eps_hi, eps_lo):
+            med = s["converge_median"][eps]
+            row.append(f"{'never' if med is None else f'{med:.0f}'} ({s['converged_runs'][eps]})")
+        row += [f"{s['gate_ratio_mean']:.3f}", learned or "-"]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", _verdict(summary, cfg, a_idx, k8), "", _clean_cost(summary, cfg, k2), "", MECHANISM, "",
+              _checks_table(result["checks"])]
+    return "\n".join(lines)
+
+
+def _verdict(summary, cfg, a_idx, kappa) -> str:
+    key = f"kappa_a_prime={kappa:g}/flip"
+    lt_m, lt_h = summary["linear_transformer"]["error_mean"][key][a_idx], summary["linear_transformer"]["error_halfwidth95"][key][a_idx]
+    better, same = [], []
+    for model, s in summary.items():
+        if model == "linear_transformer":
+            continue
+        m, h = s["error_mean"][key][a_idx], s["error_halfwidth95"][key][a_idx]
+        (better if m + h < lt_m - lt_h else same).append(f"{model} ({m:.3f})")
+    return (f"Measured (alpha = {cfg['alphas'][a_idx]}, flip, kappa_a' = {kappa:g}): intervals entirely below the "
+            f"linear Transformer's {lt_m:.3f} ± {lt_h:.3f}: {', '.join(better) or 'none'}; not below it: "
+            f"{', '.join(same) or 'none'}.")
+
+
+def _clean_cost(summary, cfg, kappa) -> str:
+    key = f"kappa_a_prime={kappa:g}/flip"
+    lt_m, lt_h = summary["linear_transformer"]["error_mean"][key][0], summary["linear_transformer"]["error_halfwidth95"][key][0]
+    worse = [f"{m} ({s['error_mean'][key][0]:.3f}; training tasks {s['clean_error_training_tasks_mean']:.3f}, "
+             f"unseen tasks {s['clean_error_unseen_tasks_mean']:.3f})"
+             for m, s in summary.items() if s["error_mean"][key][0] - s["error_halfwidth95"][key][0] > lt_m + lt_h]
+    return (f"Clean prompts (alpha = 0): models whose error interval lies above the linear Transformer's "
+            f"{lt_m:.3f} ± {lt_h:.3f}: {', '.join(worse) or 'none'}.")
+
+
+MECHANISM = (
+    "Why (read with the table): a gate can suppress an outlier example i only if the weight on "
+    "example i depends on p_i itself. Mamba's G_i = sigma(w^T p_i) prod_{j>i}(1 - sigma(w^T p_j)) "
+    "has the input gate sigma(w^T p_i), and GLA's key gate sigma(W p_i)^{1/tau} multiplies k_i = W_B p_i; "
+    "both can learn w (or W) along the outlier directions v* and close the gate on those examples. "
+    "The ratio column measures this on test prompts (alpha = 0.5): the outlier examples' share of "
+    "sum_i |G_i s_i| divided by their share of sum_i |s_i| (same attention, gate removed); 1 means the "
+    "gate does not single out outliers. Mamba-2 and Gated Retention weight example i by prod_{j=i+1}^{l+1} gamma_j: "
+    "only tokens after i enter, so an outlier at i is never down-weighted by its own content; it only "
+    "makes the model forget the examples before it. RetNet's gamma^{l+1-i} does not look at the input "
+    "at all, so it cannot single out outliers; with gamma trainable SGD drives it to about 1, i.e. to "
+    "the linear Transformer. Hence the prediction: Mamba and GLA beat the linear Transformer at large "
+    "alpha, the three decay gates do not. Any departure of the decay gates' ratio from 1 can only come "
+    "from outliers changing how much the examples before them are forgotten, not from selecting the "
+    "outlier example.")
+
+
+def _checks_table(checks) -> str:
+    lines = ["Consistency checks run by the same command (small seeded problems, d = 4, l = 1, 3, 6):", "",
+             "| gate | max abs(recurrent - closed) | max gradcheck relative error per parameter |", "|---|---|---|"]
+    for model, c in checks.items():
+        errs = ", ".join(f"{k} {v:.1e}" for k, v in c["max_gradcheck_rel_err"].items())
+        lines.append(f"| {model} | {c['max_abs_recurrent_minus_closed']:.1e} | {errs} |")
+    return "\n".join(lines)
+
+
+def write_outputs(result: dict, out: Path, quick: bool = False) -> list:
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarise(result)
+    for model, s in summary.items():
+        for field in ("error_mean", "error_halfwidth95"):
+            for key, v in s[field].items():
+                if not np.all(np.isfinite(v)):
+                    raise ValueError(f"{model} {field} {key} holds a NaN: refusing to report it.")
+    paths = [plot_error_vs_alpha(result, summary, out / "gates_error_vs_alpha.png"),
+             plot_training(result, summary, out / "gates_training.png"),
+             save_json(out / "gates.json", {**result, "summary": summary, "quick": quick})]
+    paths.append(write_section(out / "REPORT.md", "gates", report_markdown(result, summary)))
+    return paths

@@ -1,0 +1,66 @@
+"""``python -m numpy_mamba gates --quick``: runs end to end and writes honest, complete outputs."""
+import json
+import time
+
+import numpy as np
+import pytest
+
+from numpy_mamba import gate_comparison
+from numpy_mamba._checks import MODELS
+from numpy_mamba.gates_plots import mean_and_halfwidth
+
+
+def test_quick_run_writes_figures_json_and_report(tmp_path):
+    """If this fails, the gates command broke, got slow, or writes an incomplete/NaN result."""
+    start = time.perf_counter()
+    assert gate_comparison.main(["--quick", "--out", str(tmp_path)]) == 0
+    assert time.perf_counter() - start < 20.0, "gates --quick must stay under 20 s"
+    for name in ("gates_error_vs_alpha.png", "gates_training.png"):
+        assert (tmp_path / name).stat().st_size > 10_000, f"{name} missing or empty"
+    result = json.loads((tmp_path / "gates.json").read_text())
+    cfg = result["settings"]
+    assert set(result["models"]) == set(MODELS)
+    for model, r in result["models"].items():
+        for key, errs in r["error"].items():
+            errs = np.asarray(errs)
+            assert errs.shape == (len(cfg["seeds"]), len(cfg["alphas"]))
+            assert np.all((errs >= 0) & (errs <= 1)), (model, key)
+    for model, c in result["checks"].items():
+        assert c["max_abs_recurrent_minus_closed"] < 1e-12, model
+        assert max(c["max_gradcheck_rel_err"].values()) < 1e-7, model
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "<!-- BEGIN gates -->" in report and all(f"| {m} |" in report for m in MODELS)
+
+
+def test_every_model_sees_the_same_training_prompts(monkeypatch):
+    """If this fails, the models are not compared on the same minibatches (an unpaired comparison)."""
+    from numpy_mamba import make_world, sgd
+    seen = {}
+    original = sgd.training_batch
+
+    def spy(*args, **kwargs):
+        batch = original(*args, **kwargs)
+        seen.setdefault(current[0], []).append(batch.P.copy())
+        return batch
+
+    current = [None]
+    monkeypatch.setattr(sgd, "training_batch", spy)
+    cfg = gate_comparison.settings(quick=True) | {"T": 3, "B": 4, "n_eval": 4}
+    world = make_world(rng=0)
+    for model in MODELS:                            # train_all, one model at a time, spied
+        current[0] = model
+        monkeypatch.setattr(gate_comparison, "MODELS", (model,))
+        gate_comparison.train_all(world, cfg, seed=0, progress=False)
+    first = seen["mamba"]
+    assert len(first) == 4
+    for model in MODELS:
+        assert all(np.array_equal(a, b) for a, b in zip(first, seen[model])), model
+
+
+def test_error_bars():
+    """t-interval over seeds; with one seed a Wilson binomial interval (never zero width at 0 errors)."""
+    mean, half = mean_and_halfwidth([[0.1, 0.5], [0.3, 0.5]], n_test=100)
+    assert np.allclose(mean, [0.2, 0.5]) and half[0] == pytest.approx(12.706 * 0.1414214 / np.sqrt(2), rel=1e-4)
+    assert half[1] == 0.0
+    mean, half = mean_and_halfwidth([[0.0]], n_test=100)
+    assert mean[0] == 0.0 and 0.03 < half[0] < 0.05

@@ -1,0 +1,117 @@
+# %% [markdown]
+# # Tutorial 7: other gates of Appendix E.6 (Mamba-2 in detail)
+#
+# Appendix E.6 of the paper says its analysis carries over to any model whose block is
+# *linear attention times a gate*. Mamba-2 (eqs 187-189) updates a state
+#
+#     h_i = gamma(w, a; i) h_{i-1} + v_i k_i^T,      gamma(w, a; i) = exp(-softplus(w^T p_i) e^a)
+#
+# and unrolling the recurrence gives F = sum_i G_{i,l+1} y_i p_i^T W_B^T W_C p_query with
+#
+#     G_{i,t} = prod_{j=i+1}^{t} gamma(w, a; j)  (i < t),    G_{t,t} = 1.          (189)
+#
+# Compare Mamba's eq (3): G_i = sigma(w^T p_i) prod_{j>i} (1 - sigma(w^T p_j)). Mamba-2 has no
+# factor that looks at p_i itself. This tutorial checks the two forms agree, checks the hand-written
+# gradient, and then asks what that missing factor costs when prompts contain outliers.
+#
+# Paper: Appendix E.6, eqs (187)-(189) (Mamba-2), (196)-(198) (GLA); compare eq (3).
+#
+# Run: `python tutorials/07_other_gates.py` (about 15 s; `NUMPY_MAMBA_QUICK=1` makes the
+# training cell short, a few seconds), or step through the `# %%` cells in an editor.
+
+# %%
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip install .`
+    here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+    sys.path.insert(0, str(here.parent))
+
+import numpy as np
+
+from numpy_mamba import (Mamba2Params, Params, TrainConfig, forward, gate_recurrent_forward, gradcheck,
+                         gradients, hinge_loss, init_for, make_world, testing_batch, train, zero_one_error)
+from numpy_mamba.model import gates_for
+
+QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
+rng = np.random.default_rng(0)
+
+# %% [markdown]
+# ## 1. The gate by hand, on a prompt with d = 1 and l = 2
+# Columns p_1 = (1, +1), p_2 = (2, -1), p_query = (1, 0) (last row: labels, 0 for the query).
+# With w = 0 and a = 0 every gamma_j = exp(-softplus(0)) = exp(-log 2) = 1/2, so eq (189) gives
+# G = (gamma_2 gamma_3, gamma_3, 1) = (1/4, 1/2, 1).
+
+# %%
+P = np.array([[1.0, 2.0, 1.0],
+              [1.0, -1.0, 0.0]])
+I = np.eye(2)
+params = Mamba2Params(W_B=I, W_C=I, w=np.zeros(2), a=0.0)
+print("G from gates.py:", gates_for("mamba2", params, P[None])[0], " expected [0.25 0.5 1.]")
+# scores s_i = p_i^T p_query = (1, 2); F = 1/4 * (+1) * 1 + 1/2 * (-1) * 2 = -0.75
+print("F closed form   :", forward(params, P, model="mamba2"), " expected -0.75")
+print("F recurrent (187):", gate_recurrent_forward(params, P, "mamba2"))
+assert np.allclose(gates_for("mamba2", params, P[None])[0], [0.25, 0.5, 1.0], rtol=0, atol=1e-15)
+assert abs(forward(params, P, model="mamba2") + 0.75) < 1e-15
+
+# %% [markdown]
+# ## 2. Two forms, one truth, on random prompts
+# `gate_recurrent_forward` loops over tokens exactly as eq (187) is written;
+# `forward(..., model="mamba2")` is linear attention times the gate of eq (189), in log space.
+
+# %%
+d, l, B = 4, 6, 5
+params = Mamba2Params(rng.normal(0, .5, (5, 5)), rng.normal(0, .5, (5, 5)), rng.normal(0, 1, 5), 0.3)
+P = rng.normal(0, 1, (B, d + 1, l + 1))
+P[:, -1, :l] = rng.choice([-1.0, 1.0], size=(B, l))
+P[:, -1, l] = 0.0
+z = rng.choice([-1.0, 1.0], size=B)
+diff = np.max(np.abs(forward(params, P, "mamba2") - gate_recurrent_forward(params, P, "mamba2")))
+print(f"max |closed - recurrent| = {diff:.1e}   (expect ~1e-15)")
+assert diff < 1e-12
+
+# %% [markdown]
+# ## 3. The gradient, by hand, checked by central differences
+# With c_i = dL/dG_i G_i, dL/dlog gamma_j = sum_{i<j} c_i (a prefix sum), and
+# d log gamma_j / dw = -sigma(w^T p_j) e^a p_j,  d log gamma_j / da = log gamma_j.
+
+# %%
+report = gradcheck(lambda q: hinge_loss(q, P, z, "mamba2"), params, gradients(params, P, z, "mamba2"))
+print(report)
+print("passed:", report.passed, "  (every relative error should be below 1e-7)")
+assert report.passed
+
+# %% [markdown]
+# ## 4. What the missing input gate means
+# Change the *content* of example 2 only. Mamba's gate on example 2 changes (its factor
+# sigma(w^T p_2)); Mamba-2's does not, because G_2 only multiplies gammas of tokens 3..l+1.
+# A gate that cannot look at example i cannot switch example i off when it carries an outlier.
+
+# %%
+P2 = P.copy()
+w_x = params.w[:-1]                                 # the part of w that reads the features
+P2[:, :-1, 1] += 3.0 * w_x / (w_x @ w_x)            # raises w^T p_2 by 3
+mamba = Params(params.W_B, params.W_C, params.w)
+for name, p in [("mamba", mamba), ("mamba2", params)]:
+    change = np.abs(gates_for(name, p, P2)[:, 1] - gates_for(name, p, P)[:, 1]).max()
+    print(f"{name:7s} largest change of G_2 after editing p_2: {change:.3f}")
+    assert (change > 0.01) if name == "mamba" else (change == 0.0)
+
+# %% [markdown]
+# ## 5. Train and test (Section 4 data, flipped labels on outliers, alpha = 0.7)
+# Same training prompts and seed for Mamba, Mamba-2 and GLA (whose gate sigma(W p_i)^{1/tau} does
+# look at p_i). Expect Mamba and GLA below the error of Mamba-2, which behaves like the linear
+# Transformer. The full comparison is `python -m numpy_mamba gates` (figures/REPORT.md).
+
+# %%
+world = make_world(rng=0)
+config = TrainConfig(T=60 if QUICK else 1500)
+test = testing_batch(world, 200 if QUICK else 2000, 20, alpha=0.7, kappa_a_prime=8.0, label_rule="flip", rng=3)
+for model in ("mamba", "mamba2", "gla"):
+    params0 = init_for(model, world.d, None, 0.2, np.random.default_rng([0, 1]))
+    trained, _ = train(world, config, model, rng=np.random.default_rng([0, 2]), params=params0)
+    print(f"{model:7s} test error at alpha = 0.7: {zero_one_error(forward(trained, test.P, model), test.z):.3f}")
+if QUICK:
+    print("(quick mode: 60 steps only, the numbers are not meaningful yet)")

@@ -138,12 +138,23 @@ def _table1_claims(res: dict) -> list:
     lt_flat = max(acc["linear_transformer"].values()) - min(acc["linear_transformer"].values()) <= 0.05
     m_better = acc["mamba"]["FQ"] > acc["linear_transformer"]["FQ"] and acc["mamba"]["R"] > acc["linear_transformer"]["R"]
     n_ok = sum([m_sens, lt_flat, m_better])
+    low = str(min(res["settings"]["kappa_a_primes"]))
+    other = "; ".join(
+        f"{rule}, kappa_a' = {float(kk):g}: Mamba " + " / ".join(
+            f"{100 * res['accuracy']['mamba'][rule][kk][p]['all']['rate']:.1f}" for p in ("FQ", "R", "CQ"))
+        + ", LT " + " / ".join(
+            f"{100 * res['accuracy']['linear_transformer'][rule][kk][p]['all']['rate']:.1f}" for p in ("FQ", "R", "CQ"))
+        for rule in res["label_rules"] for kk in dict.fromkeys((low, k)) if (rule, kk) != ("flip", k))
+    lt_half = all(abs(acc["linear_transformer"][p] - 0.5) < 0.05 for p in acc["linear_transformer"])
+    why = (" With flipped labels and alpha = 1/2, half the context votes each way, so the LT is at chance "
+           "(Theorem 4 needs alpha < 1/2)." if lt_half else "")
     return [["Table 1 numbers (alpha = 0.5; FQ / R / CQ)",
              f"Mamba {paper('mamba')} %, LT {paper('linear_transformer')} % (three-layer)",
              f"Mamba {fmt('mamba')} %, LT {fmt('linear_transformer')} % (one layer, flipped labels, "
              f"kappa_a' = {float(k):g})",
              f"**{'reproduced' if close else 'not'}** (rule: every cell within 2 points; the paper's models have "
-             "three layers and it does not give kappa_a', K' or the labelling)"],
+             f"three layers and it does not give kappa_a', K' or the labelling).{why} Other settings (FQ / R / CQ, "
+             f"%): {other}."],
             ["Table 1 pattern: Mamba is sensitive to outlier position (CQ worst), the LT much less; Mamba beats "
              "the LT at FQ and R", "FQ 99.84 > R 99.04 >> CQ 73.28 for Mamba; LT within 0.3 points",
              f"Mamba CQ worst by >= 10 points: {m_sens}; LT spread <= 5 points: {lt_flat}; Mamba > LT at FQ and "

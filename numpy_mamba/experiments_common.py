@@ -115,12 +115,22 @@ def train_logged(world, settings: Settings, p_a: float, model: str, seed: int, s
     summary = {"seed": seed, "train_seconds": time.perf_counter() - start,
                "final_minibatch_loss": float(np.mean(history["loss"][-last:])),
                "final_minibatch_error": float(np.mean(history["error"][-last:]))}
+    summary["pattern_scores"] = pattern_scores(world, params)
     if model == "mamba":                 # the gate's view of the outliers (the LT has no gate)
         summary["w_dot_v_star"] = params.w[:-1] @ world.v_star.T          # (V,)
         summary["w_dot_v_prime"] = params.w[:-1] @ world.test_outliers().T  # (3,)
     summary.update(heldout_check(world, params, model, config, settings.n_heldout,
                                  np.random.default_rng([seed, stream, MODELS.index(model), 99])))
     return params, history, summary
+
+
+def pattern_scores(world, params) -> np.ndarray:
+    """S[b, a] = (mu_b, 0)^T W_B^T W_C (mu_a, 0): the attention score of eq (3) that a context
+    example with relevant pattern b gets from a query with pattern a (irrelevant parts and the
+    label row left out); (M1, M1).  Corollary 1 wants S[a, a] large and S[b, a] small for b != a."""
+    U = np.zeros((world.M1, world.d + 1))
+    U[:, :-1] = world.mu                                                   # (M1, d+1) rows (mu_j, 0)
+    return (U @ params.W_B.T) @ (params.W_C @ U.T)                         # (M1, M1)
 
 
 def wrong_counts(F, z, seen) -> tuple[int, int]:

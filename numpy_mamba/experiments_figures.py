@@ -115,8 +115,8 @@ PAPER_TABLE1 = {"mamba": {"FQ": 0.9984, "R": 0.9904, "CQ": 0.7328},
 
 
 def table1_rows(result: dict, rule: str = "flip") -> list:
-    """One row per (placement, kappa_a'): for each model the paper's accuracy, ours on all tasks
-    with the seeds' range, and ours on seen / unseen tasks (percent strings)."""
+    """Detailed rows for one labelling, one per (placement, kappa_a'): for each model the paper's
+    accuracy, ours on all tasks with the seeds' range, and ours on seen / unseen tasks (percent)."""
     rows = []
     for name in result["placements"]:
         for kappa_a_prime in result["settings"]["kappa_a_primes"]:
@@ -136,17 +136,30 @@ TABLE1_HEADER = ["placement", "kappa_a'", "Mamba: paper", "Mamba: ours, all task
                  "LT: ours, seen / unseen tasks"]
 
 
-def table1_png(result: dict, path, rule: str = "flip") -> Path:
-    """Table 1 as an image: accuracy (1 - eq (5)) at alpha = 0.5 for FQ / R / CQ placements."""
-    rows = table1_rows(result, rule)
+def table1_overview(result: dict) -> tuple:
+    """(header, rows): one row per (placement, kappa_a'); the paper's two numbers, then our
+    accuracy on all tasks for Mamba and LT under each outlier labelling (percent strings)."""
+    header = ["placement", "kappa_a'", "paper: Mamba", "paper: LT"] + [
+        f"{rule}: {'Mamba' if m == 'mamba' else 'LT'}" for rule in result["label_rules"] for m in MODELS]
+    rows = []
+    for name in result["placements"]:
+        for kappa_a_prime in result["settings"]["kappa_a_primes"]:
+            row = [name, f"{kappa_a_prime:g}"] + [f"{100 * PAPER_TABLE1[m][name]:.2f}" for m in MODELS]
+            row += [f"{100 * result['accuracy'][m][rule][str(kappa_a_prime)][name]['all']['rate']:.2f}"
+                    for rule in result["label_rules"] for m in MODELS]
+            rows.append(row)
+    return header, rows
+
+
+def table1_png(result: dict, path) -> Path:
+    """Table 1 as an image: accuracy (1 - eq (5)) at alpha = 0.5 for the FQ / R / CQ placements,
+    every kappa_a' and outlier labelling; the main setting (flipped labels, main kappa_a') in bold."""
+    header, rows = table1_overview(result)
     height = 0.3 * (len(rows) + 2) + 1.0
     fig = plt.figure(figsize=(14, height))
     ax = fig.add_axes((0.01, 0.0, 0.98, 1.0))
     ax.axis("off")
-    header = ["placement", "kappa_a'"] + [f"{m}\n{what}" for m in ("Mamba", "LT") for what in
-                                          ("paper", "ours, all tasks (seed range)", "ours, seen / unseen tasks")]
-    table = ax.table(cellText=rows, colLabels=header, cellLoc="center",
-                     colWidths=[0.08, 0.07, 0.1, 0.17, 0.14, 0.1, 0.17, 0.14],
+    table = ax.table(cellText=rows, colLabels=[h.replace(": ", "\n") for h in header], cellLoc="center",
                      bbox=(0, 0.6 / height, 1, 1 - 1.05 / height))
     table.auto_set_font_size(False)
     table.set_fontsize(9.5)
@@ -154,12 +167,16 @@ def table1_png(result: dict, path, rule: str = "flip") -> Path:
     for (r, c), cell in table.get_celld().items():
         if r == 0:
             cell.set_facecolor("#DDDDDD")
-        elif rows[r - 1][1] == main:
-            cell.set_facecolor("#E8F1FA")
+        elif c < 4:
+            cell.set_facecolor("#F2F2F2")
+        if r > 0 and rows[r - 1][1] == main and c in (4, 5):
+            cell.set_facecolor("#CFE3F5")
+            cell.get_text().set_fontweight("bold")
     s = result["settings"]
-    ax.set_title(f"Table 1: ICL accuracy (%) at alpha = {result['alpha']}, outlier labels: {rule}; FQ = outliers "
-                 "farthest from the query, R = at random positions, CQ = closest to the query", fontsize=10.5, y=1 - 0.4 / height)
+    ax.set_title(f"Table 1: ICL accuracy (%) at alpha = {result['alpha']}, all tasks; FQ = outliers farthest from "
+                 "the query, R = at random positions, CQ = closest to the query", fontsize=10.5, y=1 - 0.4 / height)
     ax.text(0, 0.05 / height, f"{ONE_LAYER_NOTE}.\n" + _settings_line(
-        result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}; shaded: main setting "
-        f"kappa_a' = {main}."), fontsize=8, color=GREY, va="bottom", transform=ax.transAxes)
+        result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}; bold: main setting "
+        f"(flipped outlier labels, kappa_a' = {main}); seen / unseen splits and seed ranges: table1.md."),
+        fontsize=8, color=GREY, va="bottom", transform=ax.transAxes)
     return _save(fig, path)

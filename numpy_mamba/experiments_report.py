@@ -11,7 +11,7 @@ import numpy as np
 from .experiments_claims import _fig2_claims, _fig3_claims, _fig4_claims, _table1_claims
 from .experiments_common import MODELS, PAPER
 from .experiments_fig2 import point
-from .experiments_figures import PAPER_TABLE1, TABLE1_HEADER, table1_rows
+from .experiments_figures import TABLE1_HEADER, table1_overview, table1_rows
 
 SHORT = {"mamba": "Mamba", "linear_transformer": "LT"}
 
@@ -128,14 +128,46 @@ def fig2_tables(res: dict) -> str:
     return "\n".join(lines)
 
 
-def table1_markdown(res: dict, rule: str = "flip") -> str:
+def table1_markdown(res: dict) -> str:
+    """Table 1 for every labelling and kappa_a' (overview), then one detailed table per labelling."""
     s = res["settings"]
-    lines = [f"Table 1: ICL accuracy at alpha = {res['alpha']}, K' = {res['K_prime']:g}, outlier labels {rule}, "
-             f"p_a = {res['p_a']} in training; one-layer models of eq (3) (the paper's are three-layer). "
-             f"{s['n_test']} test prompts per seed and cell, {s['seeds']} seeds; seed range = min-max over seeds. "
-             f"Main setting: kappa_a' = {s['main_kappa_a_prime']:g}.", "",
-             "| " + " | ".join(TABLE1_HEADER) + " |", "|---" * len(TABLE1_HEADER) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in table1_rows(res, rule)]
+    header, rows = table1_overview(res)
+    lines = [f"Table 1: ICL accuracy (%) at alpha = {res['alpha']}, K' = {res['K_prime']:g}, p_a = {res['p_a']} in "
+             "training; one-layer models of eq (3) (the paper's are three-layer and it does not say which outlier "
+             f"labelling or kappa_a' it used). {s['n_test']} test prompts per seed and cell, {s['seeds']} seeds. "
+             f"Main setting: flipped labels, kappa_a' = {s['main_kappa_a_prime']:g}.", "",
+             "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    for rule in res["label_rules"]:
+        lines += ["", f"Outlier labels: {rule} (seed range = min-max over seeds)", "",
+                  "| " + " | ".join(TABLE1_HEADER) + " |", "|---" * len(TABLE1_HEADER) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in table1_rows(res, rule)]
+    return "\n".join(lines)
+
+
+def pattern_score_table(res: dict) -> str:
+    """Mean learned score (mu_{a+k}, 0)^T W_B^T W_C (mu_a, 0) by cyclic offset k (Fig 2 runs)."""
+    M1 = res["paper"]["M1"]
+    lines = ["### Why tasks never seen in training fail more often", "",
+             "Training tasks pair mu_a with mu_{a+1} only (Condition 1's construction). The learned score "
+             "S(k) = (mu_{a+k}, 0)^T W_B^T W_C (mu_a, 0) of a context pattern k steps from the query's pattern "
+             "(mean over a and seeds, Fig 2 runs, relative to S(0)):", "",
+             "| model | " + " | ".join(f"k = {k}" for k in range(M1)) + " |", "|---" * (M1 + 1) + "|"]
+    offsets = {}
+    for model in MODELS:
+        S = np.array([r["pattern_scores"] for r in res["training"][model]])    # (seeds, M1, M1)
+        a = np.arange(M1)
+        offsets[model] = np.array([S[:, (a + k) % M1, a].mean() for k in range(M1)])
+        lines.append(f"| {SHORT[model]} | " + " | ".join(f"{x / offsets[model][0]:+.2f}"
+                                                        for x in offsets[model]) + " |")
+    m = offsets["mamba"]
+    if m[1] < 0 and m[-1] < 0 and m[2] > 0 and m[-2] > 0:
+        lines += ["", "Pairs seen in training (k = 1, 5) get negative scores, as they should. A context pattern "
+                  "two steps away (k = 2, 4), never paired with the query's pattern in training, gets a positive "
+                  "score (plausibly through the product W_B^T W_C: two negative steps give a positive one), so in an unseen "
+                  "task (a, a+2) its examples, which carry the opposite label, vote for the wrong answer. This "
+                  "is consistent with most errors being on unseen tasks."]
+    return "\n".join(lines)
     return "\n".join(lines)
 
 
@@ -165,6 +197,8 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
              claims(results), "", settings_section(results), "", training_table(results)]
     if "fig2" in results:
         parts += ["", fig2_tables(results["fig2"])]
+        if "pattern_scores" in results["fig2"]["training"]["mamba"][0]:
+            parts += ["", pattern_score_table(results["fig2"])]
     if "table1" in results:
         parts += ["", "### Table 1 (figures/table1.md, figures/table1.png)", "", table1_markdown(results["table1"])]
     return "\n".join(parts)

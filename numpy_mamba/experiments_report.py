@@ -50,10 +50,10 @@ def settings_section(results: dict) -> str:
         f"(eq (9)); T is {s['T'] / T_M:.0f} times that, and the training loss has flattened long before "
         "(see the training table and figures/fig2_training.png).",
         f"- K = {s['K']}: the largest value Definition 1 allows (K <= 1/2).",
-        f"- K' = {s['main_K_prime']:g} (main) and {', '.join(f'{k:g}' for k in s['K_primes'])} (shown): "
+        f"- K' = {s['main_K_prime']:g} (main; grid {', '.join(f'{k:g}' for k in s['K_primes'])}): "
         "Definition 2 asks K' > 1; 1.5 is a modest shift, 3 a large one.",
-        f"- kappa_a' = {s['main_kappa_a_prime']:g} (main) and {', '.join(f'{k:g}' for k in s['kappa_a_primes'])} "
-        "(shown in full): a test outlier is v' = sum_s lambda_s v*_s, and the gate only sees w^T v'. If training "
+        f"- kappa_a' = {s['main_kappa_a_prime']:g} (main; grid {', '.join(f'{k:g}' for k in s['kappa_a_primes'])}, "
+        "all shown): a test outlier is v' = sum_s lambda_s v*_s, and the gate only sees w^T v'. If training "
         "treats the three v*_s alike, w^T v' is proportional to sum_s lambda_s, which is "
         f"{', '.join(f'{x:.2f}' for x in L_s)} for the three v' of Section 4 (L = 0.3). The proof of Theorem 2 "
         "carries the term (kappa_a' L - kappa_a) (Appendix, after eq (60)): a test outlier looks to the gate "
@@ -65,9 +65,11 @@ def settings_section(results: dict) -> str:
         "default_rng([s, 0]), independent streams for training and testing). Both models of a seed see "
         "the same test prompts. Tasks: all M1 (M1 - 1) = 30 ordered pairs; 6 are the training tasks T_tr "
         "of Condition 1 (\"seen\"), 24 are never seen in training (\"unseen\").",
-        "- Uncertainty: error rates are pooled over seeds with a 95% Clopper-Pearson interval "
-        "(scipy.stats.binomtest(...).proportion_ci, in brackets); figures show the pooled rate with "
-        "bars spanning the seeds' min and max.",
+        "- Uncertainty: error rates are pooled over seeds (equal numbers of prompts per seed) with a 95% "
+        "Clopper-Pearson interval in brackets (from beta quantiles; the same numbers as "
+        "scipy.stats.binomtest(...).proportion_ci(method='exact'), checked in tests/test_reproduce.py). "
+        "It covers test-prompt sampling only; the seed-to-seed spread is shown separately: figures draw "
+        "bars from the seeds' min to max.",
     ]
     return "\n".join(lines)
 

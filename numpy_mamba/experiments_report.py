@@ -191,8 +191,9 @@ def claims(results: dict) -> str:
 
 def build(results: dict, wall_seconds: float | None = None) -> str:
     """The whole "reproduce" section from the results present (keys fig2, fig3, fig4, table1)."""
-    any_result = next(iter(results.values()))
-    mode = "QUICK (reduced size; not for conclusions)" if any_result["settings"]["quick"] else "full"
+    quick = sorted(name for name, r in results.items() if r["settings"]["quick"])
+    mode = ("full" if not quick else "QUICK (reduced size; not for conclusions)" if len(quick) == len(results)
+            else f"MIXED: {', '.join(quick)} from a QUICK run, the rest full")
     parts = ["## Reproduction of Section 4 (python -m numpy_mamba reproduce)", "",
              f"Run: {mode}; experiments present: {', '.join(sorted(results))}."
              + (f" Wall time of the last invocation: {wall_seconds:.0f} s." if wall_seconds else ""), "",

@@ -1,0 +1,193 @@
+"""Settings and shared pieces of ``python -m numpy_mamba reproduce`` (Section 4 of the paper).
+
+The paper gives d, M1, M2, V, beta, delta, kappa_a, l_tr = l_ts and p_a; it does not give the
+step size eta, batch B, steps T, K, K' or kappa_a'.  Ours are in ``Settings`` and justified
+in figures/REPORT.md ("reproduce").  Seeds: training seed s uses the world
+``default_rng([s, 0])``; every other stream is ``default_rng([s, k, ...])`` with its own k.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+from scipy.stats import beta as beta_dist
+
+from .data import make_world, training_batch
+from .loss import hinge
+from .model import output
+from .report import save_json
+from .sgd import Progress, TrainConfig, train
+
+MODELS = ("mamba", "linear_transformer")
+MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}
+# Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, delta = 0.2, kappa_a = 2, l_tr = l_ts = 20.
+PAPER = dict(d=30, M1=6, M2=10, V=3, beta=3.0, delta=0.2, kappa_a=2.0, l_tr=20, l_ts=20)
+ONE_LAYER_NOTE = ("NOTE: one-layer models of eq (3), as analysed by the theory; the paper's Figures 3-4 "
+                  "and Table 1 use three-layer models")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the reproduction chooses that the paper leaves open, plus run size.
+
+    T, B, eta, K : Algorithm 1 and Definition 1 (theory: eta <= 1, K <= 1/2).
+    kappa_a_primes, K_primes : the test grid of Definition 2 (theory: kappa_a' >= kappa_a, K' > 1);
+    main_kappa_a_prime, main_K_prime : the setting of the headline figures.
+    n_test : test prompts per seed and point; n_probe : fixed test prompts of Fig 3;
+    n_heldout : fresh training-distribution prompts for the final-loss check.
+    """
+
+    seeds: int = 10
+    T: int = 2000
+    B: int = 64
+    eta: float = 0.1
+    K: float = 0.5
+    record_every: int = 10
+    n_test: int = 4000
+    n_probe: int = 512
+    n_heldout: int = 4096
+    alphas: tuple = tuple(np.round(np.arange(0.0, 0.951, 0.05), 2).tolist())
+    kappa_a_primes: tuple = (2.0, 4.0, 8.0)
+    K_primes: tuple = (1.5, 3.0)
+    main_kappa_a_prime: float = 8.0
+    main_K_prime: float = 1.5
+    p_a_fig2: float = 0.6
+    p_a_mechanism: float = 0.4
+    alpha_fig3: float = 0.3
+    alpha_fig4: float = 0.3
+    alpha_table1: float = 0.5
+    target: int = 1
+    quick: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def train_config(self, p_a: float) -> TrainConfig:
+        return TrainConfig(T=self.T, B=self.B, eta=self.eta, l_tr=PAPER["l_tr"], p_a=p_a,
+                           K=self.K, kappa_a=PAPER["kappa_a"], delta=PAPER["delta"])
+
+
+FULL = Settings()
+QUICK = Settings(seeds=2, T=300, record_every=25, n_test=200, n_probe=64, n_heldout=256,
+                 alphas=(0.0, 0.3, 0.5, 0.7, 0.8, 0.9), quick=True)
+
+
+def settings_for(quick: bool, seeds: int | None = None) -> Settings:
+    """FULL or QUICK, optionally with another number of training seeds."""
+    base = QUICK if quick else FULL
+    if seeds is None:
+        return base
+    if int(seeds) != seeds or seeds < 1:
+        raise ValueError(f"seeds must be a positive integer; got {seeds!r}.")
+    return replace(base, seeds=int(seeds))
+
+
+def world_for(seed: int):
+    """The Section 4 world of patterns for training seed ``seed`` (Section 3.2)."""
+    return make_world(PAPER["d"], PAPER["M1"], PAPER["M2"], PAPER["V"], PAPER["beta"],
+                      rng=np.random.default_rng([seed, 0]))
+
+
+def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng) -> dict:
+    """Hinge loss (eq (4)) and 0-1 error (eq (5)) on ``n`` fresh prompts of Definition 1,
+    from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T)."""
+    out = {}
+    for name, tasks in (("train_tasks", world.training_tasks()), ("all_tasks", world.all_tasks())):
+        b = training_batch(world, n, config.l_tr, p_a=config.p_a, K=config.K,
+                           kappa_a=config.kappa_a, rng=rng, tasks=tasks)
+        F = output(model, params, b.P)
+        out[f"loss_{name}"] = float(np.mean(hinge(F, b.z)))
+        out[f"error_{name}"] = float(np.mean(b.z * F <= 0))
+    return out
+
+
+def train_logged(world, settings: Settings, p_a: float, model: str, seed: int, stream: int,
+                 label: str, record=None):
+    """Algorithm 1 with progress on stderr; returns (params, history, summary dict)."""
+    config = settings.train_config(p_a)
+    start = time.perf_counter()
+    params, history = train(world, config, model, rng=np.random.default_rng([seed, stream, MODELS.index(model)]),
+                            record_every=settings.record_every, record=record,
+                            progress=Progress(config.T, label, every=5.0))
+    last = max(1, len(history["loss"]) // 10)
+    summary = {"seed": seed, "train_seconds": time.perf_counter() - start,
+               "final_minibatch_loss": float(np.mean(history["loss"][-last:])),
+               "final_minibatch_error": float(np.mean(history["error"][-last:]))}
+    summary["pattern_scores"] = pattern_scores(world, params)
+    if model == "mamba":                 # the gate's view of the outliers (the LT has no gate)
+        summary["w_dot_v_star"] = params.w[:-1] @ world.v_star.T          # (V,)
+        summary["w_dot_v_prime"] = params.w[:-1] @ world.test_outliers().T  # (3,)
+    summary.update(heldout_check(world, params, model, config, settings.n_heldout,
+                                 np.random.default_rng([seed, stream, MODELS.index(model), 99])))
+    return params, history, summary
+
+
+def pattern_scores(world, params) -> np.ndarray:
+    """S[b, a] = (mu_b, 0)^T W_B^T W_C (mu_a, 0): the attention score of eq (3) that a context
+    example with relevant pattern b gets from a query with pattern a (irrelevant parts and the
+    label row left out); (M1, M1).  Corollary 1 wants S[a, a] large and S[b, a] small for b != a."""
+    U = np.zeros((world.M1, world.d + 1))
+    U[:, :-1] = world.mu                                                   # (M1, d+1) rows (mu_j, 0)
+    return (U @ params.W_B.T) @ (params.W_C @ U.T)                         # (M1, M1)
+
+
+def wrong_counts(F, z, seen) -> tuple[int, int]:
+    """Numbers of misclassified prompts (z F <= 0, eq (5)) among seen and unseen tasks."""
+    wrong = ~np.isfinite(F) | (z * np.nan_to_num(F) <= 0)
+    return int(np.sum(wrong & seen)), int(np.sum(wrong & ~seen))
+
+
+def clopper_pearson(k, n, level: float = 0.95):
+    """Exact (Clopper-Pearson) interval for k successes in n trials, elementwise over arrays.
+
+    The same numbers as ``scipy.stats.binomtest(k, n).proportion_ci(level, "exact")``
+    (tests/test_reproduce.py checks this), from beta quantiles so that whole grids take one call.
+    """
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    a = 1 - level
+    with np.errstate(all="ignore"):
+        low = np.where(k > 0, beta_dist.ppf(a / 2, k, n - k + 1), 0.0)
+        high = np.where(k < n, beta_dist.ppf(1 - a / 2, k + 1, n - k), 1.0)
+    return low, high
+
+
+def rate_summary(wrong, n) -> dict:
+    """Pooled rate over seeds with its 95% Clopper-Pearson interval, and the per-seed mean/min/max.
+
+    wrong, n : (S, ...) integer counts (seeds first).  Returns a dict of (...) arrays or, for
+    (S,) input, of floats.  A cell without prompts gives None, never NaN.
+    """
+    wrong, n = np.asarray(wrong, dtype=float), np.asarray(n, dtype=float)
+    k, total = wrong.sum(0), n.sum(0)
+    low, high = clopper_pearson(k, total)
+    with np.errstate(all="ignore"):
+        per_seed = np.where(n > 0, wrong / n, np.nan)                      # seeds without prompts: NaN
+        used = np.maximum((n > 0).sum(0), 1)
+        out = {"rate": k / total, "ci95_low": low, "ci95_high": high, "n": total,
+               "seed_mean": np.where(n > 0, per_seed, 0.0).sum(0) / used,
+               "seed_min": np.where(n > 0, per_seed, np.inf).min(0),
+               "seed_max": np.where(n > 0, per_seed, -np.inf).max(0)}
+    empty = total == 0
+    return {key: _none_where(value, empty) for key, value in out.items()}
+
+
+def _none_where(value, empty):
+    value = np.asarray(value, dtype=float)
+    if value.ndim == 0:
+        return None if empty else float(value)
+    return np.where(empty, None, value).tolist()
+
+
+_FLAT_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+|null|true|false)(?:,\s*(?:-?[\d.eE+-]+|null|true|false))*)\s*\]")
+
+
+def save_result(path, result: dict):
+    """``report.save_json`` (which refuses NaN and inf), then each innermost list of numbers put
+    on one line so the file stays small and diffable.  Same JSON content."""
+    path = save_json(path, result)
+    text = _FLAT_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+                          path.read_text())
+    path.write_text(re.sub(r"\[\s+\]", "[]", text))
+    return path

@@ -1,0 +1,121 @@
+"""Figure 2 of the paper: ICL classification error (eq (5)) of Mamba and the linear Transformer
+against the test outlier fraction alpha, for outlier labels (A) flipped, (B) targeted to +1,
+(C) random (Section 4.1, p_a = 0.6), over a grid of kappa_a' and K' (Definition 2).
+
+Both models of one seed are trained on the same world and tested on the same prompts, so
+their errors are a paired comparison.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .data import LABEL_RULES, testing_batch
+from .experiments_common import (MODELS, PAPER, Settings, rate_summary, train_logged, world_for,
+                                 wrong_counts)
+from .model import output
+from .sgd import Progress
+
+SUBSETS = ("seen", "unseen", "all")
+
+
+def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
+    """Wrong counts on ``n_test`` prompts of Definition 2 per (labelling, kappa_a', K', alpha).
+
+    Returns (wrong, n): wrong[model] is an int array (3 labellings, n_kappa, n_K, n_alpha, 2)
+    with the last axis (seen tasks, unseen tasks); n is (3, n_kappa, n_K, n_alpha, 2).
+    """
+    shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(settings.K_primes), len(settings.alphas), 2)
+    wrong = {model: np.zeros(shape, dtype=int) for model in params_by_model}
+    n = np.zeros(shape, dtype=int)
+    for r, rule in enumerate(LABEL_RULES):
+        for k, kappa_a_prime in enumerate(settings.kappa_a_primes):
+            for c, K_prime in enumerate(settings.K_primes):
+                rng = np.random.default_rng([seed, 2, r, k, c])
+                for a, alpha in enumerate(settings.alphas):
+                    batch = testing_batch(world, settings.n_test, PAPER["l_ts"], alpha=alpha,
+                                          K_prime=K_prime, kappa_a_prime=kappa_a_prime,
+                                          label_rule=rule, target=settings.target, rng=rng)
+                    seen = world.is_training_task(batch.task)
+                    n[r, k, c, a] = seen.sum(), (~seen).sum()
+                    for model, params in params_by_model.items():
+                        F = output(model, params, batch.P)
+                        wrong[model][r, k, c, a] = wrong_counts(F, batch.z, seen)
+    return wrong, n
+
+
+def run(settings: Settings) -> dict:
+    """Train both models for every seed at p_a = 0.6 and evaluate the whole test grid.
+
+    Returns the JSON-ready result: settings, per-seed wrong counts and prompt counts, training
+    summaries, and pooled rates (with 95% Clopper-Pearson intervals) per subset.
+    """
+    wrong = {m: [] for m in MODELS}
+    counts, training = [], {m: [] for m in MODELS}
+    overall = Progress(settings.seeds, "fig2: seeds done (loss: Mamba's final minibatch loss)", every=0.0)
+    for seed in range(settings.seeds):
+        world = world_for(seed)
+        params_by_model = {}
+        for model in MODELS:
+            label = f"fig2 {model} seed {seed + 1}/{settings.seeds}"
+            params, history, summary = train_logged(world, settings, settings.p_a_fig2, model, seed, 1, label)
+            summary["loss_curve"] = history["loss"]
+            summary["steps"] = history["step"]
+            training[model].append(summary)
+            params_by_model[model] = params
+        print(f"[fig2] seed {seed + 1}/{settings.seeds}: testing on "
+              f"{len(settings.alphas) * 18} batches of {settings.n_test} prompts", file=sys.stderr, flush=True)
+        w, n = evaluate_grid(world, params_by_model, settings, seed)
+        for model in MODELS:
+            wrong[model].append(w[model])
+        counts.append(n)
+        overall.update(seed + 1, training["mamba"][-1]["final_minibatch_loss"], force=True)
+    n = np.stack(counts)                                                   # (S, 3, k, c, a, 2)
+    result = {"experiment": "fig2", "settings": settings.to_dict(), "paper": PAPER,
+              "p_a": settings.p_a_fig2, "label_rules": list(LABEL_RULES), "subsets": list(SUBSETS),
+              "axes": "seed, label_rule, kappa_a_prime, K_prime, alpha, (seen, unseen)",
+              "n_prompts": n, "training": training, "wrong": {}, "error": {}}
+    for model in MODELS:
+        w = np.stack(wrong[model])                                         # (S, 3, k, c, a, 2)
+        result["wrong"][model] = w
+        result["error"][model] = summarise(w, n)
+    return result
+
+
+SUMMARY_KEYS = ("rate", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max")
+
+
+def summarise(w, n) -> dict:
+    """Pooled error per label rule and subset: for each key of SUMMARY_KEYS a nested list
+    indexed [kappa_a'][K'][alpha] (95% Clopper-Pearson interval; per-seed mean, min, max)."""
+    full_w = np.concatenate([w, w.sum(-1, keepdims=True)], axis=-1)       # add "all"
+    full_n = np.concatenate([n, n.sum(-1, keepdims=True)], axis=-1)
+    out = {}
+    for r, rule in enumerate(LABEL_RULES):
+        out[rule] = {}
+        for s, subset in enumerate(SUBSETS):
+            summary = rate_summary(full_w[:, r, ..., s], full_n[:, r, ..., s])   # (k, c, a) each
+            out[rule][subset] = {key: summary[key] for key in SUMMARY_KEYS}
+    return out
+
+
+def curve(result: dict, model: str, rule: str, subset: str, kappa_a_prime: float, K_prime: float, key="rate"):
+    """One error curve against alpha from a ``run`` result: (n_alpha,) floats (NaN if empty)."""
+    s = result["settings"]
+    k, c = s["kappa_a_primes"].index(kappa_a_prime), s["K_primes"].index(K_prime)
+    values = result["error"][model][rule][subset][key][k][c]
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def point(result: dict, model: str, rule: str, subset: str, alpha: float, kappa_a_prime=None, K_prime=None):
+    """Summary of one alpha (main kappa_a', K' unless given): {"rate", "ci95": [low, high], ...}."""
+    s = result["settings"]
+    kappa_a_prime = s["main_kappa_a_prime"] if kappa_a_prime is None else kappa_a_prime
+    K_prime = s["main_K_prime"] if K_prime is None else K_prime
+    a = int(np.argmin(np.abs(np.asarray(s["alphas"]) - alpha)))
+    k, c = s["kappa_a_primes"].index(kappa_a_prime), s["K_primes"].index(K_prime)
+    table = result["error"][model][rule][subset]
+    cell = {key: table[key][k][c][a] for key in SUMMARY_KEYS}
+    cell["ci95"] = [cell.pop("ci95_low"), cell.pop("ci95_high")]
+    return cell

@@ -1,0 +1,182 @@
+"""Figures 3 and 4 and Table 1 of the paper, drawn from ``experiments_mechanism`` results.
+
+Figure 2's plots and the shared style live in ``plots.py``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .experiments_common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
+from .plots import CLEAN, COLOR, GREY, OUTLIER, _footnote, _save, _settings_line, plt, training_curves
+
+
+def fig3(result: dict, path) -> Path:
+    """Figure 3 (Corollary 1): sum of p_i^T W_B^T W_C p_query over same- and different-pattern
+    examples against the SGD step, mean over seeds with a min-max band; plus the training loss."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    for ax, model in zip(axes[:2], MODELS):
+        runs = result["per_seed"][model]
+        steps = np.asarray(runs[0]["step"])
+        for key, color, name in (("score_same", CLEAN, "same relevant pattern as the query (i in N_1)"),
+                                 ("score_diff", OUTLIER, "different relevant pattern")):
+            v = np.stack([r[key] for r in runs])                           # (S, n_records)
+            ax.plot(steps, v.mean(0), color=color, label=name)
+            ax.fill_between(steps, v.min(0), v.max(0), color=color, alpha=0.2, lw=0)
+        ax.axhline(0, color=GREY, lw=0.8)
+        ax.set_title(f"{MODEL_LABEL[model]}")
+        ax.set_xlabel("SGD step t")
+        ax.set_ylabel("sum of attention scores p_i^T W_B^T W_C p_query")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for model in MODELS:
+        training_curves(axes[2], result["per_seed"][model], model, MODEL_LABEL[model])
+    axes[2].set_yscale("symlog", linthresh=1e-2)
+    axes[2].set_ylim(0, 1.5)
+    axes[2].set_title("training loss at p_a = 0.4")
+    axes[2].set_xlabel("SGD step t")
+    axes[2].set_ylabel("minibatch hinge loss (eq (4))")
+    axes[2].grid(alpha=0.3)
+    axes[2].legend(fontsize=8)
+    s = result["settings"]
+    fig.suptitle("Figure 3: attention scores on fixed test prompts during training (Corollary 1)")
+    _footnote(fig, _settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
+                                  f"kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g}, flipped "
+                                  "outlier labels; lines: mean over prompts and seeds, band: min-max over seeds."))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return _save(fig, path)
+
+
+MIN_RANK_PROMPTS = 100      # ranks j held by fewer test prompts (pooled over seeds) are not shown
+
+
+def clean_rank_curve(runs: list):
+    """Ranks j = 1, 2, ... held by >= MIN_RANK_PROMPTS test prompts (pooled over seeds), and the
+    per-seed mean clean gate G_{h(j),l+1} at those ranks, (S, n_ranks)."""
+    rank = _stack(runs, "clean_rank_mean")
+    enough = (np.sum([r["clean_rank_count"] for r in runs], axis=0) >= MIN_RANK_PROMPTS) & np.all(
+        np.isfinite(rank), axis=0)
+    return np.flatnonzero(enough) + 1, rank[:, enough]
+
+
+def _stack(runs, key):
+    return np.array([[np.nan if v is None else v for v in r[key]] for r in runs], dtype=float)
+
+
+def fig4(result: dict, path) -> Path:
+    """Figure 4 (Corollary 2): Mamba's gates G_{i,l+1} on outlier and clean examples at alpha = 0.3."""
+    runs = result["per_seed"]
+    out, clean = _stack(runs, "outlier_mean"), _stack(runs, "clean_mean")     # (S, l)
+    l = out.shape[1]
+    position = np.arange(1, l + 1)
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+    ax = axes[0]
+    for values, dx, color, name in ((out, -0.2, OUTLIER, "examples with an outlier"),
+                                    (clean, 0.2, CLEAN, "clean examples")):
+        mean = np.nanmean(values, axis=0)
+        ax.bar(position + dx, mean, width=0.4, color=color, label=name,
+               yerr=[mean - np.nanmin(values, 0), np.nanmax(values, 0) - mean], capsize=1.5, ecolor=GREY)
+    ax.set_yscale("log")
+    ax.set_xticks(position)
+    ax.set_xlabel(f"context position i (the query is at l+1 = {l + 1}; distance from the query = {l + 1} - i)")
+    ax.set_ylabel("mean gate G_{i,l+1}(w) (eq (3)), log scale")
+    ax.set_title("gates per position (mean over prompts; bars: min-max over seeds)")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=9, loc="upper left")
+    ax = axes[1]
+    j, rank = clean_rank_curve(runs)
+    mean = rank.mean(axis=0)
+    ax.plot(j, mean, "o-", color=CLEAN, label="clean example h(j), the j-th closest clean one to the query")
+    ax.fill_between(j, rank.min(0), rank.max(0), color=CLEAN, alpha=0.2, lw=0)
+    slope, intercept = np.polyfit(j, np.log(mean), 1)
+    ax.plot(j, np.exp(intercept + slope * j), color=GREY, ls="--",
+            label=f"fitted exponential: ratio {np.exp(slope):.2f} per step")
+    ax.plot(j, mean[0] * 0.5 ** (j - 1), color="black", ls=":", label="G_h(1) * 2^-(j-1), the rate in eq (18)")
+    ax.axhline(np.nanmean([r["outlier_gate_mean"] for r in runs]), color=OUTLIER, ls="-.",
+               label="mean gate on outlier examples")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"rank j of a clean example by distance from the query (ranks held by >= {MIN_RANK_PROMPTS} prompts)")
+    ax.set_xticks(j)
+    ax.set_ylabel("mean gate G_{h(j),l+1}(w), log scale")
+    ax.set_title("clean examples ranked by distance from the query (eq (18))")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    s = result["settings"]
+    fig.suptitle(f"Figure 4: Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
+    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
+                                  f"K' = {s['main_K_prime']:g}, flipped outlier labels, outliers at random positions."))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return _save(fig, path)
+
+
+PAPER_TABLE1 = {"mamba": {"FQ": 0.9984, "R": 0.9904, "CQ": 0.7328},
+                "linear_transformer": {"FQ": 0.7852, "R": 0.7828, "CQ": 0.7860}}
+
+
+def table1_rows(result: dict, rule: str = "flip") -> list:
+    """Detailed rows for one labelling, one per (placement, kappa_a'): for each model the paper's
+    accuracy, ours on all tasks with the seeds' range, and ours on seen / unseen tasks (percent)."""
+    rows = []
+    for name in result["placements"]:
+        for kappa_a_prime in result["settings"]["kappa_a_primes"]:
+            row = [name, f"{kappa_a_prime:g}"]
+            for model in MODELS:
+                cell = result["accuracy"][model][rule][str(kappa_a_prime)][name]
+                a = cell["all"]
+                row += [f"{100 * PAPER_TABLE1[model][name]:.2f}",
+                        f"{100 * a['rate']:.2f} ({100 * a['seed_min']:.1f}-{100 * a['seed_max']:.1f})",
+                        f"{100 * cell['seen']['rate']:.1f} / {100 * cell['unseen']['rate']:.1f}"]
+            rows.append(row)
+    return rows
+
+
+TABLE1_HEADER = ["placement", "kappa_a'", "Mamba: paper", "Mamba: ours, all tasks (seed range)",
+                 "Mamba: ours, seen / unseen tasks", "LT: paper", "LT: ours, all tasks (seed range)",
+                 "LT: ours, seen / unseen tasks"]
+
+
+def table1_overview(result: dict) -> tuple:
+    """(header, rows): one row per (placement, kappa_a'); the paper's two numbers, then our
+    accuracy on all tasks for Mamba and LT under each outlier labelling (percent strings)."""
+    header = ["placement", "kappa_a'", "paper: Mamba", "paper: LT"] + [
+        f"{rule}: {'Mamba' if m == 'mamba' else 'LT'}" for rule in result["label_rules"] for m in MODELS]
+    rows = []
+    for name in result["placements"]:
+        for kappa_a_prime in result["settings"]["kappa_a_primes"]:
+            row = [name, f"{kappa_a_prime:g}"] + [f"{100 * PAPER_TABLE1[m][name]:.2f}" for m in MODELS]
+            row += [f"{100 * result['accuracy'][m][rule][str(kappa_a_prime)][name]['all']['rate']:.2f}"
+                    for rule in result["label_rules"] for m in MODELS]
+            rows.append(row)
+    return header, rows
+
+
+def table1_png(result: dict, path) -> Path:
+    """Table 1 as an image: accuracy (1 - eq (5)) at alpha = 0.5 for the FQ / R / CQ placements,
+    every kappa_a' and outlier labelling; the main setting (flipped labels, main kappa_a') in bold."""
+    header, rows = table1_overview(result)
+    height = 0.3 * (len(rows) + 2) + 1.0
+    fig = plt.figure(figsize=(14, height))
+    ax = fig.add_axes((0.01, 0.0, 0.98, 1.0))
+    ax.axis("off")
+    table = ax.table(cellText=rows, colLabels=[h.replace(": ", "\n") for h in header], cellLoc="center",
+                     bbox=(0, 0.6 / height, 1, 1 - 1.05 / height))
+    table.auto_set_font_size(False)
+    table.set_fontsize(9.5)
+    main = f"{result['settings']['main_kappa_a_prime']:g}"
+    for (r, c), cell in table.get_celld().items():
+        if r == 0:
+            cell.set_facecolor("#DDDDDD")
+        elif c < 4:
+            cell.set_facecolor("#F2F2F2")
+        if r > 0 and rows[r - 1][1] == main and c in (4, 5):
+            cell.set_facecolor("#CFE3F5")
+            cell.get_text().set_fontweight("bold")
+    s = result["settings"]
+    ax.set_title(f"Table 1: ICL accuracy (%) at alpha = {result['alpha']}, all tasks; FQ = outliers farthest from "
+                 "the query, R = at random positions, CQ = closest to the query", fontsize=10.5, y=1 - 0.4 / height)
+    ax.text(0, 0.05 / height, f"{ONE_LAYER_NOTE}.\n" + _settings_line(
+        result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}; bold: main setting "
+        f"(flipped outlier labels, kappa_a' = {main}); seen / unseen splits and seed ranges: table1.md."),
+        fontsize=8, color=GREY, va="bottom", transform=ax.transAxes)
+    return _save(fig, path)

@@ -1,0 +1,154 @@
+"""Figures of ``python -m numpy_mamba reproduce``: the paper's Figures 2-4 and Table 1 drawn
+from the JSON-ready results of ``experiments_fig2`` and ``experiments_mechanism``.
+
+Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying it
+is the one-layer model of eq (3) and with which settings it was made.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")                      # files only; never open a window
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .experiments_common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE  # noqa: E402
+from .experiments_fig2 import curve  # noqa: E402
+
+COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
+OUTLIER, CLEAN, GREY = "#D55E00", "#009E73", "#555555"
+FIG2_NOTE = "One-layer Mamba of eq (3) and one-layer linear Transformer, as in the paper's Figure 2"
+PANEL_TITLE = {"flip": "(A) outlier labels flipped", "target": "(B) outlier labels targeted to +1",
+               "random": "(C) outlier labels random"}
+
+
+def _footnote(fig, text: str, note: str = ONE_LAYER_NOTE) -> None:
+    fig.text(0.01, 0.005, f"{note}.\n{text}", fontsize=8, color=GREY, va="bottom", ha="left")
+
+
+def _settings_line(result: dict, extra: str = "") -> str:
+    s = result["settings"]
+    return (f"Training: p_a = {result['p_a']}, eta = {s['eta']}, B = {s['B']}, T = {s['T']}, K = {s['K']}, "
+            f"kappa_a = 2, l = 20; {s['seeds']} seeds. {extra}")
+
+
+def _save(fig, path, tight: bool = False) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight" if tight else None)
+    plt.close(fig)
+    return path
+
+
+def _theory_lines(ax, p_a: float) -> None:
+    ax.axvline(0.5, color=GREY, ls=":", lw=1)
+    ax.axvline(p_a, color=GREY, ls="-.", lw=1)
+    ax.axhline(0.01, color="black", ls="--", lw=0.8)
+
+
+def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
+    """Figure 2 (A, B, C): test error (eq (5)) against alpha at one (kappa_a', K').
+
+    Top row: all tasks, linear scale, bars = min-max over seeds.  Bottom row: tasks seen and
+    never seen in training, symmetric-log scale so the paper's 0.01 level is readable.
+    """
+    s = result["settings"]
+    kappa_a_prime = s["main_kappa_a_prime"] if kappa_a_prime is None else kappa_a_prime
+    K_prime = s["main_K_prime"] if K_prime is None else K_prime
+    alphas = np.asarray(s["alphas"])
+    fig, axes = plt.subplots(2, 3, figsize=(15, 9), sharex=True)
+    for j, rule in enumerate(result["label_rules"]):
+        top, bottom = axes[0, j], axes[1, j]
+        for model in MODELS:
+            c = COLOR[model]
+            mid = curve(result, model, rule, "all", kappa_a_prime, K_prime)
+            lo = curve(result, model, rule, "all", kappa_a_prime, K_prime, "seed_min")
+            hi = curve(result, model, rule, "all", kappa_a_prime, K_prime, "seed_max")
+            top.errorbar(alphas, mid, yerr=[mid - lo, hi - mid], color=c, marker="o", ms=4, capsize=2,
+                         lw=1.8, label=f"{MODEL_LABEL[model]}, all tasks")
+            for subset, ls, mk, name in (("seen", "--", "s", "tasks seen in training"),
+                                         ("unseen", ":", "^", "tasks never seen in training")):
+                bottom.plot(alphas, curve(result, model, rule, subset, kappa_a_prime, K_prime), color=c, ls=ls,
+                            marker=mk, ms=4, lw=1.4, label=f"{MODEL_LABEL[model]}, {name}")
+        for ax in (top, bottom):
+            _theory_lines(ax, result["p_a"])
+            ax.grid(alpha=0.3)
+        top.set_title(PANEL_TITLE[rule])
+        top.set_ylim(-0.02, 1.02)
+        bottom.set_yscale("symlog", linthresh=0.01, linscale=0.5)
+        bottom.set_ylim(0, 1.05)
+        bottom.set_xlabel("alpha, fraction of test context examples with an outlier")
+    axes[0, 0].set_ylabel("ICL error (eq (5)), all tasks")
+    axes[1, 0].set_ylabel("ICL error by task group (symlog scale)")
+    handles, labels = [], []
+    for ax in (axes[0, 0], axes[1, 0]):
+        h, lab = ax.get_legend_handles_labels()
+        handles, labels = handles + h, labels + lab
+    handles += [plt.Line2D([], [], color=GREY, ls=":"), plt.Line2D([], [], color=GREY, ls="-."),
+                plt.Line2D([], [], color="black", ls="--", lw=0.8)]
+    labels += ["alpha = 1/2 (linear Transformer limit, Thm 4)",
+               f"alpha = p_a l_tr / l_ts = {result['p_a']} (Mamba guarantee, Thm 2)", "error = 0.01 (paper's claim)"]
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8.5, bbox_to_anchor=(0.5, 0.045))
+    fig.suptitle(f"Figure 2: test error against the outlier fraction alpha; kappa_a' = {kappa_a_prime:g}, "
+                 f"K' = {K_prime:g}")
+    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point; markers: pooled "
+                                  "error over seeds, bars: min-max over seeds."), FIG2_NOTE)
+    fig.tight_layout(rect=(0, 0.15, 1, 1))
+    return _save(fig, path)
+
+
+def fig2_sensitivity(result: dict, path) -> Path:
+    """Error on all tasks against alpha for every kappa_a' (rows) and labelling (columns)."""
+    s = result["settings"]
+    alphas = np.asarray(s["alphas"])
+    kappas, Ks = s["kappa_a_primes"], s["K_primes"]
+    styles = ["-", "--", ":", "-."]
+    fig, axes = plt.subplots(len(kappas), 3, figsize=(14, 3.3 * len(kappas) + 0.8), sharex=True, sharey=True)
+    axes = np.atleast_2d(axes)
+    for i, kappa_a_prime in enumerate(kappas):
+        for j, rule in enumerate(result["label_rules"]):
+            ax = axes[i, j]
+            for model in MODELS:
+                for c, K_prime in enumerate(Ks):
+                    ax.plot(alphas, curve(result, model, rule, "all", kappa_a_prime, K_prime), color=COLOR[model],
+                            ls=styles[c % 4], marker="o", ms=3, label=f"{MODEL_LABEL[model]}, K' = {K_prime:g}")
+            _theory_lines(ax, result["p_a"])
+            ax.set_title(f"{PANEL_TITLE[rule]}, kappa_a' = {kappa_a_prime:g}", fontsize=10)
+            ax.grid(alpha=0.3)
+            if i == len(kappas) - 1:
+                ax.set_xlabel("alpha (test outlier fraction)")
+            if j == 0:
+                ax.set_ylabel("test error (all tasks)")
+    axes[0, 0].legend(fontsize=7.5, loc="upper left")
+    fig.suptitle("Figure 2, sensitivity: test outlier magnitude kappa_a' (rows) and irrelevant-pattern range K'")
+    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds. "
+                                  "Dotted: alpha = 1/2; dash-dot: alpha = p_a; dashed black: error 0.01."), FIG2_NOTE)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return _save(fig, path)
+
+
+def training_curves(ax, runs: list, model: str, label: str) -> None:
+    """Mean (and min-max band) over seeds of the minibatch hinge loss (eq (4)) against step."""
+    steps = np.asarray(runs[0]["steps"] if "steps" in runs[0] else runs[0]["step"])
+    loss = np.stack([r["loss_curve"] if "loss_curve" in r else r["loss"] for r in runs])
+    ax.plot(steps, loss.mean(0), color=COLOR[model], label=label)
+    ax.fill_between(steps, loss.min(0), loss.max(0), color=COLOR[model], alpha=0.2, lw=0)
+
+
+def fig2_training(result: dict, path) -> Path:
+    """Training loss of the Figure 2 runs (convergence check)."""
+    fig, ax = plt.subplots(figsize=(7, 4.3))
+    for model in MODELS:
+        training_curves(ax, result["training"][model], model, MODEL_LABEL[model])
+    ax.set_yscale("symlog", linthresh=1e-2)
+    ax.set_ylim(0, 1.5)
+    ax.set_xlabel("SGD step t")
+    ax.set_ylabel("minibatch hinge loss (eq (4))")
+    ax.set_title("Figure 2 runs: training loss (mean over seeds, band: min-max)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    _footnote(fig, _settings_line(result), FIG2_NOTE)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return _save(fig, path)

@@ -1,0 +1,163 @@
+"""``python -m numpy_mamba reproduce``: the quick pipeline end to end, plus the pieces that
+compute its numbers (intervals, gate profiles, score sums, seeding, JSON writing)."""
+import json
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from numpy_mamba import Params, attention_scores, experiments, experiments_fig2, experiments_mechanism
+from numpy_mamba import data
+from numpy_mamba.data import Batch, make_world
+from numpy_mamba.experiments_common import QUICK, clopper_pearson, rate_summary, save_result, settings_for
+
+PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
+        "table1.png"]
+JSONS = ["fig2.json", "fig3.json", "fig4.json", "table1.json"]
+# keys whose values (scalars or nested lists) are rates or gate values and must lie in [0, 1]
+RATE_KEYS = {"rate", "ci95", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max", "error_train_tasks",
+             "error_all_tasks", "final_minibatch_error", "outlier_mean", "clean_mean", "clean_rank_mean",
+             "outlier_gate_max", "outlier_gate_mean", "clean_gate_mean", "query_gate_mean"}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    wall, cpu = time.perf_counter(), time.process_time()
+    code = experiments.main(["--quick", "--out", str(out)])
+    return out, code, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _rates(obj, key=None):
+    """Every number stored under a RATE_KEYS key, anywhere in a JSON document."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _rates(v, k)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _rates(v, key)
+    elif key in RATE_KEYS and obj is not None:
+        yield key, obj
+
+
+def test_quick_run_writes_every_output_within_budget(quick_run):
+    out, code, wall, cpu = quick_run
+    assert code == 0, "the command reported failure"
+    for name in PNGS:
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, f"{name} missing or not a real PNG"
+    for name in JSONS + ["table1.md", "REPORT.md"]:
+        assert (out / name).stat().st_size > 0, f"{name} missing or empty"
+    # budget of the issue: the quick pipeline takes <= 25 s of one core (CPU time, robust to a busy machine)
+    assert cpu <= 25, f"quick run used {cpu:.1f} s of CPU (wall {wall:.1f} s); the budget is 25 s"
+
+
+def test_json_rates_are_finite_and_in_unit_interval(quick_run):
+    out = quick_run[0]
+    for name in JSONS:
+        doc = json.loads((out / name).read_text())
+        assert doc["settings"]["quick"] is True and doc["settings"]["seeds"] == QUICK.seeds
+        values = list(_rates(doc))
+        assert values, f"{name} holds no rates at all"
+        for key, v in values:
+            assert isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 1, f"{name}: {key} = {v}"
+
+
+def test_json_counts_are_consistent(quick_run):
+    out = quick_run[0]
+    fig2 = json.loads((out / "fig2.json").read_text())
+    n = np.array(fig2["n_prompts"])                          # (S, rules, kappa', K', alpha, 2)
+    assert np.all(n.sum(-1) == QUICK.n_test), "seen + unseen prompts must add up to n_test per point"
+    for model in ("mamba", "linear_transformer"):
+        wrong = np.array(fig2["wrong"][model])
+        assert wrong.shape == n.shape and np.all((wrong >= 0) & (wrong <= n)), "more errors than prompts"
+        rate = np.array(fig2["error"][model]["flip"]["all"]["rate"], dtype=float)
+        expect = wrong[:, 0].sum(-1).sum(0) / n[:, 0].sum(-1).sum(0)
+        np.testing.assert_allclose(rate, expect, err_msg="pooled rate is not errors / prompts")
+
+
+def test_report_has_a_verdict_per_claim(quick_run):
+    text = (quick_run[0] / "REPORT.md").read_text()
+    assert "<!-- BEGIN reproduce -->" in text and "<!-- END reproduce -->" in text
+    section = text.split("<!-- BEGIN reproduce -->")[1]
+    for claim in ("Fig 2: Mamba", "linear Transformer's error is large", "Fig 3 / Corollary 1",
+                  "Corollary 2 (i)", "Corollary 2 (ii)", "Table 1 numbers", "unseen", "three-layer"):
+        assert claim in section, f"REPORT.md section lacks {claim!r}"
+    verdicts = [v for v in ("**reproduced**", "**partly**", "**not**") for _ in range(section.count(v))]
+    assert len(verdicts) >= 9, "every claim row needs a verdict"
+    assert "QUICK" in section, "a quick run must say so in the report"
+
+
+def test_same_seed_same_numbers_and_other_seed_other_world():
+    tiny = replace(QUICK, seeds=1, T=20, record_every=5, n_test=40, n_probe=8, n_heldout=16, alphas=(0.5,),
+                   kappa_a_primes=(8.0,), K_primes=(1.5,))
+    a, b = experiments_fig2.run(tiny), experiments_fig2.run(tiny)
+    for model in ("mamba", "linear_transformer"):
+        np.testing.assert_array_equal(a["wrong"][model], b["wrong"][model], err_msg="a seed must fix the run")
+    m1, m2 = experiments_mechanism.run(tiny), experiments_mechanism.run(tiny)
+    np.testing.assert_array_equal(m1["fig3"]["per_seed"]["mamba"][0]["score_same"],
+                                  m2["fig3"]["per_seed"]["mamba"][0]["score_same"])
+    assert m1["fig4"]["per_seed"] == m2["fig4"]["per_seed"]
+    from numpy_mamba.experiments_common import world_for
+    assert not np.allclose(world_for(0).mu, world_for(1).mu), "different seeds must give different worlds"
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (1, 4000), (57, 300)])
+def test_clopper_pearson_matches_scipy_binomtest(k, n):
+    low, high = clopper_pearson(k, n)
+    ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+    assert abs(low - ci.low) < 1e-10 and abs(high - ci.high) < 1e-10, "our interval is not Clopper-Pearson"
+
+
+def test_rate_summary_pools_seeds_and_never_returns_nan():
+    s = rate_summary([1, 3], [10, 10])
+    assert s["rate"] == 0.2 and s["seed_min"] == 0.1 and s["seed_max"] == 0.3 and s["n"] == 20
+    empty = rate_summary([0, 0], [0, 0])
+    assert empty["rate"] is None and empty["ci95_low"] is None, "an empty cell must be None, not NaN"
+
+
+def test_gate_profile_known_answer_with_w_zero():
+    # w = 0: every sigma(w^T p) = 1/2, so G_{i,l+1} = (1/2)^(l+2-i) for i <= l (eq (3))
+    l, d = 4, 3
+    P = np.zeros((2, d + 1, l + 1))
+    outlier = np.array([[False, True, False, True], [False, False, False, False]])
+    batch = Batch(P, np.ones(2), np.zeros((2, 2), int), outlier, np.ones((2, l), bool))
+    params = Params(np.eye(d + 1), np.eye(d + 1), np.zeros(d + 1))
+    prof = experiments_mechanism.gate_profile(params, batch)
+    G = 0.5 ** (l + 2 - np.arange(1, l + 1))                 # positions 1..l
+    assert prof["clean_mean"] == pytest.approx(G.tolist())
+    assert prof["outlier_mean"][1] == pytest.approx(G[1]) and prof["outlier_mean"][0] is None
+    # clean ranks from the query: prompt 0 has clean positions 3, 1; prompt 1 has 4, 3, 2, 1
+    assert prof["clean_rank_mean"][:2] == pytest.approx([(G[2] + G[3]) / 2, (G[0] + G[2]) / 2])
+    assert prof["clean_rank_count"] == [2, 2, 1, 1]
+
+
+def test_score_sums_split_by_pattern():
+    world = make_world(d=8, M1=3, M2=2, V=2, rng=0)
+    batch = data.testing_batch(world, 5, 6, alpha=0.3, outliers=world.v_star, rng=1)
+    rng = np.random.default_rng(2)
+    params = Params(rng.normal(size=(9, 9)), rng.normal(size=(9, 9)), rng.normal(size=9))
+    s = np.array([attention_scores(params, P)[:-1] for P in batch.P])
+    sums = experiments_mechanism.score_sums(params, batch)
+    assert sums["score_same"] == pytest.approx(np.mean(np.sum(s * batch.same_pattern, 1)))
+    assert sums["score_diff"] == pytest.approx(np.mean(np.sum(s * ~batch.same_pattern, 1)))
+
+
+def test_bad_options_are_refused(tmp_path):
+    assert experiments.parse_only(["fig3,fig2", "table1"]) == ("fig2", "fig3", "table1")
+    with pytest.raises(ValueError, match="--only takes"):
+        experiments.parse_only(["fig5"])
+    with pytest.raises(ValueError, match="seeds must be a positive integer"):
+        settings_for(False, 0)
+    with pytest.raises(SystemExit):
+        experiments.main(["--only", "fig9", "--out", str(tmp_path)])
+
+
+def test_save_result_keeps_content_and_refuses_nan(tmp_path):
+    obj = {"a": [[1, 2.5e-3, None], [3, -4]], "b": {"c": [0.1]}, "s": ["x", "[1]"], "e": []}
+    assert json.loads(save_result(tmp_path / "r.json", obj).read_text()) == obj
+    with pytest.raises(ValueError, match="NaN"):
+        save_result(tmp_path / "bad.json", {"x": float("nan")})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -98,14 +99,17 @@ def main(argv=None) -> int:
     parser.add_argument("--only", action="append", metavar="fig2|fig3|fig4|table1",
                         help="run only these experiments (repeatable or comma list); default: all")
     parser.add_argument("--seeds", type=int, default=None, help="number of training seeds (default 10; quick 2)")
-    parser.add_argument("--out", default="figures", help="output folder (default figures/)")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default figures/; with --quick a new temporary folder, so a "
+                             "quick run never overwrites the committed full-run results)")
     args = parser.parse_args(argv)
     try:
         only = parse_only(args.only)
         settings_for(args.quick, args.seeds)
     except ValueError as exc:
         parser.error(str(exc))
-    info = run(only, args.quick, args.seeds, args.out)
+    out = args.out or (tempfile.mkdtemp(prefix="reproduce_quick_") if args.quick else "figures")
+    info = run(only, args.quick, args.seeds, out)
     for path in info["paths"]:
         print(path)
     print(f"reproduce: {', '.join(only)} done in {info['seconds']:.1f} s", file=sys.stderr)

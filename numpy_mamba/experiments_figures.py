@@ -7,15 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
+from .report import subplots
 from .experiments_common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
-from .plots import CLEAN, COLOR, GREY, OUTLIER, _footnote, _save, _settings_line, plt, training_curves
+from .plots import CLEAN, COLOR, GREY, OUTLIER, _footnote, _save, _settings_line, training_curves
 
 
 def fig3(result: dict, path) -> Path:
     """Figure 3 (Corollary 1): sum of p_i^T W_B^T W_C p_query over same- and different-pattern
     examples against the SGD step, mean over seeds with a min-max band; plus the training loss."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    fig, axes = subplots(1, 3, figsize=(15, 4.8))
     for ax, model in zip(axes[:2], MODELS):
         runs = result["per_seed"][model]
         steps = np.asarray(runs[0]["step"])
@@ -70,7 +72,7 @@ def fig4(result: dict, path) -> Path:
     out, clean = _stack(runs, "outlier_mean"), _stack(runs, "clean_mean")     # (S, l)
     l = out.shape[1]
     position = np.arange(1, l + 1)
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+    fig, axes = subplots(1, 2, figsize=(14, 5))
     ax = axes[0]
     for values, dx, color, name in ((out, -0.2, OUTLIER, "examples with an outlier"),
                                     (clean, 0.2, CLEAN, "clean examples")):
@@ -156,7 +158,7 @@ def table1_png(result: dict, path) -> Path:
     every kappa_a' and outlier labelling; the main setting (flipped labels, main kappa_a') in bold."""
     header, rows = table1_overview(result)
     height = 0.3 * (len(rows) + 2) + 1.0
-    fig = plt.figure(figsize=(14, height))
+    fig = Figure(figsize=(14, height))
     ax = fig.add_axes((0.01, 0.0, 0.98, 1.0))
     ax.axis("off")
     table = ax.table(cellText=rows, colLabels=[h.replace(": ", "\n") for h in header], cellLoc="center",

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from scipy.stats import t as student_t
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy.stats import t as student_t  # noqa: E402
-
-from .report import save_json, write_section  # noqa: E402
+from .report import save_json, subplots, write_section
 
 # Okabe-Ito colours and distinct markers, one per model
 STYLE = {
@@ -63,7 +59,7 @@ def summarise(result: dict) -> dict:
 def plot_error_vs_alpha(result, summary, path: Path) -> Path:
     cfg = result["settings"]
     kappas, alphas = cfg["kappa_a_prime"], np.asarray(cfg["alphas"])
-    fig, axes = plt.subplots(len(kappas), 3, figsize=(14, 4.2 * len(kappas)), sharey=True, squeeze=False)
+    fig, axes = subplots(len(kappas), 3, figsize=(14, 4.2 * len(kappas)), sharey=True, squeeze=False)
     titles = {"flip": "(A) label flipping", "target": f"(B) targeted label {cfg['target']:+d}",
               "random": "(C) random labels"}
     for row, kappa in enumerate(kappas):
@@ -86,13 +82,12 @@ def plot_error_vs_alpha(result, summary, path: Path) -> Path:
                  f"prompts each; bars: {bars})", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def plot_training(result, summary, path: Path) -> Path:
     cfg = result["settings"]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, bx) = subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
     steps = np.asarray(result["steps"])
     for model, r in result["models"].items():
         colour, marker, label = STYLE[model]
@@ -115,7 +110,6 @@ def plot_training(result, summary, path: Path) -> Path:
                  f"(alpha = 0.5, kappa_a' = {cfg['kappa_a_prime'][0]:g}; 1 = none)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 

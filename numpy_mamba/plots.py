@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")                      # files only; never open a window
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .experiments_common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE  # noqa: E402
-from .experiments_fig2 import curve  # noqa: E402
+from .experiments_common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
+from .experiments_fig2 import curve
+from .report import subplots
 
 COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
 OUTLIER, CLEAN, GREY = "#D55E00", "#009E73", "#555555"
@@ -38,7 +36,6 @@ def _save(fig, path, tight: bool = False) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight" if tight else None)
-    plt.close(fig)
     return path
 
 
@@ -58,7 +55,7 @@ def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
     kappa_a_prime = s["main_kappa_a_prime"] if kappa_a_prime is None else kappa_a_prime
     K_prime = s["main_K_prime"] if K_prime is None else K_prime
     alphas = np.asarray(s["alphas"])
-    fig, axes = plt.subplots(2, 3, figsize=(15, 9), sharex=True)
+    fig, axes = subplots(2, 3, figsize=(15, 9), sharex=True)
     for j, rule in enumerate(result["label_rules"]):
         top, bottom = axes[0, j], axes[1, j]
         for model in MODELS:
@@ -86,8 +83,8 @@ def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
     for ax in (axes[0, 0], axes[1, 0]):
         h, lab = ax.get_legend_handles_labels()
         handles, labels = handles + h, labels + lab
-    handles += [plt.Line2D([], [], color=GREY, ls=":"), plt.Line2D([], [], color=GREY, ls="-."),
-                plt.Line2D([], [], color="black", ls="--", lw=0.8)]
+    handles += [Line2D([], [], color=GREY, ls=":"), Line2D([], [], color=GREY, ls="-."),
+                Line2D([], [], color="black", ls="--", lw=0.8)]
     labels += ["alpha = 1/2 (linear Transformer limit, Thm 4)",
                f"alpha = p_a l_tr / l_ts = {result['p_a']} (Mamba guarantee, Thm 2)", "error = 0.01 (paper's claim)"]
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8.5, bbox_to_anchor=(0.5, 0.045))
@@ -105,7 +102,7 @@ def fig2_sensitivity(result: dict, path) -> Path:
     alphas = np.asarray(s["alphas"])
     kappas, Ks = s["kappa_a_primes"], s["K_primes"]
     styles = ["-", "--", ":", "-."]
-    fig, axes = plt.subplots(len(kappas), 3, figsize=(14, 3.3 * len(kappas) + 0.8), sharex=True, sharey=True)
+    fig, axes = subplots(len(kappas), 3, figsize=(14, 3.3 * len(kappas) + 0.8), sharex=True, sharey=True)
     axes = np.atleast_2d(axes)
     for i, kappa_a_prime in enumerate(kappas):
         for j, rule in enumerate(result["label_rules"]):
@@ -139,7 +136,7 @@ def training_curves(ax, runs: list, model: str, label: str) -> None:
 
 def fig2_training(result: dict, path) -> Path:
     """Training loss of the Figure 2 runs (convergence check)."""
-    fig, ax = plt.subplots(figsize=(7, 4.3))
+    fig, ax = subplots(figsize=(7, 4.3))
     for model in MODELS:
         training_curves(ax, result["training"][model], model, MODEL_LABEL[model])
     ax.set_yscale("symlog", linthresh=1e-2)

@@ -1,4 +1,5 @@
-"""Writing results: JSON with every setting and value, and named sections of figures/REPORT.md.
+"""Writing results: JSON with every setting and value, named sections of figures/REPORT.md, and
+figures drawn without pyplot (so a command never changes the caller's matplotlib backend).
 
 Each command (``reproduce``, ``theory``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
@@ -10,6 +11,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
 REPORT_TITLE = "# numpy_mamba: reproduction and theory report\n"
 
@@ -52,3 +54,10 @@ def write_section(path, name: str, markdown: str) -> Path:
         text = text.rstrip("\n") + "\n\n" + block
     path.write_text(text)
     return path
+
+
+def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
+    """(figure, axes) like ``pyplot.subplots``, but a bare ``Figure``: saved with ``fig.savefig``,
+    never shown, and no global backend or figure registry is touched."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **kwargs)

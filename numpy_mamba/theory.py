@@ -29,9 +29,9 @@ CONVERGENCE = {"eta": 0.01, "delta": 0.02, "eps": 0.1, "B": 64,
                "T_max": {"mamba": 8000, "linear_transformer": 1500}, "seeds": [0, 1, 2, 3, 4]}
 SETTINGS = {
     "world_seed": 0,
-    "p_a": dict(CONVERGENCE, p_a_grid=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8], l_tr=20),
+    "p_a": dict(CONVERGENCE, p_a_grid=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8], l_tr=20, low_p_a_max=0.4),
     "l_tr": dict(CONVERGENCE, l_tr_grid=[5, 10, 20, 40, 80], p_a=0.4),
-    "alpha": {"T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "seeds": [0, 1, 2],
+    "alpha": {"T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "seeds": [0, 1, 2, 3, 4],
               "p_a_train": {"mamba": [0.3, 0.6], "linear_transformer": [0.6]},
               "kappa_a_prime": [2.0, 8.0], "l_ts_grid": [10, 20, 40, 80],
               "alphas": [round(0.05 * k, 2) for k in range(20)], "threshold": 0.25, "B_test": 1000,
@@ -39,9 +39,9 @@ SETTINGS = {
               "lt_l_ts_grid": [5, 7, 10, 14, 20, 28, 40, 57, 80, 113, 160, 226, 320, 453, 640],
               "cor1_p_a": 0.6, "l_ts": 20, "alpha": 0.3},
     "M1": {"d": 30, "M2": 10, "V": 3, "beta": 3.0, "world_seed": 0, "M1_grid": [2, 3, 4, 6, 9, 12, 17],
-           "seeds": [0, 1, 2], "T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
+           "seeds": [0, 1, 2, 3], "T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
            "B_test": 1000, "l_ts": 20, "alpha": 0.3, "decay_J": 6},
-    "trajectory": {"T": 2000, "B": 64, "eta": 0.02, "delta": 0.2, "l_tr": 20, "p_a": 0.6, "seed": 0,
+    "trajectory": {"T": 2000, "B": 64, "eta": 0.02, "delta": 0.2, "l_tr": 20, "p_a": 0.6, "kappa_a": 2.0, "seed": 0,
                    "B_held": 256, "record_every": 10, "lemma6_l_grid": [10, 20, 40, 80]},
 }
 
@@ -118,7 +118,7 @@ def replot(out: Path, report: Path | None) -> None:
         conv, alpha, summary = load("convergence"), load("alpha"), load("summary")
         results = {"convergence_p_a": conv["p_a"], "convergence_l_tr": conv["l_tr"], "alpha": alpha["alpha"],
                    "lt_context": alpha["lt_context"], "attention": load("attention"), "gates": load("gates"),
-                   "trajectory": analyse_trajectory(load("lemmas"), WORLD["M1"])}
+                   "trajectory": analyse_trajectory(load("lemmas"), WORLD["M1"], WORLD["beta"], WORLD["V"])}
     except (FileNotFoundError, KeyError) as exc:
         raise SystemExit(f"--replot needs the theory_*.json files of an earlier run in {out}: {exc}") from None
     settings = {"p_a": results["convergence_p_a"]["settings"], "l_tr": results["convergence_l_tr"]["settings"],

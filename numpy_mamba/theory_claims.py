@@ -45,18 +45,24 @@ def convergence_vs_p_a(world: World, s: dict, progress=print) -> dict:
     x = [1.0 / (1.0 - p) for p in grid]
     out = {"settings": s, "x_inv_one_minus_p_a": x, "T": {}, "slope": {}, "verdict": {}}
     for model in MODELS:
-        T = []
+        T, last = [], []
         for seed in seeds:
-            row = [steps_to_epsilon(world, model, p_a=p, l_tr=s["l_tr"], eta=s["eta"], delta=s["delta"],
-                                    eps=s["eps"], T_max=s["T_max"][model], seed=seed, B=s["B"])["T"]
-                   for p in grid]
-            T.append(row)
-            progress(f"  convergence vs p_a: {model} seed {seed}: T = {row}")
+            runs = [steps_to_epsilon(world, model, p_a=p, l_tr=s["l_tr"], eta=s["eta"], delta=s["delta"],
+                                     eps=s["eps"], T_max=s["T_max"][model], seed=seed, B=s["B"]) for p in grid]
+            T.append([r["T"] for r in runs])
+            last.append([r["loss_end"] for r in runs])
+            progress(f"  convergence vs p_a: {model} seed {seed}: T = {T[-1]}")
+        out.setdefault("loss_end", {})[model] = last
         slopes = _per_seed_slopes(x, T)
         mean, sd = _summary(slopes)
         out["T"][model] = T
         out["slope"][model] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
         out["verdict"][model] = _verdict(mean, sd, 1.0)
+        # the same fit on the low-p_a end only (p_a <= low_p_a_max), where no loss floor is near eps
+        low = [k for k, p in enumerate(grid) if p <= s["low_p_a_max"]]
+        low_slopes = _per_seed_slopes([x[k] for k in low], [[row[k] for k in low] for row in T])
+        lmean, lsd = _summary(low_slopes)
+        out["slope"][model + "_low_p_a"] = {"per_seed": low_slopes, "mean": lmean, "sd": lsd, "claim": 1.0}
     return out
 
 

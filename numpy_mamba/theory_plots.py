@@ -74,6 +74,9 @@ def convergence(res_p, res_l, path: Path) -> Path:
     ax.legend(fontsize=8)
     for a in axes:
         _plain_log_ticks(a)
+    axes[0].set_xticks(x, [f"{v:.3g}" for v in x])
+    for a in axes[1:]:
+        a.set_xticks(res_l["l_tr"], [str(v) for v in res_l["l_tr"]])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -134,17 +137,22 @@ def tolerated(res, lt_need, path: Path) -> Path:
 
 def attention(res, path: Path) -> Path:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
     same = np.concatenate([r["same"] for r in res["runs"]])
     diff = np.concatenate([r["different"] for r in res["runs"]])
-    bins = np.linspace(min(same.min(), diff.min()), max(same.max(), diff.max()), 50)
+    dist = np.concatenate([r["distance"] for r in res["runs"]])
+    bins = np.linspace(min(same.min(), diff.min()), max(same.max(), diff.max()), 60)
     ax.hist(same, bins, color=BLUE, alpha=0.6, label="same relevant pattern as the query (N_1)")
-    ax.hist(diff, bins, color=ORANGE, alpha=0.6, label="different relevant pattern")
+    colors = {1: VERMILION, 2: GREEN, 3: PURPLE}
+    for k in np.unique(dist):
+        what = "forms a training task" if k == 1 else "no training task"
+        ax.hist(diff[dist == k], bins, color=colors.get(int(k), SKY), alpha=0.55,
+                label=f"different pattern, {int(k)} step(s) apart on the task cycle ({what})")
     ax.axvline(1.0, color="grey", ls=":", lw=1, label="Theta(1) reference: 1")
     s = res["settings"]
     ax.set(xlabel="sum of attention scores p_i^T W_B^T W_C p_query over the group", ylabel="testing prompts",
            title=f"Corollary 1 (Mamba, p_a = {s['cor1_p_a']}, l_ts = {s['l_ts']}, alpha = {s['alpha']})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

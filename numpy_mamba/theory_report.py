@@ -10,6 +10,33 @@ def _pm(sl) -> str:
     return f"{sl['mean']:.2f} ± {sl['sd']:.2f} (n = {len(sl['per_seed'])} seeds)"
 
 
+def _floor(p, sp) -> str:
+    """Where the linear Transformer never reached eps, the held-out loss it ended at."""
+    ends = [(g, e) for T, E in zip(p["T"]["linear_transformer"], p.get("loss_end", {}).get("linear_transformer", []))
+            for g, t, e in zip(sp["p_a_grid"], T, E) if t is None and e is not None]
+    if not ends:
+        return ""
+    by = {g: round(float(np.min([e for gg, e in ends if gg == g])), 3) for g, _ in ends}
+    return (f"; where it did not, its held-out loss after {sp['T_max']['linear_transformer']} steps was still "
+            f"(lowest over seeds, by p_a) {by}, above eps")
+
+
+def _non_task_sentence(att) -> str:
+    by = att["runs"][0]["different_by_distance"]
+    big = {k: v["median_different"] for k, v in by.items() if int(k) >= 2
+           and abs(v["median_different"]) > 0.1 * att["runs"][0]["median_same"]}
+    if not big:
+        return " Pairs that never form a task have small sums, as Lemma 3 (25) predicts."
+    return (f" Pairs that never form a task (distance {sorted(big)}) have sums {big}, not small: W_B^T W_C composes "
+            "two neighbour updates. Lemma 3's (25) says these projections stay 0; that is true only at t = 0 "
+            "(README, note 18).")
+
+
+def _medians(T_by_seed) -> list:
+    cols = zip(*T_by_seed)
+    return [int(np.median([t for t in c if t is not None])) if any(t is not None for t in c) else None for c in cols]
+
+
 def _alpha_table(res) -> list[str]:
     s = res["settings"]
     rows = ["| model | p_a (train) | kappa_a' | l_ts | p_a l_tr / l_ts | Thm 2 bound min(1, .) | alpha* (mean ± sd over seeds) |",
@@ -39,6 +66,7 @@ def summary(results) -> dict:
         "thm4_max_alpha_star": a["lt_alpha_star_max"], "thm4_verdict": a["verdict"]["linear_transformer"],
         "thm4d_slope": results["lt_context"]["slope"], "thm4d_verdict": results["lt_context"]["verdict"],
         "cor1_verdict": results["attention"].get("verdict"),
+        "thm1_slope_low_p_a": p["slope"].get("mamba_low_p_a"), "thm3_slope_low_p_a": p["slope"].get("linear_transformer_low_p_a"),
         "cor2_slope_G_outlier_vs_M1": g["slope_G_outlier_vs_M1"], "cor2_decay_bits_per_rank": g["decay_rate_per_rank"]["mean"],
         "cor2_lemma5_verdicts": g["verdict"], "lemma4_6_verdicts": t["verdict"],
     }
@@ -64,7 +92,11 @@ def markdown(results, timings, settings, files) -> str:
         f"- Mamba, slope of log T_M on log 1/(1-p_a) (claim 1, eq (9)): **{_pm(p['slope']['mamba'])}** -> {p['verdict']['mamba']}.",
         f"- Linear Transformer, same slope (claim 1, eq (14)): **{_pm(p['slope']['linear_transformer'])}** -> "
         f"{p['verdict']['linear_transformer']}. Runs that never reached eps within {sp['T_max']['linear_transformer']} "
-        f"steps are left out of the fit (T = null in the JSON): {p['T']['linear_transformer']}.",
+        f"steps are left out of the fit (T = null in the JSON): {p['T']['linear_transformer']}{_floor(p, sp)}. "
+        f"On p_a <= {sp['low_p_a_max']} only: Mamba {_pm(p['slope'].get('mamba_low_p_a'))}, "
+        f"linear Transformer {_pm(p['slope'].get('linear_transformer_low_p_a'))}.",
+        f"- Median T over seeds by p_a = {sp['p_a_grid']}: Mamba {_medians(p['T']['mamba'])}, linear Transformer "
+        f"{_medians(p['T']['linear_transformer'])}.",
         f"- Against l_tr at p_a = {settings['l_tr']['p_a']}: slope of log T_M {_pm(l['slope']['mamba'])} (Theorem 1: 0), "
         f"log T_T {_pm(l['slope']['linear_transformer'])} (Theorem 3: -1), "
         f"log(T_M/T_T) **{_pm(l['slope']['ratio'])}** (claim 1, Remark 4) -> {l['verdict']['ratio']}.", "",
@@ -85,15 +117,22 @@ def markdown(results, timings, settings, files) -> str:
         f"Slope of log l_ts on log((1/2 - alpha)^-2 alpha): **{_pm(lt['slope'])}** (claim 1) -> {lt['verdict']}.", "",
         "### Corollary 1: attention concentrates on same-pattern examples",
         f"![attention]({files['attention'].name})", "",
-        f"Trained Mamba (p_a = {sa['cor1_p_a']}), test prompts with l_ts = {sa['l_ts']}, alpha = {sa['alpha']}: median over "
-        f"prompts of the same-pattern sum {att.get('mean_median_same', float('nan')):.2f} (claim >= Theta(1)); median |different-pattern sum| "
-        f"{att.get('mean_median_abs_different', float('nan')):.3f} (claim <= Theta((1-p_a)^-1 eps)) -> {att.get('verdict')}.", "",
-        "### Corollary 2 and Lemma 5: gates",
+        f"Trained Mamba (p_a = {sa['cor1_p_a']}), test prompts with l_ts = {sa['l_ts']}, alpha = {sa['alpha']}, "
+        f"{len(att['runs'])} seeds. Median same-pattern sum {att['mean_median_same']:.1f} (claim >= Theta(1)) -> "
+        f"{att['verdict']['same_at_least_theta_1']}. Median different-pattern sum by the distance of the two task patterns on "
+        f"the cycle of training tasks: { {k: round(v['median_different'], 1) for k, v in att['runs'][0]['different_by_distance'].items()} } "
+        f"(seed {att['runs'][0]['seed']}). The claim is a signed upper bound Theta((1-p_a)^-1 eps); measured as the share of "
+        f"prompts whose different-pattern sum is below a tenth of the median same-pattern sum: "
+        f"{att['fraction_different_small']:.0%} -> {att['verdict']['different_small']}. Distance-1 pairs (a training task) "
+        "are pushed negative as in Lemma 3 (26)." + _non_task_sentence(att), "",
+"### Corollary 2 and Lemma 5: gates",
         f"![gates]({files['gates'].name})", "",
         f"Mamba trained for T = {settings['M1']['T']} steps (eta = {settings['M1']['eta']}) on worlds with M1 in "
         f"{settings['M1']['M1_grid']}, {len(settings['M1']['seeds'])} seeds each.", "",
         f"- (17): slope of log(mean gate on outlier test examples) on log M1: {g['slope_G_outlier_vs_M1']:.2f} "
-        f"(claim: negative, a poly(M1)^-1) -> {g['verdict']['cor2_outlier_gates']}.",
+        f"(per seed {[round(x, 2) for x in g['slope_G_outlier_vs_M1_per_seed']]}; of mean sigma(w^T p) on them: "
+        f"{g['slope_sigma_outlier_vs_M1']:.2f}) (claim: decreasing, O(poly(M1)^-1)) -> {g['verdict']['cor2_outlier_gates']}. "
+        f"Mean gate on outlier / on clean test examples, by M1: {g['gate_ratio_outlier_to_clean']}.",
         f"- (18): gates on the j-th closest clean example decay by {g['decay_rate_per_rank']['mean']:.2f} ± "
         f"{g['decay_rate_per_rank']['sd']:.2f} bits per rank for j <= {settings['M1']['decay_J']} (claim: at most 1 bit, "
         f"i.e. no faster than 2^-(j-1)) -> {g['verdict']['cor2_local_bias']}.",
@@ -108,13 +147,18 @@ def markdown(results, timings, settings, files) -> str:
         f"{settings['trajectory']['p_a']}), recorded every {settings['trajectory']['record_every']} steps.", "",
         f"- Lemma 4 signs (v*_s^T w < 0, mu_j^T w < 0, |nu_k^T w| smaller): final mean v*^T w = {t['final']['v_star']:.2f}, "
         f"(mu/beta)^T w = {t['final']['mu']:.2f}, |nu/beta^T w| = {t['final']['abs_nu']:.3f} -> {t['verdict']['lemma4_signs']}.",
-        f"- Two phases (linear decrease, then slow, logarithmic): rate of v*^T w per step early "
-        f"{t['phase_rates']['v_star_early']:.4f}, late {t['phase_rates']['v_star_late']:.5f}; mu: early "
-        f"{t['phase_rates']['mu_early']:.4f}, late {t['phase_rates']['mu_late']:.5f} -> {t['verdict']['lemma4_5_two_phases']}.",
+        f"- Two phases: v*^T w falls slowly, then fast (steepest at t* = {t['phases']['v_star']['t_star']:.0f}), then slowly. "
+        f"Before t*, fit to a t + b t^3 (the shape of (33)): a = {t['phases']['v_star']['phase1_a']:.2e}, "
+        f"b = {t['phases']['v_star']['phase1_b']:.2e}, R^2 = {t['phases']['v_star']['phase1_r2']:.3f}. After 2 t*, slope on log t "
+        f"{t['phases']['v_star'].get('phase2_log_slope', float('nan')):.3f} with R^2 {t['phases']['v_star'].get('phase2_r2_log', float('nan')):.3f} "
+        f"(a straight line in t: R^2 {t['phases']['v_star'].get('phase2_r2_linear', float('nan')):.3f}) -> {t['verdict']['lemma4_5_two_phases']}.",
         f"- Final w^T p: with outliers {t['final']['wp_outlier']:.2f} (vs -log M1 = {t['final']['minus_log_M1']:.2f}), clean "
         f"{t['final']['wp_clean']:.2f}.",
-        f"- Lemma 6 (eq (39), sum_i G_i (l - i + 1) <= Theta(1)): largest mean along training, by l: "
-        f"{ {k: round(v, 2) for k, v in t['lemma6_max_of_mean'].items()} } -> {t['verdict']['lemma6']}.", "",
+        f"- Lemma 6 (eq (39), sum_i G_i (l - i + 1) <= Theta(1) for t below the lemma's range, {t['lemma6']['window_t']:.0f} steps "
+        f"with all constants 1): largest mean in that range by l: "
+        f"{ {k: round(v['max_mean_in_window'], 2) for k, v in t['lemma6']['by_l'].items()} } -> {t['verdict']['lemma6_in_window']}. "
+        f"Over the whole run: { {k: round(v['max_mean_whole_run'], 2) for k, v in t['lemma6']['by_l'].items()} } -> "
+        f"{t['verdict']['lemma6_whole_run']}.", "",
         "Run times (s): " + ", ".join(f"{k}: {v}" for k, v in timings.items()) + ".",
     ]
     return "\n".join(lines)

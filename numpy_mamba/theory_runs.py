@@ -99,8 +99,8 @@ def score_sums(params: Params, batch) -> tuple[np.ndarray, np.ndarray]:
 def gate_statistics(params: Params, batch) -> dict:
     """Corollary 2 and Lemma 5 on one batch of testing prompts.
 
-    Returns the mean gate G_{i,l+1} (eq (3)) and mean logit w^T p_i on context examples with and
-    without outliers, and ``clean_rank_gate[j-1]``: the mean gate of the j-th closest clean
+    Returns the mean gate G_{i,l+1} (eq (3)), mean sigma(w^T p_i) (the factor bounded in (45)) and
+    mean logit w^T p_i on context examples with and without outliers, and ``clean_rank_gate[j-1]``: the mean gate of the j-th closest clean
     example h(j) (eq (18)), averaged over prompts that have at least j clean examples.
     """
     G = np.exp(log_gating(params.w, batch.P))[:, :-1]       # (B, l)
@@ -111,7 +111,10 @@ def gate_statistics(params: Params, batch) -> dict:
     # rank of each clean example counted from the query: the last column is closest
     rank = np.cumsum(clean[:, ::-1], axis=1)[:, ::-1] * clean   # 1 = closest clean, 0 = outlier
     rank_gate = [float(np.mean(G[rank == j])) if np.any(rank == j) else None for j in range(1, l + 1)]
+    sigma = 1.0 / (1.0 + np.exp(-a))
     return {
+        "sigma_outlier": float(np.mean(sigma[out])) if np.any(out) else None,
+        "sigma_clean": float(np.mean(sigma[clean])),
         "G_outlier": float(np.mean(G[out])) if np.any(out) else None,
         "G_outlier_max": float(np.max(G[out])) if np.any(out) else None,
         "G_clean": float(np.mean(G[clean])),

@@ -342,3 +342,21 @@ def test_eq138_reindexed_sum(l):
     printed = np.sum(i / 2.0 ** (i + 2)) / 2.0                    # i/2^{2+i} times (1-p_a)/2
     np.testing.assert_allclose(line4, correct, rtol=1e-14)
     assert abs(printed / line4 - 0.5) < 1e-12
+
+
+# ---- 18. Lemma 3, eqs (25), (102), (120), (128): "= 0" for non-task pairs holds only at t = 0 ------
+def test_eq25_non_task_projection_is_zero_only_before_training():
+    world = make_world(d=20, M1=6, M2=5, V=2, rng=0)
+    params0 = init_params(world.d, rng=np.random.default_rng(0))
+    params, rng = params0, np.random.default_rng(1)
+    e = lambda v: np.append(v, 0.0)
+    proj = lambda W, j2: e(world.mu[j2]) @ (W - params0.W_C) @ e(world.mu[0])
+    for t in range(20):
+        batch = training_batch(world, 128, 10, p_a=0.3, rng=rng)
+        params = Params(*(p - 0.1 * g for p, g in zip(params, gradients(params, batch.P, batch.z))))
+        if t == 0:                                    # one step from W^(0): exactly 0, as (102) says
+            assert abs(proj(params.W_C, 2)) < 1e-12 and abs(proj(params.W_C, 3)) < 1e-12
+    partner, non_task = abs(proj(params.W_C, 1)), abs(proj(params.W_C, 2))   # (mu_0, mu_2): no task
+    assert non_task > 0.05 * partner, (
+        f"after 20 steps the non-task projection {non_task:.3g} should be a visible fraction of the "
+        f"partner's {partner:.3g}: updates of W_B feed W_C through W_C p_query, so (25) '= 0' fails for t >= 1")

@@ -14,12 +14,12 @@ from .sgd import DivergenceError, TrainConfig, train
 from .theory_runs import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
 
 
-def _verdict(slope_mean, slope_sd, claim, tol=0.25) -> str:
-    """'holds' if the mean slope is within max(tol, 2 sd) of the claim; 'holds in trend' if it
-    has the claim's sign; otherwise 'does not hold here'."""
+def _verdict(slope_mean, slope_sd, claim, tol=0.25, n=1) -> str:
+    """'holds' if the mean slope is within max(tol, 2 standard errors) of the claim; 'holds in
+    trend' if it has the claim's sign; otherwise 'does not hold here'."""
     if slope_mean is None:
         return "not measured (too few converged runs)"
-    if abs(slope_mean - claim) <= max(tol, 2 * slope_sd):
+    if abs(slope_mean - claim) <= max(tol, 2 * slope_sd / np.sqrt(max(n, 1))):
         return "holds"
     return "holds in trend" if np.sign(slope_mean) == np.sign(claim) and claim != 0 else "does not hold here"
 
@@ -57,7 +57,7 @@ def convergence_vs_p_a(world: World, s: dict, progress=print) -> dict:
         mean, sd = _summary(slopes)
         out["T"][model] = T
         out["slope"][model] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
-        out["verdict"][model] = _verdict(mean, sd, 1.0)
+        out["verdict"][model] = _verdict(mean, sd, 1.0, n=len(slopes))
         # the same fit on the low-p_a end only (p_a <= low_p_a_max), where no loss floor is near eps
         low = [k for k, p in enumerate(grid) if p <= s["low_p_a_max"]]
         low_slopes = _per_seed_slopes([x[k] for k in low], [[row[k] for k in low] for row in T])
@@ -89,7 +89,8 @@ def convergence_vs_l_tr(world: World, s: dict, progress=print) -> dict:
         slopes = _per_seed_slopes(grid, series)
         mean, sd = _summary(slopes)
         out["slope"][key] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": claim}
-    out["verdict"]["ratio"] = _verdict(out["slope"]["ratio"]["mean"], out["slope"]["ratio"]["sd"], 1.0)
+    out["verdict"]["ratio"] = _verdict(out["slope"]["ratio"]["mean"], out["slope"]["ratio"]["sd"], 1.0,
+                                       n=len(out["slope"]["ratio"]["per_seed"]))
     return out
 
 
@@ -134,6 +135,13 @@ def tolerated_alpha(world: World, s: dict, progress=print) -> tuple[dict, dict]:
                                                  if len(mamba) > 2 else None)
     out["lt_alpha_star_max"] = max((r["alpha_star"] for r in lt), default=None)
     out["mamba_alpha_star_max"] = max((r["alpha_star"] for r in mamba), default=None)
+    out["mamba_alpha_star_by_l_ts"] = {l: float(np.mean([r["alpha_star"] for r in mamba if r["l_ts"] == l]))
+                                       for l in s["l_ts_grid"] if any(r["l_ts"] == l for r in mamba)}
+    # the comparison of Remark 5: Mamba vs linear Transformer on the same (p_a, kappa_a', l_ts, seed)
+    lt_key = {(r["p_a"], r["kappa_a_prime"], r["l_ts"], r["seed"]): r["alpha_star"] for r in lt}
+    pairs = [(r["alpha_star"], lt_key[k]) for r in mamba
+             if (k := (r["p_a"], r["kappa_a_prime"], r["l_ts"], r["seed"])) in lt_key]
+    out["fraction_mamba_above_lt"] = float(np.mean([m > t for m, t in pairs])) if pairs else None
     frac = out["mamba_fraction_meeting_bound"]
     out["verdict"]["mamba"] = ("not measured" if frac is None else "holds" if frac == 1.0
                                else "holds in part" if frac >= 0.5 else "does not hold here")
@@ -165,5 +173,5 @@ def lt_context_needed(world: World, s: dict, models: dict, progress=print) -> di
         progress(f"  LT context needed: seed {seed}: l_ts = {need}")
     mean, sd = _summary(slopes)
     out["slope"] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
-    out["verdict"] = _verdict(mean, sd, 1.0, tol=0.35)
+    out["verdict"] = _verdict(mean, sd, 1.0, tol=0.35, n=len(slopes))
     return out

@@ -83,10 +83,11 @@ def gates_vs_M1(s: dict, progress=print) -> dict:
                                 "claim": "<= 1 (gates decay no faster than 2^-(j-1))"},
         "logit_outlier_by_M1": logit_out, "logit_clean_by_M1": logit_clean,
         "minus_log_M1": {M1: -float(np.log(M1)) for M1 in s["M1_grid"]},
+        "slope_logit_outlier_vs_log_M1": float(np.polyfit(np.log(s["M1_grid"]), list(logit_out.values()), 1)[0]),
     })
     out["verdict"] = {
-        "cor2_outlier_gates": ("holds" if max(per_seed) < 0 else "holds in trend" if slope_G < 0
-                               else "does not hold here"),
+        "cor2_outlier_gates": ("holds" if max(per_seed) < 0 and slope_sigma < 0 else "holds in trend"
+                               if slope_G < 0 else "does not hold here"),
         "cor2_local_bias": "holds" if np.mean(decay) <= 1.0 + 2 * np.std(decay) else "does not hold here",
         "lemma5_outlier_logits": ("holds" if all(logit_out[M] <= -np.log(M) for M in s["M1_grid"]) else
                                   "holds in trend" if all(v < 0 for v in logit_out.values()) else "does not hold here"),

@@ -41,6 +41,7 @@ def _scatter_T(ax, x, T_by_seed, color, label, jitter=0.0):
 
 
 def convergence(res_p, res_l, path: Path) -> Path:
+    """theory_convergence.png: steps to eps vs 1/(1-p_a) and vs l_tr, and T_M / T_T vs l_tr (Theorems 1, 3)."""
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     ax = axes[0]
@@ -84,6 +85,7 @@ def convergence(res_p, res_l, path: Path) -> Path:
 
 
 def tolerated(res, lt_need, path: Path) -> Path:
+    """theory_alpha.png: error vs alpha, alpha* vs p_a l_tr / l_ts, and l_ts needed vs (1/2 - alpha)^-2 alpha (Theorems 2, 4)."""
     plt = _plt()
     s = res["settings"]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
@@ -136,6 +138,7 @@ def tolerated(res, lt_need, path: Path) -> Path:
 
 
 def attention(res, path: Path) -> Path:
+    """theory_attention.png: histograms of the attention sums of Corollary 1, eq (16)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     same = np.concatenate([r["same"] for r in res["runs"]])
@@ -160,6 +163,7 @@ def attention(res, path: Path) -> Path:
 
 
 def gates(res, path: Path) -> Path:
+    """theory_gates.png: outlier gates vs M1 (17), gates by clean rank (18), w^T p vs -log M1 (37)."""
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     M1 = np.asarray(res["M1"])
@@ -203,6 +207,7 @@ def gates(res, path: Path) -> Path:
 
 
 def trajectory(res, path: Path) -> Path:
+    """theory_lemmas.png: projections of w^(t) - w^(0), mean w^T p, and the Lemma 6 sum along training."""
     plt = _plt()
     h = {k: np.asarray(v) for k, v in res["history"].items()}
     t = h["step"]

@@ -233,6 +233,8 @@ def trajectory(res, path: Path) -> Path:
     for c, l in zip(colors, res["settings"]["lemma6_l_grid"]):
         ax.plot(t, h[f"lemma6_mean_l{l}"], color=c, label=f"mean, l = {l}")
         ax.plot(t, h[f"lemma6_p95_l{l}"], color=c, ls=":", lw=0.8)
+    if "lemma6" in res:
+        ax.axvline(res["lemma6"]["window_t"], color="grey", ls="--", lw=1, label="end of Lemma 6's range (constants 1)")
     ax.set(xlabel="SGD step t", ylabel="sum_i G_i (l - i + 1)", title="Lemma 6 (dotted: 95th percentile)")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -3,14 +3,13 @@ and the whole command in --quick mode (figures, JSON without NaN, verdicts, its 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from numpy_mamba import theory
 from numpy_mamba.data import Batch, make_world
-from numpy_mamba.model import Params, init_params
+from numpy_mamba.model import Params
 from numpy_mamba.theory_runs import (fit_slope, gate_statistics, largest_tolerated, lemma6_sum,
                                      score_sums, steps_to_epsilon)
 

@@ -1,7 +1,14 @@
 """The "theory" section of figures/REPORT.md: measured numbers and a verdict per claim."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
+
+
+def _d(mapping, nd=2) -> str:
+    """A dict as 'k: v, ...' with rounded values (keys may come back from JSON as strings)."""
+    return "{" + ", ".join(f"{k}: {round(v, nd) if isinstance(v, float) else v}" for k, v in mapping.items()) + "}"
 
 
 def _pm(sl) -> str:
@@ -18,7 +25,7 @@ def _floor(p, sp) -> str:
         return ""
     by = {g: round(float(np.min([e for gg, e in ends if gg == g])), 3) for g, _ in ends}
     return (f"; where it did not, its held-out loss after {sp['T_max']['linear_transformer']} steps was still "
-            f"(lowest over seeds, by p_a) {by}, above eps")
+            f"(lowest over seeds, by p_a) {_d(by, 3)}, above eps")
 
 
 def _non_task_sentence(att) -> str:
@@ -27,7 +34,7 @@ def _non_task_sentence(att) -> str:
            and v["median_different"] > 0.1 * att["runs"][0]["median_same"]}
     if not big:
         return " Pairs that never form a task have sums below the bound's level, as Lemma 3 (25) would predict."
-    return (f" Pairs that never form a task, {sorted(big)} step(s) apart, have large positive median sums {big}: "
+    return (f" Pairs that never form a task, {', '.join(map(str, big))} step(s) apart, have large positive median sums {_d(big, 1)}: "
             "W_B^T W_C composes two neighbour updates. Lemma 3's (25) says these projections stay 0; that is true "
             "only at t = 0 (README, note 18).")
 
@@ -107,7 +114,7 @@ def markdown(results, timings, settings, files) -> str:
         f"- Mamba, slope of log T_M on log 1/(1-p_a) (claim 1, eq (9)): **{_pm(p['slope']['mamba'])}** -> {p['verdict']['mamba']}.",
         f"- Linear Transformer, same slope (claim 1, eq (14)): **{_pm(p['slope']['linear_transformer'])}** -> "
         f"{p['verdict']['linear_transformer']}. Runs that never reached eps within {sp['T_max']['linear_transformer']} "
-        f"steps are left out of the fit (T = null in the JSON): {p['T']['linear_transformer']}{_floor(p, sp)}. "
+        f"steps are left out of the fit (T = null in the JSON): {json.dumps(p['T']['linear_transformer'])}{_floor(p, sp)}. "
         f"On p_a <= {sp['low_p_a_max']} only: Mamba {_pm(p['slope'].get('mamba_low_p_a'))}, "
         f"linear Transformer {_pm(p['slope'].get('linear_transformer_low_p_a'))}.",
         f"- Median T over seeds by p_a = {sp['p_a_grid']}: Mamba {_medians(p['T']['mamba'])}, linear Transformer "
@@ -126,21 +133,21 @@ def markdown(results, timings, settings, files) -> str:
         f"- Theorem 2 (Mamba, alpha* >= min(1, p_a l_tr / l_ts) up to one grid step): met in "
         f"{_pct(a['mamba_fraction_meeting_bound'])} of (p_a, kappa_a', l_ts, seed) cases -> {a['verdict']['mamba']}. "
         f"Largest Mamba alpha*: {a['mamba_alpha_star_max']:.2f}. Mean Mamba alpha* by l_ts "
-        f"{ {k: round(v, 2) for k, v in a['mamba_alpha_star_by_l_ts'].items()} }: the bound falls like 1/l_ts, the "
+        f"{_d(a['mamba_alpha_star_by_l_ts'])}: the bound falls like 1/l_ts, the "
         f"measured alpha* {_trend(a['mamba_alpha_star_by_l_ts'])}. Cases (p_a, kappa_a', l_ts) below the bound in some "
         f"seed: {_misses(a)}.",
         f"- Remark 5 (Mamba tolerates more outliers than the linear Transformer): Mamba's alpha* is larger in "
         f"{_pct(a['fraction_mamba_above_lt'])} of matched (p_a, kappa_a', l_ts, seed) cases.",
         f"- Theorem 4 (linear Transformer, alpha* < 1/2): largest alpha* {a['lt_alpha_star_max']:.2f} -> {a['verdict']['linear_transformer']}.",
         f"- Theorem 4 (d), eq (15): smallest l_ts with error <= {sa['threshold']} for alpha in {sa['lt_alphas']}: "
-        f"{[r['l_ts_needed'] for r in lt['runs']]} (per seed; null = not reached by l_ts = {sa['lt_l_ts_grid'][-1]}). "
+        f"{json.dumps([r['l_ts_needed'] for r in lt['runs']])} (per seed; null = not reached by l_ts = {sa['lt_l_ts_grid'][-1]}). "
         f"Slope of log l_ts on log((1/2 - alpha)^-2 alpha): **{_pm(lt['slope'])}** (claim 1) -> {lt['verdict']}.", "",
         "### Corollary 1: attention concentrates on same-pattern examples",
         f"![attention]({files['attention'].name})", "",
         f"Trained Mamba (p_a = {sa['cor1_p_a']}), test prompts with l_ts = {sa['l_ts']}, alpha = {sa['alpha']}, "
         f"{len(att['runs'])} seeds. Median same-pattern sum {att['mean_median_same']:.1f} (claim >= Theta(1)) -> "
         f"{att['verdict']['same_at_least_theta_1']}. Median different-pattern sum by the distance of the two task patterns on "
-        f"the cycle of training tasks: { {k: round(v['median_different'], 1) for k, v in att['runs'][0]['different_by_distance'].items()} } "
+        f"the cycle of training tasks: {_d({k: v['median_different'] for k, v in att['runs'][0]['different_by_distance'].items()}, 1)} "
         f"(seed {att['runs'][0]['seed']}). The claim is a signed upper bound Theta((1-p_a)^-1 eps); measured as the share of "
         f"prompts whose different-pattern sum is below a tenth of the median same-pattern sum: "
         f"{att['fraction_different_small']:.0%} -> {att['verdict']['different_small']}. Distance-1 pairs (a training task) "
@@ -152,17 +159,17 @@ def markdown(results, timings, settings, files) -> str:
         f"- (17): slope of log(mean gate on outlier test examples) on log M1: {g['slope_G_outlier_vs_M1']:.2f} "
         f"(per seed {[round(x, 2) for x in g['slope_G_outlier_vs_M1_per_seed']]}; of mean sigma(w^T p) on them: "
         f"{g['slope_sigma_outlier_vs_M1']:.2f}) (claim: decreasing, O(poly(M1)^-1)) -> {g['verdict']['cor2_outlier_gates']}. "
-        f"Mean gate on outlier / on clean test examples, by M1: {g['gate_ratio_outlier_to_clean']}." + (
+        f"Mean gate on outlier / on clean test examples, by M1: {_d(g['gate_ratio_outlier_to_clean'], 3)}." + (
             " The sigmoid factor sigma(w^T p) on outlier examples does not fall with M1; the gate G falls through the "
             "product of (1 - sigma) over the later examples." if g["slope_sigma_outlier_vs_M1"] >= 0 and g["slope_G_outlier_vs_M1"] < 0 else ""),
         f"- (18): gates on the j-th closest clean example decay by {g['decay_rate_per_rank']['mean']:.2f} ± "
         f"{g['decay_rate_per_rank']['sd']:.2f} bits per rank for j <= {settings['M1']['decay_J']} (claim: at most 1 bit, "
         f"i.e. no faster than 2^-(j-1)) -> {g['verdict']['cor2_local_bias']}.",
         f"- (37): mean w^T p on training examples with outliers by M1: "
-        f"{ {k: round(v, 2) for k, v in g['logit_outlier_by_M1'].items()} } vs -log M1 "
-        f"{ {k: round(v, 2) for k, v in g['minus_log_M1'].items()} } -> {g['verdict']['lemma5_outlier_logits']} "
+        f"{_d(g['logit_outlier_by_M1'])} vs -log M1 "
+        f"{_d(g['minus_log_M1'])} -> {g['verdict']['lemma5_outlier_logits']} "
         f"(slope of w^T p on log M1: {g.get('slope_logit_outlier_vs_log_M1', float('nan')):.2f}; -log M1 has slope -1).",
-        f"- (38): mean w^T p on clean examples: { {k: round(v, 2) for k, v in g['logit_clean_by_M1'].items()} } "
+        f"- (38): mean w^T p on clean examples: {_d(g['logit_clean_by_M1'])} "
         f"(claim >~ -Theta(1), not growing with M1) -> {g['verdict']['lemma5_clean_logits']}.", "",
         "### Lemmas 4-6 along training",
         f"![lemmas]({files['trajectory'].name})", "",
@@ -172,15 +179,17 @@ def markdown(results, timings, settings, files) -> str:
         f"(mu/beta)^T w = {t['final']['mu']:.2f}, |nu/beta^T w| = {t['final']['abs_nu']:.3f} -> {t['verdict']['lemma4_signs']}.",
         f"- Two phases: v*^T w falls slowly, then fast (steepest at t* = {t['phases']['v_star']['t_star']:.0f}), then slowly. "
         f"Before t*, fit to a t + b t^3 (the shape of (33)): a = {t['phases']['v_star']['phase1_a']:.2e}, "
-        f"b = {t['phases']['v_star']['phase1_b']:.2e}, R^2 = {t['phases']['v_star']['phase1_r2']:.3f}. After 2 t*, slope on log t "
+        f"b = {t['phases']['v_star']['phase1_b']:.2e}, R^2 = {t['phases']['v_star']['phase1_r2']:.3f}; at t* the linear term "
+        f"contributes {t['phases']['v_star']['phase1_a'] * t['phases']['v_star']['t_star']:.3f} and the cubic term "
+        f"{t['phases']['v_star']['phase1_b'] * t['phases']['v_star']['t_star'] ** 3:.3f}. After 2 t*, slope on log t "
         f"{t['phases']['v_star'].get('phase2_log_slope', float('nan')):.3f} with R^2 {t['phases']['v_star'].get('phase2_r2_log', float('nan')):.3f} "
         f"(a straight line in t: R^2 {t['phases']['v_star'].get('phase2_r2_linear', float('nan')):.3f}) -> {t['verdict']['lemma4_5_two_phases']}.",
         f"- Final w^T p: with outliers {t['final']['wp_outlier']:.2f} (vs -log M1 = {t['final']['minus_log_M1']:.2f}), clean "
         f"{t['final']['wp_clean']:.2f}.",
         f"- Lemma 6 (eq (39), sum_i G_i (l - i + 1) <= Theta(1) for t below the lemma's range, {t['lemma6']['window_t']:.0f} steps "
         f"with all constants 1): largest mean in that range by l: "
-        f"{ {k: round(v['max_mean_in_window'], 2) for k, v in t['lemma6']['by_l'].items()} } -> {t['verdict']['lemma6_in_window']}. "
-        f"Over the whole run: { {k: round(v['max_mean_whole_run'], 2) for k, v in t['lemma6']['by_l'].items()} } -> "
+        f"{_d({k: v['max_mean_in_window'] for k, v in t['lemma6']['by_l'].items()})} -> {t['verdict']['lemma6_in_window']}. "
+        f"Over the whole run: {_d({k: v['max_mean_whole_run'] for k, v in t['lemma6']['by_l'].items()})} -> "
         f"{t['verdict']['lemma6_whole_run']}.", "",
         "Run times (s): " + ", ".join(f"{k}: {v}" for k, v in timings.items()) + ".",
     ]

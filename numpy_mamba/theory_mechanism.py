@@ -69,7 +69,7 @@ def gates_vs_M1(s: dict, progress=print) -> dict:
     J = s["decay_J"]
     decay = []
     for r in runs:
-        g = np.asarray([v for v in r["test"]["clean_rank_gate"][:J] if v is not None])
+        g = np.asarray([v for v in r["test"]["clean_rank_gate"][:J] if v is not None and v > 0])
         decay.append(-np.polyfit(np.arange(len(g)), np.log2(g), 1)[0])
     logit_out = {M1: float(np.mean([r["train"]["logit_outlier"] for r in runs if r["M1"] == M1])) for M1 in s["M1_grid"]}
     logit_clean = {M1: float(np.mean([r["train"]["logit_clean"] for r in runs if r["M1"] == M1])) for M1 in s["M1_grid"]}

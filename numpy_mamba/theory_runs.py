@@ -71,6 +71,8 @@ def largest_tolerated(alphas, errors, threshold: float) -> float:
     """Largest alpha before the error curve first exceeds ``threshold`` (linear interpolation
     between grid points); the last grid alpha if it never does, 0 if it starts above."""
     alphas, errors = np.asarray(alphas, float), np.asarray(errors, float)
+    if alphas.ndim != 1 or alphas.shape != errors.shape or alphas.size == 0 or np.any(np.diff(alphas) <= 0):
+        raise ValueError(f"alphas must be increasing and match errors in length; got shapes {alphas.shape}, {errors.shape}.")
     above = np.nonzero(errors > threshold)[0]
     if above.size == 0:
         return float(alphas[-1])
@@ -83,7 +85,10 @@ def largest_tolerated(alphas, errors, threshold: float) -> float:
 
 def fit_slope(x, y) -> tuple[float, float]:
     """Least-squares slope and intercept of log y on log x (both positive)."""
-    x, y = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 2 or np.any(x <= 0) or np.any(y <= 0) or not np.all(np.isfinite(y)):
+        raise ValueError(f"fit_slope needs two matching 1-d arrays of >= 2 positive finite values; got x {x}, y {y}.")
+    x, y = np.log(x), np.log(y)
     slope, intercept = np.polyfit(x, y, 1)
     return float(slope), float(intercept)
 

@@ -23,6 +23,13 @@ def test_largest_tolerated_interpolates_the_first_crossing():
     assert largest_tolerated(alphas, [0.5, 0.1, 0.1, 0.1], 0.3) == 0.0      # starts above
 
 
+def test_helpers_reject_bad_input():
+    with pytest.raises(ValueError, match="positive"):
+        fit_slope([1.0, 2.0], [1.0, 0.0])                 # log of 0: a failed run must not enter a fit
+    with pytest.raises(ValueError, match="increasing"):
+        largest_tolerated([0.0, 0.1], [0.1, 0.2, 0.3], 0.25)
+
+
 def test_fit_slope_recovers_a_power_law():
     x = np.array([1.0, 2.0, 4.0, 8.0])
     slope, intercept = fit_slope(x, 3.0 * x ** -1.5)

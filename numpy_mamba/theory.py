@@ -1,0 +1,149 @@
+"""``python -m numpy_mamba theory [--quick]``: numerical checks of Theorems 1-4, Corollaries 1-2
+and Lemmas 4-6, written to figures/theory_*.png, figures/theory_*.json and the "theory" section
+of figures/REPORT.md.
+
+The theorems hold up to constants, so each check measures a trend (a slope on log-log axes,
+a sign, an order of magnitude) and gives a one-line verdict computed from the numbers:
+"holds", "holds in trend" or "does not hold here".  ``--quick`` runs the same code on tiny
+grids (for the tests); its numbers are not meant to be read.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from pathlib import Path
+
+from .data import make_world
+from .report import save_json, write_section
+from .theory_claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
+from .theory_mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
+from . import theory_plots, theory_report
+
+# World of Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, kappa_a = 2.
+WORLD = {"d": 30, "M1": 6, "M2": 10, "V": 3, "beta": 3.0}
+# Convergence (Theorems 1, 3): small delta so the linear Transformer does not start below eps,
+# small eta so the step counts have resolution; both are ours (the paper gives neither).
+CONVERGENCE = {"eta": 0.01, "delta": 0.02, "eps": 0.1, "B": 64,
+               "T_max": {"mamba": 8000, "linear_transformer": 1500}, "seeds": [0, 1, 2, 3, 4]}
+SETTINGS = {
+    "world_seed": 0,
+    "p_a": dict(CONVERGENCE, p_a_grid=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8], l_tr=20, low_p_a_max=0.4),
+    "l_tr": dict(CONVERGENCE, l_tr_grid=[5, 10, 20, 40, 80], p_a=0.4),
+    "alpha": {"T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "seeds": [0, 1, 2, 3, 4],
+              "p_a_train": {"mamba": [0.3, 0.6], "linear_transformer": [0.6]},
+              "kappa_a_prime": [2.0, 8.0], "l_ts_grid": [10, 20, 40, 80],
+              "alphas": [round(0.05 * k, 2) for k in range(20)], "threshold": 0.25, "B_test": 1000,
+              "lt_p_a": 0.6, "lt_alphas": [0.2, 0.3, 0.35, 0.4, 0.425, 0.45, 0.475],
+              "lt_l_ts_grid": [5, 7, 10, 14, 20, 28, 40, 57, 80, 113, 160, 226, 320, 453, 640],
+              "cor1_p_a": 0.6, "l_ts": 20, "alpha": 0.3},
+    "M1": {"d": 30, "M2": 10, "V": 3, "beta": 3.0, "world_seed": 0, "M1_grid": [2, 3, 4, 6, 9, 12, 17],
+           "seeds": [0, 1, 2, 3], "T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
+           "B_test": 1000, "l_ts": 20, "alpha": 0.3, "decay_J": 6},
+    "trajectory": {"T": 2000, "B": 64, "eta": 0.02, "delta": 0.2, "l_tr": 20, "p_a": 0.6, "kappa_a": 2.0, "seed": 0,
+                   "B_held": 256, "record_every": 10, "lemma6_l_grid": [10, 20, 40, 80]},
+}
+
+
+def quick_settings() -> dict:
+    """The same experiments on tiny grids: one seed, few points, larger step sizes."""
+    s = copy.deepcopy(SETTINGS)
+    for key in ("p_a", "l_tr"):
+        s[key].update(eta=0.05, seeds=[0], T_max={"mamba": 600, "linear_transformer": 200})
+    s["p_a"]["p_a_grid"] = [0.0, 0.4, 0.6]
+    s["l_tr"]["l_tr_grid"] = [5, 10, 20]
+    s["alpha"].update(T=150, seeds=[0], kappa_a_prime=[2.0], l_ts_grid=[10, 20], B_test=100,
+                      alphas=[0.0, 0.3, 0.6, 0.9], p_a_train={"mamba": [0.6], "linear_transformer": [0.6]},
+                      lt_alphas=[0.2, 0.3, 0.4], lt_l_ts_grid=[5, 20, 80])
+    s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100)
+    s["trajectory"].update(T=100, B_held=64, record_every=10, lemma6_l_grid=[10, 20])
+    return s
+
+
+def run(settings: dict, out: Path, report: Path | None, log=print) -> dict:
+    """Run every check, write figures/JSON into ``out`` and the "theory" section of ``report``."""
+    out.mkdir(parents=True, exist_ok=True)
+    world = make_world(**WORLD, rng=settings["world_seed"])
+    t0 = time.perf_counter()
+    results, timings = {}, {}
+
+    def timed(name, fn, *args):
+        start = time.perf_counter()
+        log(f"[theory] {name} ...")
+        value = fn(*args, progress=log)
+        timings[name] = round(time.perf_counter() - start, 1)
+        return value
+
+    results["convergence_p_a"] = timed("Theorems 1/3 vs p_a", convergence_vs_p_a, world, settings["p_a"])
+    results["convergence_l_tr"] = timed("Theorems 1/3 vs l_tr", convergence_vs_l_tr, world, settings["l_tr"])
+    results["alpha"], models = timed("Theorems 2/4: tolerated alpha", tolerated_alpha, world, settings["alpha"])
+    results["lt_context"] = timed("Theorem 4 (d): context needed", lt_context_needed, world, settings["alpha"], models)
+    results["attention"] = timed("Corollary 1", attention_sums, world, settings["alpha"], models)
+    results["gates"] = timed("Corollary 2 / Lemma 5 vs M1", gates_vs_M1, settings["M1"])
+    results["trajectory"] = timed("Lemmas 4-6 trajectory", training_trajectory, world, settings["trajectory"])
+
+    timings["total"] = round(time.perf_counter() - t0, 1)
+    write_outputs(results, timings, settings, out, report, log)
+    return results
+
+
+def write_outputs(results: dict, timings: dict, settings: dict, out: Path, report: Path | None, log=print) -> None:
+    """Figures, JSON and the report section from measured ``results`` (also used by --replot)."""
+    files = {
+        "convergence": theory_plots.convergence(results["convergence_p_a"], results["convergence_l_tr"],
+                                                out / "theory_convergence.png"),
+        "alpha": theory_plots.tolerated(results["alpha"], results["lt_context"], out / "theory_alpha.png"),
+        "attention": theory_plots.attention(results["attention"], out / "theory_attention.png"),
+        "gates": theory_plots.gates(results["gates"], out / "theory_gates.png"),
+        "trajectory": theory_plots.trajectory(results["trajectory"], out / "theory_lemmas.png"),
+    }
+    common = {"world": WORLD, "world_seed": settings["world_seed"], "command": settings.get("command", "")}
+    save_json(out / "theory_convergence.json", dict(common, p_a=results["convergence_p_a"], l_tr=results["convergence_l_tr"]))
+    save_json(out / "theory_alpha.json", dict(common, alpha=results["alpha"], lt_context=results["lt_context"]))
+    save_json(out / "theory_attention.json", dict(common, **results["attention"]))
+    save_json(out / "theory_gates.json", dict(common, **results["gates"]))
+    save_json(out / "theory_lemmas.json", dict(common, **results["trajectory"]))
+    save_json(out / "theory_summary.json", dict(common, timings_seconds=timings,
+                                                 summary=theory_report.summary(results)))
+    if report is not None:
+        write_section(report, "theory", theory_report.markdown(results, timings, settings, files))
+    log(f"[theory] done in {timings['total']} s; figures and JSON in {out}")
+
+
+def replot(out: Path, report: Path | None) -> None:
+    """Redraw the figures and the report section from the JSON files of an earlier run in ``out``."""
+    load = lambda name: json.loads((out / f"theory_{name}.json").read_text())
+    try:
+        conv, alpha, summary = load("convergence"), load("alpha"), load("summary")
+        results = {"convergence_p_a": conv["p_a"], "convergence_l_tr": conv["l_tr"], "alpha": alpha["alpha"],
+                   "lt_context": alpha["lt_context"], "attention": load("attention"), "gates": load("gates"),
+                   "trajectory": analyse_trajectory(load("lemmas"), WORLD["M1"], WORLD["beta"], WORLD["V"])}
+    except (FileNotFoundError, KeyError) as exc:
+        raise SystemExit(f"--replot needs the theory_*.json files of an earlier run in {out}: {exc}") from None
+    settings = {"p_a": results["convergence_p_a"]["settings"], "l_tr": results["convergence_l_tr"]["settings"],
+                "alpha": results["alpha"]["settings"], "M1": results["gates"]["settings"],
+                "trajectory": results["trajectory"]["settings"], "world_seed": conv["world_seed"],
+                "command": conv["command"]}
+    write_outputs(results, summary["timings_seconds"], settings, out, report)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba theory", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny grids (seconds); numbers not meant to be read")
+    parser.add_argument("--out", default="figures", help="directory for theory_*.png / theory_*.json (default: figures)")
+    parser.add_argument("--report", default=None,
+                        help="Markdown report whose 'theory' section is rewritten (default: OUT/REPORT.md)")
+    parser.add_argument("--replot", action="store_true",
+                        help="redraw figures and the report from the JSON of an earlier run in OUT (no training)")
+    parser.add_argument("--no-report", action="store_true", help="do not touch the report")
+    args = parser.parse_args(argv)
+    settings = quick_settings() if args.quick else copy.deepcopy(SETTINGS)
+    settings["command"] = "python -m numpy_mamba theory" + (" --quick" if args.quick else "")
+    out = Path(args.out)
+    report = None if args.no_report else Path(args.report) if args.report else out / "REPORT.md"
+    if args.replot:
+        replot(out, report)
+    else:
+        run(settings, out, report)
+    return 0

@@ -1,0 +1,177 @@
+"""Theorems 1-4 measured: iterations to converge (eqs (9), (14)) and the tolerated outlier
+fraction (Theorem 2 (c), Theorem 4 (c), (d)).
+
+Each function takes the world, a settings dict (see ``theory.SETTINGS``) and returns a plain
+dict of settings, raw measurements, fitted slopes and a verdict, ready for JSON.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import MODELS
+from .data import World
+from .sgd import DivergenceError, TrainConfig, train
+from .theory_runs import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
+
+
+def _verdict(slope_mean, slope_sd, claim, tol=0.25, n=1) -> str:
+    """'holds' if the mean slope is within max(tol, 2 standard errors) of the claim; 'holds in
+    trend' if it has the claim's sign; otherwise 'does not hold here'."""
+    if slope_mean is None:
+        return "not measured (too few converged runs)"
+    if abs(slope_mean - claim) <= max(tol, 2 * slope_sd / np.sqrt(max(n, 1))):
+        return "holds"
+    return "holds in trend" if np.sign(slope_mean) == np.sign(claim) and claim != 0 else "does not hold here"
+
+
+def _per_seed_slopes(x, T_by_seed) -> list:
+    slopes = []
+    for T in T_by_seed:                                     # T: list over x, None if not reached
+        keep = [k for k, t in enumerate(T) if t is not None and t >= 1]
+        if len(keep) >= 3:
+            slopes.append(fit_slope(np.asarray(x)[keep], np.asarray(T, dtype=object)[keep].astype(float))[0])
+    return slopes
+
+
+def _summary(slopes):
+    if not slopes:
+        return None, None
+    return float(np.mean(slopes)), float(np.std(slopes, ddof=1)) if len(slopes) > 1 else 0.0
+
+
+def convergence_vs_p_a(world: World, s: dict, progress=print) -> dict:
+    """Theorems 1 and 3: T_M, T_T = Theta((1 - p_a)^-1 ...).  Slope of log T on log 1/(1-p_a)."""
+    grid, seeds = s["p_a_grid"], s["seeds"]
+    x = [1.0 / (1.0 - p) for p in grid]
+    out = {"settings": s, "x_inv_one_minus_p_a": x, "T": {}, "slope": {}, "verdict": {}}
+    for model in MODELS:
+        T, last = [], []
+        for seed in seeds:
+            runs = [steps_to_epsilon(world, model, p_a=p, l_tr=s["l_tr"], eta=s["eta"], delta=s["delta"],
+                                     eps=s["eps"], T_max=s["T_max"][model], seed=seed, B=s["B"]) for p in grid]
+            T.append([r["T"] for r in runs])
+            last.append([r["loss_end"] for r in runs])
+            progress(f"  convergence vs p_a: {model} seed {seed}: T = {T[-1]}")
+        out.setdefault("loss_end", {})[model] = last
+        slopes = _per_seed_slopes(x, T)
+        mean, sd = _summary(slopes)
+        out["T"][model] = T
+        out["slope"][model] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
+        out["verdict"][model] = _verdict(mean, sd, 1.0, n=len(slopes))
+        # the same fit on the low-p_a end only (p_a <= low_p_a_max), where no loss floor is near eps
+        low = [k for k, p in enumerate(grid) if p <= s["low_p_a_max"]]
+        low_slopes = _per_seed_slopes([x[k] for k in low], [[row[k] for k in low] for row in T])
+        lmean, lsd = _summary(low_slopes)
+        out["slope"][model + "_low_p_a"] = {"per_seed": low_slopes, "mean": lmean, "sd": lsd, "claim": 1.0}
+    return out
+
+
+def convergence_vs_l_tr(world: World, s: dict, progress=print) -> dict:
+    """Theorem 3 vs 1: T_M / T_T = Theta(l_tr).  Slopes of log T_M, log T_T, log(T_M/T_T) on log l_tr
+    (claims 0, -1 and +1)."""
+    grid, seeds = s["l_tr_grid"], s["seeds"]
+    out = {"settings": s, "l_tr": grid, "T": {}, "slope": {}, "verdict": {}}
+    for model in MODELS:
+        T = []
+        for seed in seeds:
+            row = [steps_to_epsilon(world, model, p_a=s["p_a"], l_tr=l, eta=s["eta"], delta=s["delta"],
+                                    eps=s["eps"], T_max=s["T_max"][model], seed=seed, B=s["B"])["T"]
+                   for l in grid]
+            T.append(row)
+            progress(f"  convergence vs l_tr: {model} seed {seed}: T = {row}")
+        out["T"][model] = T
+    ratio = [[(m / t if (m is not None and t is not None and t >= 1) else None) for m, t in zip(rm, rt)]
+             for rm, rt in zip(out["T"]["mamba"], out["T"]["linear_transformer"])]
+    out["ratio_T_M_over_T_T"] = ratio
+    for key, series, claim in (("mamba", out["T"]["mamba"], 0.0),
+                               ("linear_transformer", out["T"]["linear_transformer"], -1.0),
+                               ("ratio", ratio, 1.0)):
+        slopes = _per_seed_slopes(grid, series)
+        mean, sd = _summary(slopes)
+        out["slope"][key] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": claim}
+    out["verdict"]["ratio"] = _verdict(out["slope"]["ratio"]["mean"], out["slope"]["ratio"]["sd"], 1.0,
+                                       n=len(out["slope"]["ratio"]["per_seed"]))
+    return out
+
+
+def _trained(world, s, model, p_a, seed):
+    config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=p_a, delta=s["delta"])
+    try:
+        params, history = train(world, config, model, rng=np.random.default_rng([seed, 3]))
+    except DivergenceError as exc:
+        return None, str(exc)
+    return params, float(np.mean(history["loss"][-10:]))
+
+
+def tolerated_alpha(world: World, s: dict, progress=print) -> tuple[dict, dict]:
+    """Theorems 2 and 4: the largest alpha at which the test error stays below ``threshold``,
+    against p_a l_tr / l_ts for Mamba (claim: alpha* >= min(1, p_a l_tr / l_ts)) and against 1/2
+    for the linear Transformer (claim: alpha* < 1/2).  Returns (results, trained models)."""
+    alphas, thr = s["alphas"], s["threshold"]
+    out = {"settings": s, "runs": [], "verdict": {}}
+    models = {}
+    for model in MODELS:
+        for p_a in s["p_a_train"][model]:
+            for seed in s["seeds"]:
+                params, final_loss = _trained(world, s, model, p_a, seed)
+                models[(model, p_a, seed)] = params
+                for kappa in s["kappa_a_prime"]:
+                    for l_ts in s["l_ts_grid"]:
+                        err = (error_curve(world, model, params, alphas=alphas, l_ts=l_ts, kappa_a_prime=kappa,
+                                           B_test=s["B_test"], seed=seed) if params is not None else None)
+                        out["runs"].append({
+                            "model": model, "p_a": p_a, "seed": seed, "kappa_a_prime": kappa, "l_ts": l_ts,
+                            "final_train_loss": final_loss, "errors": err,
+                            "alpha_star": largest_tolerated(alphas, err, thr) if err is not None else None,
+                            "predicted": min(1.0, p_a * s["l_tr"] / l_ts)})
+                progress(f"  tolerated alpha: {model} p_a={p_a} seed {seed} done")
+    mamba = [r for r in out["runs"] if r["model"] == "mamba" and r["alpha_star"] is not None]
+    lt = [r for r in out["runs"] if r["model"] != "mamba" and r["alpha_star"] is not None]
+    step = float(np.min(np.diff(alphas)))
+    above = [r["alpha_star"] >= r["predicted"] - step for r in mamba]
+    out["mamba_fraction_meeting_bound"] = float(np.mean(above)) if above else None
+    out["mamba_alpha_star_vs_predicted_corr"] = (float(np.corrcoef([r["predicted"] for r in mamba],
+                                                                   [r["alpha_star"] for r in mamba])[0, 1])
+                                                 if len(mamba) > 2 else None)
+    out["lt_alpha_star_max"] = max((r["alpha_star"] for r in lt), default=None)
+    out["mamba_alpha_star_max"] = max((r["alpha_star"] for r in mamba), default=None)
+    out["mamba_alpha_star_by_l_ts"] = {l: float(np.mean([r["alpha_star"] for r in mamba if r["l_ts"] == l]))
+                                       for l in s["l_ts_grid"] if any(r["l_ts"] == l for r in mamba)}
+    # the comparison of Remark 5: Mamba vs linear Transformer on the same (p_a, kappa_a', l_ts, seed)
+    lt_key = {(r["p_a"], r["kappa_a_prime"], r["l_ts"], r["seed"]): r["alpha_star"] for r in lt}
+    pairs = [(r["alpha_star"], lt_key[k]) for r in mamba
+             if (k := (r["p_a"], r["kappa_a_prime"], r["l_ts"], r["seed"])) in lt_key]
+    out["fraction_mamba_above_lt"] = float(np.mean([m > t for m, t in pairs])) if pairs else None
+    frac = out["mamba_fraction_meeting_bound"]
+    out["verdict"]["mamba"] = ("not measured" if frac is None else "holds" if frac == 1.0
+                               else "holds in part" if frac >= 0.5 else "does not hold here")
+    out["verdict"]["linear_transformer"] = ("not measured" if not lt else "holds"
+                                            if out["lt_alpha_star_max"] <= 0.5 + step else "does not hold here")
+    return out, models
+
+
+def lt_context_needed(world: World, s: dict, models: dict, progress=print) -> dict:
+    """Theorem 4 (d), eq (15): the smallest l_ts at which the linear Transformer's test error is
+    below ``threshold``, for alpha -> 1/2; claim l_ts ~ (1/2 - alpha)^-2 alpha (slope 1)."""
+    out = {"settings": s, "alphas": s["lt_alphas"], "l_ts_grid": s["lt_l_ts_grid"], "runs": []}
+    slopes = []
+    for (model, p_a, seed), params in models.items():
+        if model != "linear_transformer" or params is None or p_a != s["lt_p_a"]:
+            continue
+        need, errs = [], []
+        for alpha in s["lt_alphas"]:
+            e = [float(error_curve(world, model, params, alphas=[alpha], l_ts=l, kappa_a_prime=s["kappa_a_prime"][0],
+                                   B_test=s["B_test"], seed=seed)[0]) for l in s["lt_l_ts_grid"]]
+            ok = [l for l, v in zip(s["lt_l_ts_grid"], e) if v <= s["threshold"]]
+            need.append(ok[0] if ok else None)
+            errs.append(e)
+        x = [(0.5 - a) ** -2 * a for a in s["lt_alphas"]]
+        keep = [k for k, n in enumerate(need) if n is not None]
+        if len(keep) >= 3:
+            slopes.append(fit_slope(np.asarray(x)[keep], np.asarray([need[k] for k in keep], float))[0])
+        out["runs"].append({"seed": seed, "l_ts_needed": need, "errors": errs, "x": x})
+        progress(f"  LT context needed: seed {seed}: l_ts = {need}")
+    mean, sd = _summary(slopes)
+    out["slope"] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
+    out["verdict"] = _verdict(mean, sd, 1.0, tol=0.35, n=len(slopes))
+    return out

@@ -1,0 +1,194 @@
+"""The mechanism of the trained Mamba (Section 3.5) and the lemmas behind it, measured:
+Corollary 1 (attention sums, eq (16)), Corollary 2 (gates, eqs (17), (18)), Lemmas 4-5
+(projections of w and w^T p, eqs (33)-(38)) and Lemma 6 (eq (39)).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .data import World, make_world, testing_batch, training_batch
+from .sgd import TrainConfig, train
+from .theory_runs import fit_slope, gate_statistics, lemma6_sum, projections, score_sums
+
+
+def attention_sums(world: World, s: dict, models: dict, progress=print) -> dict:
+    """Corollary 1, eq (16): per testing prompt, the sum of attention scores over same-pattern
+    examples (claim >= Theta(1)) and over different-pattern examples (claim <= Theta((1-p_a)^-1
+    eps), a signed upper bound).  The different-pattern sums are split by how far the two
+    patterns of the prompt's task are apart on the cycle of training tasks (Condition 1):
+    distance 1 = they form a training task (Lemma 3 (26): pushed negative), >= 2 = they do not
+    (Lemma 3 (25): claimed untouched)."""
+    out = {"settings": s, "runs": []}
+    for (model, p_a, seed), params in models.items():
+        if model != "mamba" or params is None or p_a != s["cor1_p_a"]:
+            continue
+        batch = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 11]))
+        same, diff = score_sums(params, batch)
+        a, b = batch.task[:, 0], batch.task[:, 1]
+        dist = np.minimum((a - b) % world.M1, (b - a) % world.M1)
+        by_dist = {int(k): {"median_different": float(np.median(diff[dist == k])), "n": int(np.sum(dist == k))}
+                   for k in np.unique(dist)}
+        out["runs"].append({"seed": seed, "same": same.tolist(), "different": diff.tolist(), "distance": dist.tolist(),
+                            "median_same": float(np.median(same)), "different_by_distance": by_dist,
+                            "fraction_same_at_least_1": float(np.mean(same >= 1.0)),
+                            "fraction_different_below_tenth_of_median_same": float(np.mean(diff <= 0.1 * np.median(same)))})
+    if out["runs"]:
+        ms = float(np.mean([r["median_same"] for r in out["runs"]]))
+        small = float(np.mean([r["fraction_different_below_tenth_of_median_same"] for r in out["runs"]]))
+        out["mean_median_same"], out["fraction_different_small"] = ms, small
+        out["verdict"] = {"same_at_least_theta_1": "holds" if ms >= 1.0 else "does not hold here",
+                          "different_small": ("holds" if small >= 0.95 else "holds in part" if small >= 0.5
+                                              else "does not hold here")}
+    progress(f"  Corollary 1: {out.get('verdict')}")
+    return out
+
+
+def gates_vs_M1(s: dict, progress=print) -> dict:
+    """Corollary 2 and Lemma 5 across M1: train Mamba on a world with M1 relevant patterns and
+    measure, on testing prompts, the mean gate on outlier examples (claim O(poly(M1)^-1)), the
+    gate of the j-th closest clean example (claim >= Theta(2^-(j-1))), and on training prompts
+    w^T p with outliers (claim <~ -log M1) and without (claim >~ -Theta(1))."""
+    out = {"settings": s, "M1": s["M1_grid"], "runs": []}
+    for M1 in s["M1_grid"]:
+        world = make_world(d=s["d"], M1=M1, M2=s["M2"], V=s["V"], beta=s["beta"], rng=s["world_seed"])
+        for seed in s["seeds"]:
+            config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
+            params, _ = train(world, config, "mamba", rng=np.random.default_rng([seed, 4, M1]))
+            test = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 12]))
+            tr = training_batch(world, s["B_test"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([seed, 13]))
+            st, sr = gate_statistics(params, test), gate_statistics(params, tr)
+            out["runs"].append({"M1": M1, "seed": seed, "test": st, "train": sr})
+        progress(f"  Corollary 2 / Lemma 5: M1 = {M1} done")
+    runs = out["runs"]
+    G_out = [r["test"]["G_outlier"] for r in runs]
+    slope_G = fit_slope([r["M1"] for r in runs], G_out)[0]
+    per_seed = [fit_slope(s["M1_grid"], [r["test"]["G_outlier"] for r in runs if r["seed"] == seed])[0]
+                for seed in s["seeds"]]
+    slope_sigma = fit_slope([r["M1"] for r in runs], [r["test"]["sigma_outlier"] for r in runs])[0]
+    # decay of gates on the j-th closest clean example: fit log2 G_{h(j)} = a - c (j - 1), j <= J
+    J = s["decay_J"]
+    decay = []
+    for r in runs:
+        g = np.asarray([v for v in r["test"]["clean_rank_gate"][:J] if v is not None and v > 0])
+        decay.append(-np.polyfit(np.arange(len(g)), np.log2(g), 1)[0])
+    logit_out = {M1: float(np.mean([r["train"]["logit_outlier"] for r in runs if r["M1"] == M1])) for M1 in s["M1_grid"]}
+    logit_clean = {M1: float(np.mean([r["train"]["logit_clean"] for r in runs if r["M1"] == M1])) for M1 in s["M1_grid"]}
+    out.update({
+        "slope_G_outlier_vs_M1": slope_G, "slope_G_outlier_vs_M1_per_seed": per_seed,
+        "slope_sigma_outlier_vs_M1": slope_sigma,
+        "gate_ratio_outlier_to_clean": {M1: round(float(np.mean([r["test"]["G_outlier"] / r["test"]["G_clean"]
+                                                                 for r in runs if r["M1"] == M1])), 3)
+                                        for M1 in s["M1_grid"]},
+        "decay_rate_per_rank": {"mean": float(np.mean(decay)), "sd": float(np.std(decay)), "per_run": decay,
+                                "claim": "<= 1 (gates decay no faster than 2^-(j-1))"},
+        "logit_outlier_by_M1": logit_out, "logit_clean_by_M1": logit_clean,
+        "minus_log_M1": {M1: -float(np.log(M1)) for M1 in s["M1_grid"]},
+        "slope_logit_outlier_vs_log_M1": float(np.polyfit(np.log(s["M1_grid"]), list(logit_out.values()), 1)[0]),
+    })
+    out["verdict"] = {
+        "cor2_outlier_gates": ("holds" if max(per_seed) < 0 and slope_sigma < 0 else "holds in trend"
+                               if slope_G < 0 else "does not hold here"),
+        "cor2_local_bias": "holds" if np.mean(decay) <= 1.0 + 2 * np.std(decay) else "does not hold here",
+        "lemma5_outlier_logits": ("holds" if all(logit_out[M] <= -np.log(M) for M in s["M1_grid"]) else
+                                  "holds in trend" if all(v < 0 for v in logit_out.values()) else "does not hold here"),
+        "lemma5_clean_logits": ("holds" if np.ptp(list(logit_clean.values())) < 1.0 else "holds in trend"),
+    }
+    return out
+
+
+def training_trajectory(world: World, s: dict, progress=print) -> dict:
+    """Lemmas 4-6 along one training run: projections of w on v*_s, mu_j, nu_k; mean w^T p on a
+    fixed batch for examples with / without outliers and the query; and the Lemma 6 sum
+    sum_i G_{i,l+1}(w)(l - i + 1) on fixed batches of several context lengths l."""
+    held = training_batch(world, s["B_held"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([s["seed"], 21]))
+    l6 = {l: training_batch(world, s["B_held"], l, p_a=s["p_a"], rng=np.random.default_rng([s["seed"], 22, l]))
+          for l in s["lemma6_l_grid"]}
+    mask_out = np.zeros(held.P.shape[::2], bool)
+    mask_out[:, :-1] = held.outlier
+    mask_clean = np.zeros_like(mask_out)
+    mask_clean[:, :-1] = ~held.outlier
+
+    def record(step, params):
+        a = np.einsum("d,bdl->bl", params.w, held.P)
+        rec = {f"proj_{k}": v for k, v in projections(world, params.w).items()}
+        rec.update({"wp_outlier": float(a[mask_out].mean()), "wp_clean": float(a[mask_clean].mean()),
+                    "wp_query": float(a[:, -1].mean())})
+        for l, b in l6.items():
+            v = lemma6_sum(params.w, b.P)
+            rec[f"lemma6_mean_l{l}"], rec[f"lemma6_p95_l{l}"] = float(v.mean()), float(np.quantile(v, 0.95))
+        return rec
+
+    config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"],
+                         kappa_a=s.get("kappa_a", 2.0))
+    _, hist = train(world, config, "mamba", rng=np.random.default_rng([s["seed"], 20]),
+                    record_every=s["record_every"], record=record)
+    out = analyse_trajectory({"settings": s, "history": {k: np.asarray(v).tolist() for k, v in hist.items()}},
+                             world.M1, world.beta, world.V)
+    progress(f"  Lemmas 4-6 trajectory: {out['verdict']}")
+    return out
+
+
+def _r2(y, fit) -> float:
+    return float(1.0 - np.sum((y - fit) ** 2) / max(np.sum((y - np.mean(y)) ** 2), 1e-300))
+
+
+def _phases(step, y) -> dict:
+    """Split a decreasing curve at its steepest point t*.  Phase 1 (t <= t*): least squares
+    y - y_0 = a t + b t^3, the shape of eqs (33)-(34).  Phase 2 (t >= 2 t*): y = c + k log t (the
+    -log(2 + t gamma) of eqs (163), (171)) against a straight line y = c' + k' t."""
+    k_star = int(np.argmin(np.gradient(y, step)))
+    t_star = float(step[k_star])
+    one = step <= t_star
+    A = np.stack([step[one], step[one] ** 3], axis=1)
+    coef = np.linalg.lstsq(A, y[one] - y[0], rcond=None)[0] if one.sum() >= 3 else np.array([np.nan, np.nan])
+    r2_one = _r2(y[one] - y[0], A @ coef) if one.sum() >= 3 else None
+    two = step >= max(2 * t_star, step[1])
+    res = {"t_star": t_star, "phase1_a": float(coef[0]), "phase1_b": float(coef[1]), "phase1_r2": r2_one}
+    if two.sum() >= 4:
+        lg, lin = np.polyfit(np.log(step[two]), y[two], 1), np.polyfit(step[two], y[two], 1)
+        res.update(phase2_log_slope=float(lg[0]), phase2_r2_log=_r2(y[two], np.polyval(lg, np.log(step[two]))),
+                   phase2_r2_linear=_r2(y[two], np.polyval(lin, step[two])))
+    return res
+
+
+def lemma6_window(s: dict, M1: int, beta: float, V: int) -> float:
+    """The range of t in Lemma 6 with every constant set to 1:
+    min{eta^-1 beta^-2 kappa_a^-1 (1-p_a)^-1 V, eta^-1 M1^(2/3) ((1-p_a) beta)^(-2/3) (kappa_a (1-p_a))^(-1/3) V^(1/3)}."""
+    eta, p, kappa = s["eta"], s["p_a"], s.get("kappa_a", 2.0)
+    return float(min(V / (eta * beta ** 2 * kappa * (1 - p)),
+                     M1 ** (2 / 3) * ((1 - p) * beta) ** (-2 / 3) * (kappa * (1 - p)) ** (-1 / 3) * V ** (1 / 3) / eta))
+
+
+def analyse_trajectory(out: dict, M1: int, beta: float = 3.0, V: int = 3) -> dict:
+    """Phases, final values and verdicts of Lemmas 4-6 from a recorded ``out["history"]`` (also
+    rerun by ``theory --replot``).  Adds "phases", "final", "lemma6", "verdict"."""
+    s, hist = out["settings"], out["history"]
+    step = np.asarray(hist["step"], float)
+    # the lemmas describe what training adds to w^(0) ~ N(0, I/(d+1)); measure the change
+    change = {k: np.asarray(hist[f"proj_{k}"]) - np.asarray(hist[f"proj_{k}"])[0] for k in ("v_star", "mu", "nu")}
+    v, mu, nu = change["v_star"].mean(axis=1), change["mu"].mean(axis=1), np.abs(change["nu"]).mean(axis=1)
+    out["phases"] = {"v_star": _phases(step, v), "mu": _phases(step, mu)}
+    out["final"] = {"v_star": float(v[-1]), "mu": float(mu[-1]), "abs_nu": float(nu[-1]),
+                    "wp_outlier": hist["wp_outlier"][-1], "wp_clean": hist["wp_clean"][-1],
+                    "minus_log_M1": -float(np.log(M1))}
+    t_w = lemma6_window(s, M1, beta, V)
+    inside = step <= max(t_w, step[1])
+    l6 = {str(l): {"max_mean_in_window": float(np.max(np.asarray(hist[f"lemma6_mean_l{l}"])[inside])),
+                   "max_mean_whole_run": float(np.max(hist[f"lemma6_mean_l{l}"])),
+                   "final_mean": float(hist[f"lemma6_mean_l{l}"][-1])} for l in s["lemma6_l_grid"]}
+    out["lemma6"] = {"window_t": t_w, "by_l": l6}
+    ph = out["phases"]["v_star"]
+    two_phase = (ph["phase1_b"] < 0 and (ph["phase1_r2"] or 0) > 0.9 and ph.get("phase2_log_slope", 0) < 0
+                 and ph.get("phase2_r2_log", 0) > ph.get("phase2_r2_linear", 1))
+    signs = v[-1] < 0 and mu[-1] < 0 and nu[-1] < min(abs(v[-1]), abs(mu[-1]))
+    in_window = [x["max_mean_in_window"] for x in l6.values()]
+    whole = [x["max_mean_whole_run"] for x in l6.values()]
+    out["verdict"] = {
+        "lemma4_signs": "holds" if signs else "does not hold here",
+        "lemma4_5_two_phases": ("holds" if two_phase else "holds in trend" if v[-1] < 0 and ph.get("phase2_log_slope", 0) < 0
+                                else "does not hold here"),
+        "lemma6_in_window": "holds" if max(in_window) <= 3.0 and np.ptp(in_window) <= 1.0 else "does not hold here",
+        "lemma6_whole_run": ("holds" if max(whole) <= 3.0 else "holds in trend (bounded, but not by a small constant)"
+                             if max(whole) < 0.5 * max(s["lemma6_l_grid"]) else "does not hold here"),
+    }
+    return out

@@ -1,0 +1,103 @@
+"""Tests of ``python -m numpy_mamba theory``: the measuring helpers on known answers, bad input,
+and the whole command in --quick mode (figures, JSON without NaN, verdicts, its REPORT section)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from numpy_mamba import theory
+from numpy_mamba.data import Batch, make_world
+from numpy_mamba.model import Params
+from numpy_mamba.theory_runs import (fit_slope, gate_statistics, largest_tolerated, lemma6_sum,
+                                     score_sums, steps_to_epsilon)
+
+VERDICTS = ("holds", "holds in trend", "holds in part", "does not hold here")
+
+
+def test_largest_tolerated_interpolates_the_first_crossing():
+    alphas = [0.0, 0.1, 0.2, 0.3]
+    assert largest_tolerated(alphas, [0.1, 0.2, 0.4, 0.1], 0.3) == pytest.approx(0.15)
+    assert largest_tolerated(alphas, [0.1, 0.1, 0.1, 0.1], 0.3) == 0.3      # never crosses
+    assert largest_tolerated(alphas, [0.5, 0.1, 0.1, 0.1], 0.3) == 0.0      # starts above
+
+
+def test_helpers_reject_bad_input():
+    with pytest.raises(ValueError, match="positive"):
+        fit_slope([1.0, 2.0], [1.0, 0.0])                 # log of 0: a failed run must not enter a fit
+    with pytest.raises(ValueError, match="increasing"):
+        largest_tolerated([0.0, 0.1], [0.1, 0.2, 0.3], 0.25)
+
+
+def test_fit_slope_recovers_a_power_law():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    slope, intercept = fit_slope(x, 3.0 * x ** -1.5)
+    assert slope == pytest.approx(-1.5) and np.exp(intercept) == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("l, expected", [(1, 0.25), (2, 0.5), (3, 0.6875)])
+def test_lemma6_sum_known_answer_at_w_zero(l, expected):
+    """w = 0: sigma = 1/2, G_i = 2^-(l+2-i), so the sum is sum_k k 2^-(k+1) (k = l-i+1)."""
+    P = np.zeros((1, 3, l + 1))
+    assert lemma6_sum(np.zeros(3), P)[0] == pytest.approx(expected)
+
+
+def test_gate_statistics_ranks_clean_examples_from_the_query():
+    # l = 4; examples 2 and 4 (1-based) carry outliers; w = 0 so G_i = 2^-(l+2-i)
+    P = np.zeros((1, 3, 5))
+    outlier = np.array([[False, True, False, True]])
+    batch = Batch(P, np.array([1.0]), np.array([[0, 1]]), outlier, np.ones((1, 4), bool))
+    stats = gate_statistics(Params(np.eye(3), np.eye(3), np.zeros(3)), batch)
+    G = 2.0 ** -(4 + 2 - np.arange(1, 5))                 # G_1..G_4
+    assert stats["clean_rank_gate"][:2] == pytest.approx([G[2], G[0]])  # h(1) = 3, h(2) = 1
+    assert stats["clean_rank_gate"][2] is None
+    assert stats["G_outlier"] == pytest.approx((G[1] + G[3]) / 2)
+
+
+def test_score_sums_split_by_pattern():
+    P = np.zeros((1, 3, 3))
+    P[0, 0, :] = [1.0, 2.0, 1.0]                          # scores = x_i * x_query with W = I
+    batch = Batch(P, np.array([1.0]), np.array([[0, 1]]), np.zeros((1, 2), bool), np.array([[True, False]]))
+    same, diff = score_sums(Params(np.eye(3), np.eye(3), np.zeros(3)), batch)
+    assert same[0] == 1.0 and diff[0] == 2.0
+
+
+def test_steps_to_epsilon_counts_from_zero_and_rejects_bad_input():
+    world = make_world(d=8, M1=2, M2=2, V=1, rng=0)
+    r = steps_to_epsilon(world, "mamba", p_a=0.0, l_tr=4, eta=0.1, delta=0.2, eps=10.0, T_max=5, seed=0)
+    assert r["T"] == 0, "a loss below a huge eps must be detected before the first step"
+    r = steps_to_epsilon(world, "mamba", p_a=0.0, l_tr=4, eta=1e-9, delta=0.01, eps=1e-3, T_max=3, seed=0)
+    assert r["T"] is None and not r["diverged"]
+    with pytest.raises(ValueError, match="p_a"):
+        steps_to_epsilon(world, "mamba", p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0)
+    with pytest.raises(ValueError, match="model"):
+        steps_to_epsilon(world, "transformer", p_a=0.1, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0)
+
+
+def test_theory_quick_writes_figures_json_and_only_its_report_section(tmp_path):
+    report = tmp_path / "REPORT.md"
+    report.write_text("# r\n\n<!-- BEGIN reproduce -->\nKEEP ME\n<!-- END reproduce -->\n\n"
+                      "<!-- BEGIN theory -->\nOLD-PLACEHOLDER\n<!-- END theory -->\n")
+    assert theory.main(["--quick", "--out", str(tmp_path), "--report", str(report)]) == 0
+    for name in ("convergence", "alpha", "attention", "gates", "lemmas"):
+        assert (tmp_path / f"theory_{name}.png").stat().st_size > 10_000, f"theory_{name}.png missing or empty"
+        data = json.loads((tmp_path / f"theory_{name}.json").read_text())   # save_json refuses NaN
+        assert data["command"].endswith("--quick")
+    summary = json.loads((tmp_path / "theory_summary.json").read_text())["summary"]
+    for key in ("thm1_verdict", "thm3_verdict", "thm2_verdict", "thm4_verdict"):
+        assert summary[key] in VERDICTS or summary[key].startswith("not measured"), f"{key}: {summary[key]}"
+    text = report.read_text()
+    assert "KEEP ME" in text and "OLD-PLACEHOLDER" not in text, "only the theory section may change"
+    assert "### Theorems 1 and 3" in text and "theory_convergence.png" in text
+
+
+def test_theory_rejects_unknown_options():
+    with pytest.raises(SystemExit):
+        theory.main(["--bogus"])
+
+
+def test_quick_settings_do_not_change_the_full_settings():
+    before = json.dumps(theory.SETTINGS, sort_keys=True)
+    theory.quick_settings()
+    assert json.dumps(theory.SETTINGS, sort_keys=True) == before

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# The paper's two models, then the Appendix E.6 gates of numpy_mamba/gates.py (gates.GATES).
-MODELS = ("mamba", "linear_transformer", "mamba2", "retnet", "gated_retention", "gla")
+# The paper's two models (Sections 2 and 3.4), then the Appendix E.6 gates of gates.GATES.
+PAPER_MODELS = ("mamba", "linear_transformer")
+MODELS = PAPER_MODELS + ("mamba2", "retnet", "gated_retention", "gla")
 
 
 def as_real_array(x, name: str) -> np.ndarray:

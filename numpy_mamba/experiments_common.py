@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy.stats import beta as beta_dist
 
+from ._checks import PAPER_MODELS
 from .data import make_world, training_batch
 from .loss import hinge
 from .model import output
 from .report import save_json
 from .sgd import Progress, TrainConfig, train
 
-MODELS = ("mamba", "linear_transformer")
+MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}
 # Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, delta = 0.2, kappa_a = 2, l_tr = l_ts = 20.
 PAPER = dict(d=30, M1=6, M2=10, V=3, beta=3.0, delta=0.2, kappa_a=2.0, l_tr=20, l_ts=20)

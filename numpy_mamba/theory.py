@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,7 +132,9 @@ def replot(out: Path, report: Path | None) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numpy_mamba theory", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny grids (seconds); numbers not meant to be read")
-    parser.add_argument("--out", default="figures", help="directory for theory_*.png / theory_*.json (default: figures)")
+    parser.add_argument("--out", default=None,
+                        help="directory for theory_*.png / theory_*.json (default: figures; with --quick a new "
+                             "temporary folder, so a quick run never overwrites the committed results)")
     parser.add_argument("--report", default=None,
                         help="Markdown report whose 'theory' section is rewritten (default: OUT/REPORT.md)")
     parser.add_argument("--replot", action="store_true",
@@ -140,7 +143,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     settings = quick_settings() if args.quick else copy.deepcopy(SETTINGS)
     settings["command"] = "python -m numpy_mamba theory" + (" --quick" if args.quick else "")
-    out = Path(args.out)
+    out = Path(args.out or (tempfile.mkdtemp(prefix="theory_quick_") if args.quick else "figures"))
     report = None if args.no_report else Path(args.report) if args.report else out / "REPORT.md"
     if args.replot:
         replot(out, report)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import MODELS
+from ._checks import PAPER_MODELS as MODELS
 from .data import World
 from .sgd import DivergenceError, TrainConfig, train
 from .theory_runs import error_curve, fit_slope, largest_tolerated, steps_to_epsilon

@@ -5,16 +5,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .report import subplots
+
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 COLOR = {"mamba": BLUE, "linear_transformer": ORANGE}
 LABEL = {"mamba": "Mamba", "linear_transformer": "linear Transformer"}
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
 
 
 def _plain_log_ticks(ax, axes="xy"):
@@ -42,8 +37,7 @@ def _scatter_T(ax, x, T_by_seed, color, label, jitter=0.0):
 
 def convergence(res_p, res_l, path: Path) -> Path:
     """theory_convergence.png: steps to eps vs 1/(1-p_a) and vs l_tr, and T_M / T_T vs l_tr (Theorems 1, 3)."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = subplots(1, 3, figsize=(15, 4.4))
     ax = axes[0]
     x = res_p["x_inv_one_minus_p_a"]
     for model in ("mamba", "linear_transformer"):
@@ -80,15 +74,13 @@ def convergence(res_p, res_l, path: Path) -> Path:
         a.set_xticks(res_l["l_tr"], [str(v) for v in res_l["l_tr"]])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def tolerated(res, lt_need, path: Path) -> Path:
     """theory_alpha.png: error vs alpha, alpha* vs p_a l_tr / l_ts, and l_ts needed vs (1/2 - alpha)^-2 alpha (Theorems 2, 4)."""
-    plt = _plt()
     s = res["settings"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = subplots(1, 3, figsize=(15, 4.4))
     ax = axes[0]
     l_show, seed0 = s["l_ts_grid"][min(1, len(s["l_ts_grid"]) - 1)], s["seeds"][0]
     styles = {s["kappa_a_prime"][0]: "-", s["kappa_a_prime"][-1]: "--"}
@@ -133,14 +125,12 @@ def tolerated(res, lt_need, path: Path) -> Path:
     _plain_log_ticks(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def attention(res, path: Path) -> Path:
     """theory_attention.png: histograms of the attention sums of Corollary 1, eq (16)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    fig, ax = subplots(figsize=(7.5, 4.6))
     same = np.concatenate([r["same"] for r in res["runs"]])
     diff = np.concatenate([r["different"] for r in res["runs"]])
     dist = np.concatenate([r["distance"] for r in res["runs"]])
@@ -158,14 +148,12 @@ def attention(res, path: Path) -> Path:
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def gates(res, path: Path) -> Path:
     """theory_gates.png: outlier gates vs M1 (17), gates by clean rank (18), w^T p vs -log M1 (37)."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = subplots(1, 3, figsize=(15, 4.4))
     M1 = np.asarray(res["M1"])
     ax = axes[0]
     for r in res["runs"]:
@@ -202,16 +190,14 @@ def gates(res, path: Path) -> Path:
     ax.set_xticks(M1, [str(m) for m in M1])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def trajectory(res, path: Path) -> Path:
     """theory_lemmas.png: projections of w^(t) - w^(0), mean w^T p, and the Lemma 6 sum along training."""
-    plt = _plt()
     h = {k: np.asarray(v) for k, v in res["history"].items()}
     t = h["step"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = subplots(1, 3, figsize=(15, 4.4))
     ax = axes[0]
     for key, color, name, lw in (("nu", GREEN, "(nu_k / beta)^T", 0.6), ("mu", BLUE, "(mu_j / beta)^T", 0.8),
                                  ("v_star", VERMILION, "v*_s^T", 1.2)):
@@ -239,5 +225,4 @@ def trajectory(res, path: Path) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

@@ -154,19 +154,20 @@ def run(cfg: dict, progress: bool = False) -> dict:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m numpy_mamba gates [--quick] [--out DIR] [--progress]``."""
+    """Entry point of ``python -m numpy_mamba gates [--quick] [--out DIR] [--quiet]``."""
     parser = argparse.ArgumentParser(prog="python -m numpy_mamba gates", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (seconds); for tests")
     parser.add_argument("--out", default=None,
                         help="output folder (default figures/; with --quick a new temporary folder, so a "
                              "smoke run never overwrites the committed results)")
-    parser.add_argument("--progress", action="store_true", help="print training progress to stderr")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no training progress on stderr (a full run prints step, loss, elapsed, time left)")
     args = parser.parse_args(argv)
     from .gates_plots import write_outputs                          # matplotlib only when writing
     start = time.perf_counter()
     cfg = settings(args.quick)
-    result = run(cfg, progress=args.progress)
+    result = run(cfg, progress=not (args.quiet or args.quick))
     result["checks"] = consistency_checks()
     result["seconds"] = time.perf_counter() - start
     out = Path(args.out or (tempfile.mkdtemp(prefix="gates_quick_") if args.quick else "figures"))

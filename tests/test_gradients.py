@@ -51,12 +51,13 @@ def test_literal_equals_vectorised(kind, model):
     assert max(np.abs(g).max() for g in fast) > 1e-6      # not a comparison of zeros
 
 
+@pytest.mark.parametrize("version", [gradients, gradients_literal], ids=["vectorised", "literal"])
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_gradients_match_central_differences(kind, model):
+def test_gradients_match_central_differences(kind, model, version):
     params, P, z = _problem(kind)
     _away_from_kink(params, P, z, model)
-    analytic = gradients(params, P, z, model)
+    analytic = version(params, P, z, model)
     report = gradcheck(lambda p: hinge_loss(p, P, z, model), params, analytic, tol=1e-7)
     assert report.passed, str(report)
     if model == "mamba":

@@ -16,7 +16,7 @@ from scipy.stats import beta as beta_dist
 
 from ._checks import PAPER_MODELS
 from .data import make_world, training_batch
-from .loss import hinge
+from .loss import hinge, misclassified
 from .model import output
 from .report import save_json
 from .sgd import Progress, TrainConfig, train
@@ -100,7 +100,7 @@ def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng) -
                            kappa_a=config.kappa_a, rng=rng, tasks=tasks)
         F = output(model, params, b.P)
         out[f"loss_{name}"] = float(np.mean(hinge(F, b.z)))
-        out[f"error_{name}"] = float(np.mean(b.z * F <= 0))
+        out[f"error_{name}"] = float(np.mean(misclassified(F, b.z)))   # NaN counts as an error
     return out
 
 
@@ -136,7 +136,7 @@ def pattern_scores(world, params) -> np.ndarray:
 
 def wrong_counts(F, z, seen) -> tuple[int, int]:
     """Numbers of misclassified prompts (z F <= 0, eq (5)) among seen and unseen tasks."""
-    wrong = ~np.isfinite(F) | (z * np.nan_to_num(F) <= 0)
+    wrong = misclassified(F, z)
     return int(np.sum(wrong & seen)), int(np.sum(wrong & ~seen))
 
 

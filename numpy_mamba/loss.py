@@ -47,5 +47,13 @@ def zero_one_error(F, z) -> float:
         raise ValueError(f"F and z must have the same shape; got {F.shape} and {z.shape}.")
     if F.size == 0:
         raise ValueError("zero_one_error needs at least one prompt; got 0.")
-    wrong = ~np.isfinite(F) | (z * np.where(np.isfinite(F), F, 0.0) <= 0)
-    return float(np.mean(wrong))
+    return float(np.mean(misclassified(F, z)))
+
+
+def misclassified(F, z) -> np.ndarray:
+    """Per-prompt error of eq (5) as a mask: z F <= 0, or F not finite; shapes (B,) -> bool (B,).
+
+    Written once so every count of errors treats ties and NaN/inf outputs the same way.
+    """
+    finite = np.isfinite(F)
+    return ~finite | (z * np.where(finite, F, 0.0) <= 0)

@@ -48,3 +48,14 @@ def test_zero_one_error_counts_nan_inf_and_ties_as_errors():
     z = np.array([1.0, 1.0, -1.0, 1.0, -1.0])
     assert zero_one_error(np.array([2.0, np.nan, np.inf, 0.0, -3.0]), z) == pytest.approx(3 / 5)
     assert zero_one_error(np.array([np.inf]), np.array([1.0])) == 1.0
+
+
+def test_every_error_count_treats_nan_as_wrong():
+    # A NaN output is an error, not a success: z * NaN <= 0 is False, so a bare comparison
+    # would count it as correct.  experiments_common uses the same mask as eq (5).
+    from numpy_mamba.experiments_common import wrong_counts
+    from numpy_mamba.loss import misclassified
+    F = np.array([np.nan, 1.0, -1.0, 0.0])
+    z = np.array([1.0, 1.0, 1.0, -1.0])
+    np.testing.assert_array_equal(misclassified(F, z), [True, False, True, True])
+    assert wrong_counts(F, z, np.array([True, True, False, False])) == (1, 2)

@@ -1,19 +1,29 @@
 """numpy_mamba: a pure-NumPy reference implementation of "Can Mamba Learn In Context with
 Outliers? A Theoretical Generalization Analysis" (arXiv 2510.00399).
 
-The folder reads like the paper: ``data`` (Section 3.2), ``scan`` (eq (1)), ``model`` (eq (3)),
-``loss`` (eqs (4), (5)), ``gradients`` (eqs (93), (118), (135)), ``gradcheck``, ``sgd``
-(Algorithm 1); ``gates`` and ``gates_scan`` add the other gates of Appendix E.6.
+The top of the package is the paper's one-layer model, one module per part:
+
+    data       Section 3.2: patterns, tasks, training and testing prompts (eqs (2), (6), (7), (11))
+    scan       eq (1): the selective state-space scan, token by token
+    model      eq (3): linear attention times the sigmoid gate; Algorithm 1's initialisation
+    loss       eqs (4), (5): hinge loss and 0-1 error
+    gradients  eqs (93), (118), (135): analytic gradients, vectorised and literal
+    gradcheck  central finite differences
+    sgd        Algorithm 1: SGD
+
+Families built on it live in subpackages: ``gates`` (Appendix E.6), ``reproduce`` (Section 4),
+``theory`` (numerical checks of the theorems), ``grader`` (the exercises' autograder) and
+``cli`` (the command line and the output files every command writes).
 """
 from .data import Batch, World, make_world, testing_batch, training_batch
-from .gates import GATES, GatedRetentionParams, GLAParams, Mamba2Params, RetNetParams
-from .gates_scan import gate_recurrent_forward
 from .gradcheck import GradcheckReport, gradcheck, numerical_gradient
 from .gradients import gradients, gradients_literal
 from .loss import hinge_loss, zero_one_error
 from .model import Params, attention_scores, forward, gating, init_for, init_params
 from .scan import recurrent_forward
 from .sgd import DivergenceError, TrainConfig, train
+# Appendix E.6: importing the family registers its four models with the core.
+from .gates import GATES, GatedRetentionParams, GLAParams, Mamba2Params, RetNetParams, gate_recurrent_forward
 
 __all__ = [
     "Params", "init_params", "forward", "hinge_loss", "gradients", "gating", "attention_scores",

@@ -7,11 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-# The paper's two models (Sections 2 and 3.4), then the Appendix E.6 gates of gates.GATES.
-PAPER_MODELS = ("mamba", "linear_transformer")
-MODELS = PAPER_MODELS + ("mamba2", "retnet", "gated_retention", "gla")
-
-
 def as_real_array(x, name: str) -> np.ndarray:
     """Return ``x`` as a float64 array, refusing non-numeric, complex or non-finite data."""
     arr = np.asarray(x)
@@ -28,12 +23,6 @@ def as_real_array(x, name: str) -> np.ndarray:
             f"{name} must be finite; found {float(arr[tuple(bad)])} at index {tuple(int(b) for b in bad)}."
         )
     return arr
-
-
-def check_model(model: str) -> str:
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}; got {model!r}.")
-    return model
 
 
 def check_prompts(P, d0: int | None = None) -> tuple[np.ndarray, bool]:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ._checks import check_labels, check_model, check_prompts
-from .loss import hinge_active
-from .gates import GATES
+from ._checks import check_labels, check_prompts
+from ._models import PAPER_MODELS, check_model, extension
+from .loss import mean_hinge_slope
 from .model import Params, check_params, gate_logits, output_terms
 
 
@@ -49,21 +49,18 @@ def gate_backward(w, P, G, dG) -> np.ndarray:
     return (P @ coeff[:, :, None]).sum(axis=0)[:, 0]         # sum_{n,s} coeff_s p_s: (d+1,)
 
 
-def key_gated_backward(params, P, r, g) -> tuple:
-    """dW_B, dW_C and dL/dg for a per-key-feature gate g (B, m, l+1), eq (198).
+def attention_backward(params: Params, P, ds) -> tuple:
+    """(dW_B, dW_C) of a loss that depends on the scores s_i = p_i^T W_B^T W_C p_query.
 
-    F = sum_i y_i sum_k (W_B p_i)_k g_{k,i} (W_C p_query)_k and r = dL/dF (B,).
+    ds = dL/ds_i (B, l+1).  With k = sum_i ds_i p_i (B, d+1) and q = W_C p_query (B, m):
+    dL/dW_B = sum_n q k^T (eq (118)) and dL/dW_C = W_B sum_n k p_query^T (eq (93)), (m, d+1) each.
     """
-    y = P[:, -1, :]                                           # (B, l+1)
-    keys = params.W_B @ P                                     # W_B p_i: (B, m, l+1)
-    q = P[:, :, -1] @ params.W_C.T                            # W_C p_query: (B, m)
-    weight = (r[:, None] * y)[:, None, :]                     # dL/d(term i): (B, 1, l+1)
-    dkeys = weight * g * q[:, :, None]                        # (B, m, l+1)
-    dq = np.sum(weight * g * keys, axis=2)                    # (B, m)
-    dW_B = np.tensordot(dkeys, P, axes=([0, 2], [0, 2]))     # sum_{n,i} dkeys p_i^T: (m, d+1)
-    dW_C = dq.T @ P[:, :, -1]                                 # (m, d+1)
-    dg = weight * keys * q[:, :, None]                        # dL/dg_{k,i}: (B, m, l+1)
-    return dW_B, dW_C, dg
+    p_query = P[:, :, -1]                                     # (B, d+1)
+    key_sum = (P @ ds[:, :, None])[:, :, 0]                   # sum_i ds_i p_i: (B, d+1)
+    q = p_query @ params.W_C.T                                # W_C p_query: (B, m)
+    dW_B = q.T @ key_sum                                      # (m, d+1), eq (118)
+    dW_C = params.W_B @ (key_sum.T @ p_query)                 # (m, d+1), eq (93)
+    return dW_B, dW_C
 
 
 def gradients(params, P, z, model: str = "mamba") -> Params:
@@ -71,32 +68,22 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
 
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,).  Returns Params(dW_B, dW_C, dw) with
     the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).  For
-    an Appendix E.6 gate the result is that gate's container (e.g. Mamba2Params(dW_B, dW_C, dw,
-    da)): W_B, W_C as below, the gate's own fields from ``GATES[model].backward``.
-    Paper: eqs (93), (118), (135), (19); Appendix E.6.
+    a registered extension (an Appendix E.6 gate) the result is that model's container, from
+    its own backward given dL/dF.  Paper: eqs (93), (118), (135), (19).
     """
     params, P, z = _checked(params, P, z, model)
-    B = P.shape[0]
+    if (ext := extension(model)) is not None:                 # e.g. an Appendix E.6 gate
+        F, cache = ext.output(params, P)
+        return ext.backward(params, P, cache, mean_hinge_slope(F, z))
     F, G, s = output_terms(model, params, P)                  # (B,), (B, l+1), (B, l+1)
-    r = np.where(hinge_active(F, z), -z, 0.0) / B             # d(mean loss)/dF^n: (B,)
-    if G.ndim == 3:                                           # per-key-feature gate (GLA)
-        dW_B, dW_C, dG = key_gated_backward(params, P, r, G)
-    else:
-        y = P[:, -1, :]                                       # (B, l+1)
-        ds = r[:, None] * G * y                               # dL/ds_i: (B, l+1)
-        p_query = P[:, :, -1]                                 # (B, d+1)
-        key_sum = (P @ ds[:, :, None])[:, :, 0]               # sum_i ds_i p_i: (B, d+1)
-        q = p_query @ params.W_C.T                            # W_C p_query: (B, m)
-        dW_B = q.T @ key_sum                                  # (m, d+1), eq (118)
-        dW_C = params.W_B @ (key_sum.T @ p_query)             # (m, d+1), eq (93)
-        dG = r[:, None] * y * s                               # dL/dG_i: (B, l+1)
-    if model in GATES:                                        # Appendix E.6: the gate's own chain rule
-        family = GATES[model]
-        return family.params_type(dW_B, dW_C, *family.backward(params, P, G, dG))
+    r = mean_hinge_slope(F, z)                                # d(mean loss)/dF^n: (B,)
+    y = P[:, -1, :]                                           # (B, l+1)
+    dW_B, dW_C = attention_backward(params, P, r[:, None] * G * y)   # dL/ds_i = r G_i y_i
     if model == "mamba":
+        dG = r[:, None] * y * s                               # dL/dG_i: (B, l+1)
         dw = gate_backward(params.w, P, G, dG)                # eq (135)
     else:
-        dw = np.zeros_like(params.w)
+        dw = np.zeros_like(params.w)                          # G = 1 does not depend on w
     return Params(dW_B, dW_C, dw)
 
 
@@ -106,9 +93,9 @@ def gradients_literal(params, P, z, model: str = "mamba") -> Params:
     Slow on purpose: Python loops over prompts n and tokens i.  Use ``gradients`` to run.
     Only the paper's two models; the Appendix E.6 gates are checked by finite differences.
     """
-    if model in GATES:
-        raise ValueError(f"gradients_literal covers model='mamba' and 'linear_transformer'; got "
-                         f"{model!r}. Use gradients(...) for the Appendix E.6 gates.")
+    if model not in PAPER_MODELS:
+        raise ValueError(f"gradients_literal covers the paper's models {PAPER_MODELS}; got "
+                         f"{model!r}. Use gradients(...) for other models.")
     params, P, z = _checked(params, P, z, model)
     W_B, W_C, w = params
     B, _, n_tokens = P.shape

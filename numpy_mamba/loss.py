@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_labels, check_model, check_prompts
+from ._checks import check_labels, check_prompts
+from ._models import check_model
 from .model import check_params, output
 
 
@@ -20,6 +21,12 @@ def hinge_active(F, z) -> np.ndarray:
     At the kink z F = 1 we take the subgradient 0.  Test: tests/test_paper_notes.py.
     """
     return 1.0 - z * F > 0.0
+
+
+def mean_hinge_slope(F, z) -> np.ndarray:
+    """d/dF^n of the mean hinge loss (1/B) sum_n max{0, 1 - z^n F^n}: -z^n / B on the active
+    side, 0 elsewhere; shapes (B,) -> (B,).  Every backward pass starts here."""
+    return np.where(hinge_active(F, z), -z, 0.0) / F.shape[0]
 
 
 def hinge_loss(params, P, z, model: str = "mamba") -> float:

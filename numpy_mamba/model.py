@@ -5,9 +5,10 @@
     G_{i,l+1}(w) = sigma(w^T p_i) * prod_{j=i+1}^{l+1} (1 - sigma(w^T p_j))   (i <= l)
     G_{l+1,l+1}(w) = sigma(w^T p_query)
 
-The linear Transformer of Section 3.4 is the same model with every G = 1.  The other gates of
-Appendix E.6 (Mamba-2, RetNet, Gated Retention, GLA) plug in through the registry ``gates.GATES``.
-The recurrent scan of eq (1) lives in ``scan.py``; ``tests/test_model.py`` proves the two agree.
+The linear Transformer of Section 3.4 is the same model with every G = 1.  Other gated models
+(Appendix E.6, in ``numpy_mamba.gates``) plug in through ``_models.register`` and bring their own
+output and backward; this module only hands them the call.  The recurrent scan of eq (1) lives
+in ``scan.py``; ``tests/test_model.py`` proves the two agree.
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import log_expit
 
-from ._checks import as_generator, as_real_array, check_model, check_positive_int, check_prompts
-from .gates import GATES, check_gate_params
+from ._checks import as_generator, as_real_array, check_positive_int, check_prompts
+from ._models import check_model, extension
 
 
 class Params(NamedTuple):
@@ -34,9 +35,9 @@ class Params(NamedTuple):
 
 
 def check_params(params, model: str = "mamba") -> Params:
-    """Validate shapes and finiteness; return a float64 ``Params`` (or the gate's container)."""
-    if model in GATES:
-        return check_gate_params(model, params)
+    """Validate shapes and finiteness; return a float64 ``Params`` (or an extension's container)."""
+    if (ext := extension(model)) is not None:
+        return ext.check_params(params)
     if not isinstance(params, Params):
         raise ValueError(f"params must be numpy_mamba.Params(W_B, W_C, w); got {type(params).__name__}.")
     W_B = as_real_array(params.W_B, "W_B")
@@ -80,15 +81,16 @@ def init_params(d: int, m: int | None = None, delta: float = 0.2, rng=None) -> P
 
 
 def init_for(model: str, d: int, m: int | None = None, delta: float = 0.2, rng=None):
-    """Algorithm 1's initialisation for ``model``; an Appendix E.6 gate adds its own fields.
+    """Algorithm 1's initialisation for ``model``; an extension (Appendix E.6) adds its own fields.
 
     W_B^(0), W_C^(0) and w^(0) are drawn exactly as ``init_params`` (same rng draws), then the
-    gate family's ``init`` builds its container (see gates.GATES).
+    extension's ``init`` builds its container from them.
     """
     check_model(model)
+    rng = as_generator(rng, "init_for")
     params = init_params(d, m, delta, rng)
-    if model in GATES:
-        return GATES[model].init(*params, as_generator(rng, "init_for"))
+    if (ext := extension(model)) is not None:
+        return ext.init(params, rng)
     return params
 
 
@@ -148,36 +150,27 @@ def attention_scores(params: Params, P) -> np.ndarray:
 
 
 def gates_for(model: str, params: Params, P) -> np.ndarray:
-    """Unchecked gates of ``model``: eq (3) for Mamba, all ones for the linear Transformer,
-    the family's gate for Appendix E.6 models ((B, l+1), or (B, m, l+1) for GLA's per-key gate)."""
+    """Unchecked gates of the paper's two models: eq (3) for Mamba, all ones for the linear
+    Transformer (Section 3.4).  P (B, d+1, l+1) -> (B, l+1)."""
     if model == "mamba":
         return np.exp(log_gating(params.w, P))
-    if model in GATES:
-        return GATES[model].gate(params, P)
     return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
 
 
 def output_terms(model: str, params: Params, P):
-    """Unchecked (F, G, s): the output F = sum_i G_i y_i s_i (B,), the gates G (B, l+1) and the
-    scores s (B, l+1) of P (B, d+1, l+1), so the gradients reuse them; s is None for GLA."""
+    """Unchecked (F, G, s) of the paper's two models: the output F = sum_i G_i y_i s_i (B,), the
+    gates G (B, l+1) and the scores s (B, l+1) of P (B, d+1, l+1), so the gradients reuse them."""
     G = gates_for(model, params, P)
-    y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
-    if G.ndim == 3:                                 # a gate per key feature (GLA, eq (198))
-        return np.sum(y * key_gated_scores(params, P, G), axis=1), G, None
     s = scores(params, P)
+    y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
     return np.sum(G * y * s, axis=1), G, s
 
 
-def output(model: str, params: Params, P) -> np.ndarray:
-    """Unchecked F(Psi; P) = sum_i G_i y_i s_i for P (B, d+1, l+1) -> (B,)."""
+def output(model: str, params, P) -> np.ndarray:
+    """Unchecked F(Psi; P) for P (B, d+1, l+1) -> (B,); an extension computes its own."""
+    if (ext := extension(model)) is not None:
+        return ext.output(params, P)[0]
     return output_terms(model, params, P)[0]
-
-
-def key_gated_scores(params, P, g) -> np.ndarray:
-    """Unchecked (W_B p_i (.) g_i)^T W_C p_query of eq (198): P (B, d+1, l+1), g (B, m, l+1) -> (B, l+1)."""
-    keys = params.W_B @ P                           # W_B p_i: (B, m, l+1)
-    q = P[:, :, -1] @ params.W_C.T                  # W_C p_query: (B, m)
-    return np.einsum("bml,bm->bl", keys * g, q)
 
 
 def forward(params: Params, P, model: str = "mamba"):
@@ -186,8 +179,8 @@ def forward(params: Params, P, model: str = "mamba"):
     F = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query  (``model="mamba"``), or the
     same with every G = 1 (``model="linear_transformer"``, Section 3.4).
     P : (d+1, l+1) -> float; (B, d+1, l+1) -> (B,).  The query column's term vanishes because
-    its label slot is 0 (eq (2)).  ``model`` may also be an Appendix E.6 gate ("mamba2",
-    "retnet", "gated_retention", "gla"; see gates.py), with that gate's params container.
+    its label slot is 0 (eq (2)).  ``model`` may also name a registered extension (such as the
+    Appendix E.6 gates of numpy_mamba.gates), with that model's params container.
     """
     check_model(model)
     params = check_params(params, model)

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ._checks import as_generator, check_model, check_positive, check_positive_int, check_probability
+from ._models import check_model
+from ._checks import as_generator, check_positive, check_positive_int, check_probability
 from .data import World, training_batch
 from .gradients import gradients
 from .loss import hinge, zero_one_error
@@ -94,7 +95,7 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     record_every = check_positive_int(record_every, "record_every")
     if params is None:
         params = init_for(model, world.d, config.m, config.delta, rng)
-    else:                                   # e.g. Params given for model="mamba2": say so now
+    else:                                   # e.g. Params given for an extension model: say so now
         params = check_params(params, model)
     history: dict[str, list] = {"step": [], "loss": [], "error": []}
     bar = progress if isinstance(progress, Progress) else (Progress(config.T, model) if progress else None)

@@ -5,9 +5,10 @@ import time
 import numpy as np
 import pytest
 
-from numpy_mamba import gate_comparison
-from numpy_mamba._checks import MODELS
-from numpy_mamba.gates_plots import mean_and_halfwidth
+from numpy_mamba.gates import compare as gate_comparison
+from numpy_mamba._models import model_names
+MODELS = model_names()
+from numpy_mamba.gates.plots import mean_and_halfwidth
 
 
 def test_quick_run_writes_figures_json_and_report(tmp_path):

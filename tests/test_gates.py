@@ -5,9 +5,10 @@ import pytest
 from numpy_mamba import (GATES, GLAParams, GatedRetentionParams, Mamba2Params, Params, RetNetParams,
                          TrainConfig, forward, gate_recurrent_forward, gradcheck, gradients,
                          gradients_literal, hinge_loss, init_for, init_params, make_world, train)
-from numpy_mamba._checks import MODELS
-from numpy_mamba.gates_scan import gla_scan_eq196
-from numpy_mamba.model import gates_for
+from numpy_mamba._models import model_names
+MODELS = model_names()
+from numpy_mamba.gates.scan import gla_scan_eq196
+from numpy_mamba.gates import gate_values as gates_for
 
 FAMILIES = tuple(GATES)
 

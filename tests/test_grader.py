@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from numpy_mamba import gating, gradients
-from numpy_mamba.grader import exit_status, grade_module, load_student, main, GraderError
-from numpy_mamba.grader_mistakes import backward, gate_mistakes, mistakes_for
-from numpy_mamba.grader_problems import KINK_MARGIN, make_problems
+from numpy_mamba.grader.run import exit_status, grade_module, load_student, main, GraderError
+from numpy_mamba.grader.mistakes import backward, gate_mistakes, mistakes_for
+from numpy_mamba.grader.problems import KINK_MARGIN, make_problems
 from numpy_mamba.model import output
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,7 +163,7 @@ def test_generator_strips_blocks_and_refuses_bad_markers():
 
 def test_each_known_mistake_gets_its_own_hint(problems):
     """An answer that IS a known mistake must be reported with that mistake's hint, not another's."""
-    from numpy_mamba.grader_hints import match_mistake
+    from numpy_mamba.grader.hints import match_mistake
 
     for name, field in (("grad_W_C", "W_C"), ("grad_W_B", "W_B"), ("grad_w", "w")):
         for key, hint, mistaken in mistakes_for(field):
@@ -190,7 +190,7 @@ def test_staleness_check_notices_an_edited_or_missing_exercise(tmp_path):
 
 def test_endless_loop_is_stopped_with_a_message(monkeypatch):
     # Without a time limit, one student's endless loop would hang the whole grading run.
-    import numpy_mamba.grader as grader
+    import numpy_mamba.grader.run as grader
     monkeypatch.setattr(grader, "TIME_LIMIT", 0.2)
     module = load_student(STUDENTS / "broken_endless.py")
     by_name = {r.name: r for r in grade_module(module, make_problems(0))}

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from numpy_mamba import Params, attention_scores, experiments, experiments_fig2, experiments_mechanism
+from numpy_mamba import Params, attention_scores
+from numpy_mamba.reproduce import fig2 as experiments_fig2, mechanism as experiments_mechanism, run as experiments
 from numpy_mamba import data
 from numpy_mamba.data import Batch, make_world
-from numpy_mamba.experiments_common import QUICK, clopper_pearson, rate_summary, save_result, settings_for
+from numpy_mamba.reproduce.common import QUICK, clopper_pearson, rate_summary, save_result, settings_for
 
 PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
         "table1.png"]
@@ -101,7 +102,7 @@ def test_same_seed_same_numbers_and_other_seed_other_world():
     np.testing.assert_array_equal(m1["fig3"]["per_seed"]["mamba"][0]["score_same"],
                                   m2["fig3"]["per_seed"]["mamba"][0]["score_same"])
     assert m1["fig4"]["per_seed"] == m2["fig4"]["per_seed"]
-    from numpy_mamba.experiments_common import world_for
+    from numpy_mamba.reproduce.common import world_for
     assert not np.allclose(world_for(0).mu, world_for(1).mu), "different seeds must give different worlds"
 
 

@@ -53,7 +53,7 @@ def test_zero_one_error_counts_nan_inf_and_ties_as_errors():
 def test_every_error_count_treats_nan_as_wrong():
     # A NaN output is an error, not a success: z * NaN <= 0 is False, so a bare comparison
     # would count it as correct.  experiments_common uses the same mask as eq (5).
-    from numpy_mamba.experiments_common import wrong_counts
+    from numpy_mamba.reproduce.common import wrong_counts
     from numpy_mamba.loss import misclassified
     F = np.array([np.nan, 1.0, -1.0, 0.0])
     z = np.array([1.0, 1.0, 1.0, -1.0])

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from numpy_mamba import theory
+from numpy_mamba.theory import run as theory
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.model import Params
-from numpy_mamba.theory_runs import (fit_slope, gate_statistics, largest_tolerated, lemma6_sum,
+from numpy_mamba.theory.measure import (fit_slope, gate_statistics, largest_tolerated, lemma6_sum,
                                      score_sums, steps_to_epsilon)
 
 VERDICTS = ("holds", "holds in trend", "holds in part", "does not hold here")

@@ -33,7 +33,7 @@ import numpy as np
 
 from numpy_mamba import (Mamba2Params, Params, TrainConfig, forward, gate_recurrent_forward, gradcheck,
                          gradients, hinge_loss, init_for, make_world, testing_batch, train, zero_one_error)
-from numpy_mamba.model import gates_for
+from numpy_mamba.gates import gate_values
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 rng = np.random.default_rng(0)
@@ -49,11 +49,11 @@ P = np.array([[1.0, 2.0, 1.0],
               [1.0, -1.0, 0.0]])
 I = np.eye(2)
 params = Mamba2Params(W_B=I, W_C=I, w=np.zeros(2), a=0.0)
-print("G from gates.py:", gates_for("mamba2", params, P[None])[0], " expected [0.25 0.5 1.]")
+print("G from gates.py:", gate_values("mamba2", params, P[None])[0], " expected [0.25 0.5 1.]")
 # scores s_i = p_i^T p_query = (1, 2); F = 1/4 * (+1) * 1 + 1/2 * (-1) * 2 = -0.75
 print("F closed form   :", forward(params, P, model="mamba2"), " expected -0.75")
 print("F recurrent (187):", gate_recurrent_forward(params, P, "mamba2"))
-assert np.allclose(gates_for("mamba2", params, P[None])[0], [0.25, 0.5, 1.0], rtol=0, atol=1e-15)
+assert np.allclose(gate_values("mamba2", params, P[None])[0], [0.25, 0.5, 1.0], rtol=0, atol=1e-15)
 assert abs(forward(params, P, model="mamba2") + 0.75) < 1e-15
 
 # %% [markdown]
@@ -95,7 +95,7 @@ w_x = params.w[:-1]                                 # the part of w that reads t
 P2[:, :-1, 1] += 3.0 * w_x / (w_x @ w_x)            # raises w^T p_2 by 3
 mamba = Params(params.W_B, params.W_C, params.w)
 for name, p in [("mamba", mamba), ("mamba2", params)]:
-    change = np.abs(gates_for(name, p, P2)[:, 1] - gates_for(name, p, P)[:, 1]).max()
+    change = np.abs(gate_values(name, p, P2)[:, 1] - gate_values(name, p, P)[:, 1]).max()
     print(f"{name:7s} largest change of G_2 after editing p_2: {change:.3f}")
     assert (change > 0.01) if name == "mamba" else (change == 0.0)
 

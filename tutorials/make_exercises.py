@@ -8,7 +8,7 @@ block between a ``# BEGIN SOLUTION`` line and the next ``# END SOLUTION`` line i
 one ``raise NotImplementedError(...)`` at the block's indentation, naming the enclosing
 function.  Everything else (docstrings, hints, helper functions) is copied unchanged.
 
-This lives in tools/, not in the package: it rewrites files of the repository (the solutions
+This lives in tutorials/, not in the package: it rewrites files of the repository (the solutions
 are not installed with ``pip install .``), so it is a maintainer's tool, like a Makefile target.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Turning a failed answer into a hint, for the autograder (``grader.py``).
+"""Turning a failed answer into a hint, for the autograder (``run.py``).
 
-First: does a known mistake of ``grader_mistakes`` reproduce the answer on every problem?
+First: does a known mistake of ``mistakes.py`` reproduce the answer on every problem?
 Then: a wrong shape, a constant factor, a known mistake on some problems, or a failure on one
 kind of problem only (saturated gates, the inactive side of the hinge, l = 1, m != d+1).
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gradients import gradients
-from .grader_mistakes import gate_mistakes, mistakes_for
-from .model import gating
+from ..gradients import gradients
+from .mistakes import gate_mistakes, mistakes_for
+from ..model import gating
 
 FIELDS = {"gates": None, "grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
 EQUATIONS = {"gates": "eq (3)", "grad_W_C": "eq (93)", "grad_W_B": "eq (118)", "grad_w": "eq (135)"}

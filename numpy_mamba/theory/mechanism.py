@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import World, make_world, testing_batch, training_batch
-from .sgd import TrainConfig, train
-from .theory_runs import fit_slope, gate_statistics, lemma6_sum, projections, score_sums
+from ..data import World, make_world, testing_batch, training_batch
+from ..sgd import TrainConfig, train
+from .measure import fit_slope, gate_statistics, lemma6_sum, projections, score_sums
 
 
 def attention_sums(world: World, s: dict, models: dict, progress=print) -> dict:

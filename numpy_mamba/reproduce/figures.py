@@ -1,4 +1,4 @@
-"""Figures 3 and 4 and Table 1 of the paper, drawn from ``experiments_mechanism`` results.
+"""Figures 3 and 4 and Table 1 of the paper, drawn from ``mechanism.py`` results.
 
 Figure 2's plots and the shared style live in ``plots.py``.
 """
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from .report import subplots
-from .experiments_common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
+from ..cli.output import subplots
+from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
 from .plots import CLEAN, COLOR, GREY, OUTLIER, _footnote, _save, _settings_line, training_curves
 
 

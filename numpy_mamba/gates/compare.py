@@ -15,17 +15,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import MODELS
-from .data import make_world, testing_batch, training_batch
-from .gates import GATES
-from .gates_scan import gate_recurrent_forward
-from .gradcheck import gradcheck
-from .gradients import gradients
-from .loss import hinge, hinge_loss, zero_one_error
-from .model import forward, gates_for, init_for, key_gated_scores, output, scores
-from .sgd import Progress, TrainConfig, train
+from .._models import PAPER_MODELS
+from ..data import make_world, testing_batch, training_batch
+from .families import GATES
+from .scan import gate_recurrent_forward
+from ..gradcheck import gradcheck
+from ..gradients import gradients
+from ..loss import hinge, hinge_loss, zero_one_error
+from ..model import forward, init_for, output, scores
+from .attention import gate_values, key_gated_scores
+from ..sgd import Progress, TrainConfig, train
 
 LABELLINGS = ("flip", "target", "random")
+MODELS = PAPER_MODELS + tuple(GATES)                # the six models compared
 
 
 def settings(quick: bool) -> dict:
@@ -68,7 +70,7 @@ def gate_weight_ratio(model, params, batch) -> float:
     the same attention without its gate, t_i = s_i.  Returns share(gated) / share(ungated): 1 means
     the gate does not single out outliers, < 1 means it suppresses them.
     """
-    G = gates_for(model, params, batch.P)
+    G = gate_values(model, params, batch.P)
     s = scores(params, batch.P)                                     # (B, l+1)
     gated = key_gated_scores(params, batch.P, G) if G.ndim == 3 else G * s
     out = batch.outlier                                             # (B, l) context examples
@@ -164,7 +166,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quiet", action="store_true",
                         help="no training progress on stderr (a full run prints step, loss, elapsed, time left)")
     args = parser.parse_args(argv)
-    from .gates_plots import write_outputs                          # matplotlib only when writing
+    from .plots import write_outputs                          # matplotlib only when writing
     start = time.perf_counter()
     cfg = settings(args.quick)
     result = run(cfg, progress=not (args.quiet or args.quick))

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import PAPER_MODELS as MODELS
-from .data import World
-from .sgd import DivergenceError, TrainConfig, train
-from .theory_runs import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
+from .._models import PAPER_MODELS as MODELS
+from ..data import World
+from ..sgd import DivergenceError, TrainConfig, train
+from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
 
 
 def _verdict(slope_mean, slope_sd, claim, tol=0.25, n=1) -> str:

@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from ._checks import PAPER_MODELS
-from .data import make_world, training_batch
-from .loss import hinge, misclassified
-from .model import output
-from .report import save_json
-from .sgd import Progress, TrainConfig, train
+from .._models import PAPER_MODELS
+from ..data import make_world, training_batch
+from ..loss import hinge, misclassified
+from ..model import output
+from ..cli.output import save_json
+from ..sgd import Progress, TrainConfig, train
 
 MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import LABEL_RULES, PLACEMENTS, testing_batch
-from .experiments_common import MODELS, PAPER, Settings, rate_summary, train_logged, world_for, wrong_counts
-from .model import gates_for, output, scores
-from .sgd import Progress
+from ..data import LABEL_RULES, PLACEMENTS, testing_batch
+from .common import MODELS, PAPER, Settings, rate_summary, train_logged, world_for, wrong_counts
+from ..model import gates_for, output, scores
+from ..sgd import Progress
 
 PARTS = ("fig3", "fig4", "table1")
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}

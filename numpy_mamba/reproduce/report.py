@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .experiments_claims import _fig2_claims, _fig3_claims, _fig4_claims, _table1_claims
-from .experiments_common import MODELS, PAPER
-from .experiments_fig2 import point
-from .experiments_figures import TABLE1_HEADER, table1_overview, table1_rows
+from .claims import _fig2_claims, _fig3_claims, _fig4_claims, _table1_claims
+from .common import MODELS, PAPER
+from .fig2 import point
+from .figures import TABLE1_HEADER, table1_overview, table1_rows
 
 SHORT = {"mamba": "Mamba", "linear_transformer": "LT"}
 

@@ -1,5 +1,5 @@
 """Figures of ``python -m numpy_mamba reproduce``: the paper's Figures 2-4 and Table 1 drawn
-from the JSON-ready results of ``experiments_fig2`` and ``experiments_mechanism``.
+from the JSON-ready results of ``fig2.py`` and ``mechanism.py``.
 
 Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying it
 is the one-layer model of eq (3) and with which settings it was made.
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
-from .experiments_common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
-from .experiments_fig2 import curve
-from .report import subplots
+from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
+from .fig2 import curve
+from ..cli.output import subplots
 
 COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
 OUTLIER, CLEAN, GREY = "#D55E00", "#009E73", "#555555"

@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import experiments_fig2, experiments_figures, experiments_mechanism, experiments_report, plots
-from .experiments_common import save_result, settings_for
-from .report import write_section
+from . import fig2, figures, mechanism, plots, report
+from .common import save_result, settings_for
+from ..cli.output import write_section
 
 EXPERIMENTS = ("fig2", "fig3", "fig4", "table1")
 
@@ -52,12 +52,12 @@ def draw(name: str, result: dict, out: Path) -> list:
                 plots.fig2_sensitivity(result, out / "fig2_sensitivity.png"),
                 plots.fig2_training(result, out / "fig2_training.png")]
     if name == "fig3":
-        return [experiments_figures.fig3(result, out / "fig3.png")]
+        return [figures.fig3(result, out / "fig3.png")]
     if name == "fig4":
-        return [experiments_figures.fig4(result, out / "fig4.png")]
+        return [figures.fig4(result, out / "fig4.png")]
     md = out / "table1.md"
-    md.write_text(experiments_report.table1_markdown(result) + "\n")
-    return [experiments_figures.table1_png(result, out / "table1.png"), md]
+    md.write_text(report.table1_markdown(result) + "\n")
+    return [figures.table1_png(result, out / "table1.png"), md]
 
 
 def run(only=EXPERIMENTS, quick: bool = False, seeds: int | None = None, out="figures") -> dict:
@@ -72,13 +72,13 @@ def run(only=EXPERIMENTS, quick: bool = False, seeds: int | None = None, out="fi
     written = []
     if "fig2" in only:
         t = time.perf_counter()
-        result = experiments_fig2.run(settings)
+        result = fig2.run(settings)
         result["seconds"] = time.perf_counter() - t
         written.append(save_result(out / "fig2.json", result))
-    parts = tuple(p for p in experiments_mechanism.PARTS if p in only)
+    parts = tuple(p for p in mechanism.PARTS if p in only)
     if parts:
         t = time.perf_counter()
-        results = experiments_mechanism.run(settings, parts)
+        results = mechanism.run(settings, parts)
         for name, result in results.items():
             result["seconds"] = time.perf_counter() - t
             written.append(save_result(out / f"{name}.json", result))
@@ -86,7 +86,7 @@ def run(only=EXPERIMENTS, quick: bool = False, seeds: int | None = None, out="fi
     for name in only:
         written += draw(name, saved[name], out)
     seconds = time.perf_counter() - start
-    markdown = experiments_report.build(saved, seconds)
+    markdown = report.build(saved, seconds)
     written.append(write_section(out / "REPORT.md", "reproduce", markdown))
     return {"paths": [str(p) for p in written], "seconds": seconds}
 

@@ -1,13 +1,13 @@
 """``python -m numpy_mamba train``: a short run of Algorithm 1 at the Section 4 settings that
-prints its hinge loss falling, for both models."""
+prints its hinge loss falling.  Trains one model: Mamba (eq (3)) unless --model says otherwise."""
 from __future__ import annotations
 
 import argparse
 
 import numpy as np
 
-from .data import make_world
-from .sgd import TrainConfig, train
+from ..data import make_world
+from ..sgd import TrainConfig, train
 
 
 def main(argv=None) -> int:
@@ -15,8 +15,11 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=500, help="SGD steps T (default 500)")
     parser.add_argument("--batch", type=int, default=64, help="batch size B (default 64)")
     parser.add_argument("--eta", type=float, default=0.1, help="step size eta (default 0.1)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the world and of SGD")
-    parser.add_argument("--model", choices=["mamba", "linear_transformer"], default="mamba")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the world (patterns, outliers) and of SGD (init, minibatches) (default 0)")
+    parser.add_argument("--model", choices=["mamba", "linear_transformer"], default="mamba",
+                        help="which model to train: Mamba of eq (3), or the linear Transformer of "
+                             "Section 3.4 (every gate 1) (default mamba)")
     args = parser.parse_args(argv)
     world = make_world(rng=np.random.default_rng([args.seed, 0]))
     config = TrainConfig(T=args.steps, B=args.batch, eta=args.eta)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .model import Params, gate_logits, gating, log_gating, scores
+from ..model import Params, gate_logits, gating, log_gating, scores
 
 
 def _parts(params, P, z, leak=False, mask="hinge", reduce="mean"):

@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 
-from .data import LABEL_RULES, testing_batch
-from .experiments_common import (MODELS, PAPER, Settings, rate_summary, train_logged, world_for,
+from ..data import LABEL_RULES, testing_batch
+from .common import (MODELS, PAPER, Settings, rate_summary, train_logged, world_for,
                                  wrong_counts)
-from .model import output
-from .sgd import Progress
+from ..model import output
+from ..sgd import Progress
 
 SUBSETS = ("seen", "unseen", "all")
 

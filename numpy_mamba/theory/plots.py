@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .report import subplots
+from ..cli.output import subplots
 
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 COLOR = {"mamba": BLUE, "linear_transformer": ORANGE}

@@ -1,4 +1,4 @@
-"""Figures, JSON and the REPORT.md section of ``python -m numpy_mamba gates`` (gate_comparison.py).
+"""Figures, JSON and the REPORT.md section of ``python -m numpy_mamba gates`` (compare.py).
 
 Error bars: with two or more seeds, a 95% Student-t interval of the mean over seeds (it holds
 the seed-to-seed spread of training and of the test draw); with one seed, a symmetric bar that
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from .report import save_json, subplots, write_section
+from ..cli.output import save_json, subplots, write_section
 
 # Okabe-Ito colours and distinct markers, one per model
 STYLE = {

@@ -16,11 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .data import make_world
-from .report import save_json, write_section
-from .theory_claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
-from .theory_mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
-from . import theory_plots, theory_report
+from ..data import make_world
+from ..cli.output import save_json, write_section
+from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
+from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
+from . import plots, report as report_text
 
 # World of Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, kappa_a = 2.
 WORLD = {"d": 30, "M1": 6, "M2": 10, "V": 3, "beta": 3.0}
@@ -92,12 +92,12 @@ def run(settings: dict, out: Path, report: Path | None, log=print) -> dict:
 def write_outputs(results: dict, timings: dict, settings: dict, out: Path, report: Path | None, log=print) -> None:
     """Figures, JSON and the report section from measured ``results`` (also used by --replot)."""
     files = {
-        "convergence": theory_plots.convergence(results["convergence_p_a"], results["convergence_l_tr"],
+        "convergence": plots.convergence(results["convergence_p_a"], results["convergence_l_tr"],
                                                 out / "theory_convergence.png"),
-        "alpha": theory_plots.tolerated(results["alpha"], results["lt_context"], out / "theory_alpha.png"),
-        "attention": theory_plots.attention(results["attention"], out / "theory_attention.png"),
-        "gates": theory_plots.gates(results["gates"], out / "theory_gates.png"),
-        "trajectory": theory_plots.trajectory(results["trajectory"], out / "theory_lemmas.png"),
+        "alpha": plots.tolerated(results["alpha"], results["lt_context"], out / "theory_alpha.png"),
+        "attention": plots.attention(results["attention"], out / "theory_attention.png"),
+        "gates": plots.gates(results["gates"], out / "theory_gates.png"),
+        "trajectory": plots.trajectory(results["trajectory"], out / "theory_lemmas.png"),
     }
     common = {"world": WORLD, "world_seed": settings["world_seed"], "command": settings.get("command", "")}
     save_json(out / "theory_convergence.json", dict(common, p_a=results["convergence_p_a"], l_tr=results["convergence_l_tr"]))
@@ -106,9 +106,9 @@ def write_outputs(results: dict, timings: dict, settings: dict, out: Path, repor
     save_json(out / "theory_gates.json", dict(common, **results["gates"]))
     save_json(out / "theory_lemmas.json", dict(common, **results["trajectory"]))
     save_json(out / "theory_summary.json", dict(common, timings_seconds=timings,
-                                                 summary=theory_report.summary(results)))
+                                                 summary=report_text.summary(results)))
     if report is not None:
-        write_section(report, "theory", theory_report.markdown(results, timings, settings, files))
+        write_section(report, "theory", report_text.markdown(results, timings, settings, files))
     log(f"[theory] done in {timings['total']} s; figures and JSON in {out}")
 
 

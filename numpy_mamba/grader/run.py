@@ -8,7 +8,7 @@ It imports the student's file and checks every exercise function it defines:
     grad_W_B(params, P, z)  -> (m, d+1)   d(mean hinge loss)/dW_B, eq (118)
     grad_w(params, P, z)    -> (d+1,)     d(mean hinge loss)/dw,   eq (135)
 
-on the seeded problems of ``grader_problems`` (l = 1, saturated gates, both sides of the hinge,
+on the seeded problems of ``problems.py`` (l = 1, saturated gates, both sides of the hinge,
 ...), against the package and against an independent check (central finite differences; for the
 gates, the literal eq (1) scan).  It prints one table per function and a summary, with a hint
 when an answer matches a known mistake.  Exit status: 0 when every function the file defines
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .grader_hints import diagnose, match_mistake, rel_error
-from .grader_problems import Problem, make_problems
-from .gradients import gradients
-from .model import gating, scores
-from .scan import recurrent_forward
+from .hints import diagnose, match_mistake, rel_error
+from .problems import Problem, make_problems
+from ..gradients import gradients
+from ..model import gating, scores
+from ..scan import recurrent_forward
 
 TOL_REFERENCE = 1e-8    # float64 answers that differ only in summation order agree to ~1e-15
 TIME_LIMIT = 10.0       # seconds per student call on one small problem (a reference call takes ~1 ms)

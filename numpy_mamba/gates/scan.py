@@ -16,7 +16,7 @@ Where the paper needs care (README, "Other gates"):
   (sigma(W p_i)^{1/tau} 1_m^T) + v_i k_i^T, instead decays the rows of h (the value side) and
   does NOT sum to (197); ``gla_scan_eq196`` runs it so tests/test_gates.py can show the
   difference.  Here "gla" is eq (198), whose recurrence is the (197) line above.
-The closed forms (linear attention times gate) are ``model.forward(..., model=NAME)``;
+The closed forms (linear attention times gate) are ``forward(..., model=NAME)`` (attention.py);
 tests/test_gates.py proves both agree to 1e-12.
 """
 from __future__ import annotations
@@ -24,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ._checks import check_model, check_prompts
-from .gates import GATES
-from .model import check_params
+from .._models import check_model
+from .._checks import check_prompts
+from .families import GATES
+from ..model import check_params
 
 
 def _sigma_pow(x, tau):
@@ -45,7 +46,7 @@ def _decay(model: str, params, p_i) -> float:
 def gate_recurrent_forward(params, P, model: str):
     """F = e_{d+1}^T o_{l+1} from the literal update equation of ``model`` (Appendix E.6).
 
-    params : the model's container (gates.GATES[model].params_type); P : (d+1, l+1) -> float,
+    params : the model's container (GATES[model].params_type); P : (d+1, l+1) -> float,
     or (B, d+1, l+1) -> (B,).  Paper: eqs (187), (190), (193), (197).
     """
     check_model(model)

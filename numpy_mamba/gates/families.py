@@ -8,8 +8,9 @@ Each model is linear attention times a gate, as eq (3) is for Mamba (Appendix E.
 with keys k_i = W_B p_i, queries q = W_C p_query and values v_i = p_i (W_B, W_C play the
 paper's W_K, W_Q in eqs (187)-(199)).  A gate family is one record, ``GateFamily``: its parameter
 container, its gate values, the gate's backward pass (dL/dG -> gradients of its own parameters)
-and its initialisation.  The attention scores, the loss and the gradients of W_B and W_C live in
-model.py / gradients.py and do not change when a gate is added.
+and its initialisation.  The attention scores and the gradients of W_B and W_C are the core's
+(model.py, gradients.py), put together with the gate in ``attention.py``; the core does not
+change when a gate is added.
 
 The decay gates of eqs (189), (192), (195) share one shape,
 
@@ -18,7 +19,7 @@ The decay gates of eqs (189), (192), (195) share one shape,
 so each only writes log gamma_j and the chain rule from dL/dlog gamma_j to its parameters.
 Unlike Mamba's G_{i,l+1} = sigma(w^T p_i) prod_{j>i}(1 - sigma(w^T p_j)), the gate on example i
 depends only on the tokens AFTER i: these gates can forget, but cannot single out example i.
-The literal recurrences are in ``gates_scan.py``; tests/test_gates.py proves both forms agree.
+The literal recurrences are in ``scan.py``; tests/test_gates.py proves both forms agree.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ._checks import as_real_array
+from .._checks import as_real_array
 
 
 class Mamba2Params(NamedTuple):
@@ -167,6 +168,7 @@ class GateFamily(NamedTuple):
     backward    : (params, P, G, dL/dG) -> gradients of the gate fields, in field order.
     shapes      : (m, d+1) -> {gate field: shape}; ``positive``: fields that must be > 0.
     init        : (W_B, W_C, w, rng) -> params, given Algorithm 1's W_B, W_C and w^(0).
+    per_key     : True when the gate has one value per key feature (GLA), (B, m, l+1).
     """
 
     params_type: type
@@ -176,6 +178,7 @@ class GateFamily(NamedTuple):
     positive: tuple
     init: Callable
     equation: str
+    per_key: bool = False
 
 
 def _decay(log_gamma_fn):
@@ -205,7 +208,7 @@ GATES = MappingProxyType({
         lambda m, d0: {"W": (m, d0), "tau": ()}, ("tau",),
         lambda W_B, W_C, w, rng: GLAParams(
             W_B, W_C, rng.normal(0.0, 1.0 / np.sqrt(W_B.shape[1]), size=W_B.shape), np.asarray(1.0)),
-        "eqs (196)-(199)"),
+        "eqs (196)-(199)", per_key=True),
 })
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .experiments_fig2 import point
-from .experiments_figures import PAPER_TABLE1, clean_rank_curve
+from .fig2 import point
+from .figures import PAPER_TABLE1, clean_rank_curve
 
 RULES = ("flip", "target", "random")
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_model, check_positive, check_positive_int, check_probability
-from .data import World, testing_batch, training_batch
-from .gradients import gradients
-from .loss import hinge, zero_one_error
-from .model import Params, gate_logits, init_params, log_gating, output, scores
+from .._models import check_model
+from .._checks import check_positive, check_positive_int, check_probability
+from ..data import World, testing_batch, training_batch
+from ..gradients import gradients
+from ..loss import hinge, zero_one_error
+from ..model import Params, gate_logits, init_params, log_gating, output, scores
 
 
 def steps_to_epsilon(world: World, model: str, *, p_a: float, l_tr: int, eta: float, delta: float,

@@ -1,4 +1,4 @@
-"""The autograder's seeded problems (used by ``grader.py``, ``python -m numpy_mamba grade``).
+"""The autograder's seeded problems (used by ``run.py``, ``python -m numpy_mamba grade``).
 
 Every exercise function is run on the same small seeded problems, each chosen to expose one
 difficulty: a plain batch, l = 1 with B = 1, m != d+1 (a transposed answer then has the wrong
@@ -8,7 +8,7 @@ Section 3.2.  A student's answer is compared with
   * the package: ``gradients.gradients`` (eqs (93), (118), (135)) or ``model.gating`` (eq (3));
   * an independent check: central finite differences of the mean hinge loss (gradients), or
     F computed from the student's gates against the literal eq (1) scan (gates).
-The known mistakes that turn a failure into a hint live in ``grader_mistakes.py``.
+The known mistakes that turn a failure into a hint live in ``mistakes.py``.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .data import make_world, training_batch
-from .gradcheck import numerical_gradient
-from .loss import hinge_loss
-from .model import Params, init_params, log_gating, scores
+from ..data import make_world, training_batch
+from ..gradcheck import numerical_gradient
+from ..loss import hinge_loss
+from ..model import Params, init_params, log_gating, scores
 
 KINK_MARGIN = 1e-3      # every prompt keeps |1 - zF| above this, so finite differences are smooth
 

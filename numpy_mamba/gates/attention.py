@@ -1,0 +1,102 @@
+"""Linear attention times an Appendix E.6 gate: each family's output and backward pass.
+
+Two shapes of gate occur (Appendix E.6):
+
+    F = sum_{i=1}^{l+1} G_i y_i s_i,   s_i = p_i^T W_B^T W_C p_query    (scalar gate: Mamba-2,
+                                                                          RetNet, Gated Retention)
+    F = sum_{i=1}^{l+1} y_i (W_B p_i (.) g_i)^T W_C p_query              (a gate per key feature:
+                                                                          GLA, eq (198))
+
+The scores s_i and the W_B, W_C part of the backward pass are the core's (``model.scores``,
+``gradients.attention_backward``); a family adds only its gate and the gate's chain rule
+(``families.GATES``).  ``extension_for`` packs both into the core's ``_models.Extension``, so
+``forward``, ``hinge_loss``, ``gradients`` and ``train`` accept the family's name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._models import Extension
+from ..gradients import attention_backward
+from ..model import gates_for, scores
+from .families import GATES, check_gate_params
+
+
+def gate_values(model: str, params, P) -> np.ndarray:
+    """Unchecked gates of any model: (B, l+1), or (B, m, l+1) for GLA's per-key gate.
+
+    The paper's two models come from the core (``model.gates_for``); P is (B, d+1, l+1).
+    """
+    if model in GATES:
+        return GATES[model].gate(params, P)
+    return gates_for(model, params, P)
+
+
+# ---------------------------------------------------------------- scalar gates
+def scalar_gate_output(model: str, params, P):
+    """(F (B,), cache (G, s)): F = sum_i G_i y_i s_i with the family's gate G (B, l+1)."""
+    G = GATES[model].gate(params, P)                          # (B, l+1)
+    s = scores(params, P)                                     # (B, l+1)
+    y = P[:, -1, :]                                           # (B, l+1)
+    return np.sum(G * y * s, axis=1), (G, s)
+
+
+def scalar_gate_backward(model: str, params, P, cache, r):
+    """Gradients in the family's container, given r = dL/dF (B,).
+
+    dL/ds_i = r G_i y_i feeds the core's W_B, W_C backward (eqs (93), (118)); dL/dG_i = r y_i s_i
+    feeds the family's own gate backward.
+    """
+    G, s = cache
+    y = P[:, -1, :]
+    dW_B, dW_C = attention_backward(params, P, r[:, None] * G * y)
+    family = GATES[model]
+    return family.params_type(dW_B, dW_C, *family.backward(params, P, G, r[:, None] * y * s))
+
+
+# ---------------------------------------------------------------- a gate per key feature (GLA)
+def key_gated_scores(params, P, g) -> np.ndarray:
+    """(W_B p_i (.) g_i)^T W_C p_query of eq (198): P (B, d+1, l+1), g (B, m, l+1) -> (B, l+1)."""
+    keys = params.W_B @ P                                     # W_B p_i: (B, m, l+1)
+    q = P[:, :, -1] @ params.W_C.T                            # W_C p_query: (B, m)
+    return np.einsum("bml,bm->bl", keys * g, q)
+
+
+def key_gated_output(model: str, params, P):
+    """(F (B,), cache g): F = sum_i y_i (W_B p_i (.) g_i)^T W_C p_query, eq (198)."""
+    g = GATES[model].gate(params, P)                          # (B, m, l+1)
+    return np.sum(P[:, -1, :] * key_gated_scores(params, P, g), axis=1), g
+
+
+def key_gated_backward(model: str, params, P, g, r):
+    """Gradients in the family's container, given r = dL/dF (B,).
+
+    F = sum_i y_i sum_k (W_B p_i)_k g_{k,i} (W_C p_query)_k, so with weight_i = r y_i:
+    dL/d(W_B p_i)_k = weight_i g_{k,i} q_k, dL/dq_k = sum_i weight_i g_{k,i} (W_B p_i)_k and
+    dL/dg_{k,i} = weight_i (W_B p_i)_k q_k, which the family's backward (eq (199)) takes.
+    """
+    y = P[:, -1, :]                                           # (B, l+1)
+    keys = params.W_B @ P                                     # W_B p_i: (B, m, l+1)
+    q = P[:, :, -1] @ params.W_C.T                            # W_C p_query: (B, m)
+    weight = (r[:, None] * y)[:, None, :]                     # dL/d(term i): (B, 1, l+1)
+    dkeys = weight * g * q[:, :, None]                        # (B, m, l+1)
+    dq = np.sum(weight * g * keys, axis=2)                    # (B, m)
+    dW_B = np.tensordot(dkeys, P, axes=([0, 2], [0, 2]))     # sum_{n,i} dkeys p_i^T: (m, d+1)
+    dW_C = dq.T @ P[:, :, -1]                                 # (m, d+1)
+    dg = weight * keys * q[:, :, None]                        # dL/dg_{k,i}: (B, m, l+1)
+    family = GATES[model]
+    return family.params_type(dW_B, dW_C, *family.backward(params, P, g, dg))
+
+
+def extension_for(model: str) -> Extension:
+    """The core's plug-in record for the Appendix E.6 family ``model``."""
+    family = GATES[model]
+    output, backward = ((key_gated_output, key_gated_backward) if family.per_key
+                        else (scalar_gate_output, scalar_gate_backward))
+    return Extension(
+        params_type=family.params_type,
+        check_params=lambda params: check_gate_params(model, params),
+        output=lambda params, P: output(model, params, P),
+        backward=lambda params, P, cache, r: backward(model, params, P, cache, r),
+        init=lambda params, rng: family.init(*params, rng),
+    )

@@ -1,5 +1,6 @@
-"""Writing results: JSON with every setting and value, named sections of figures/REPORT.md, and
-figures drawn without pyplot (so a command never changes the caller's matplotlib backend).
+"""Writing results: JSON with every setting and value, named sections of figures/REPORT.md,
+figures drawn without pyplot (so a command never changes the caller's matplotlib backend), and
+``show_figure`` for the tutorials (a window, or a PNG whose path is printed when none can open).
 
 Each command (``reproduce``, ``theory``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
@@ -7,13 +8,17 @@ by HTML comments, and rewrites only that section, so the commands can run in any
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
 
 REPORT_TITLE = "# numpy_mamba: reproduction and theory report\n"
+FIGDIR_VARIABLE = "NUMPY_MAMBA_FIGDIR"          # where show_figure saves, when set
+TEMP_FIGURE_FOLDER = "numpy_mamba_figures"      # else this folder in the system temp dir
 
 
 def _plain(obj):
@@ -61,3 +66,48 @@ def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
     never shown, and no global backend or figure registry is touched."""
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def opens_window(backend: str) -> bool:
+    """Whether ``pyplot.show()`` under ``backend`` displays a figure: False for matplotlib's
+    non-interactive backends (agg, pdf, svg, ...), True otherwise (TkAgg, QtAgg, macosx, and
+    the notebook backends such as Jupyter's inline one)."""
+    try:                                                    # matplotlib >= 3.9
+        from matplotlib.backends import BackendFilter, backend_registry
+        non_interactive = backend_registry.list_builtin(BackendFilter.NON_INTERACTIVE)
+    except ImportError:
+        from matplotlib.rcsetup import non_interactive_bk as non_interactive
+    return str(backend).lower() not in {name.lower() for name in non_interactive}
+
+
+def show_figure(fig, name: str):
+    """Show a pyplot figure in a window or notebook; where none can open, save it and say where.
+
+    Used by the tutorials.  The PNG goes to ``$NUMPY_MAMBA_FIGDIR/NAME.png`` when that variable is
+    set (then also when a window opens, e.g. for slides), else, only when the backend opens no
+    window (Agg: ssh, CI), to ``numpy_mamba_figures/NAME.png`` in the system temp dir
+    (``tempfile.gettempdir()``, which honours TMPDIR), so a run from a clone writes nothing into
+    it.  Each save prints one line with the path.  Returns that path, or None when only shown.
+    The figure is closed either way.
+    """
+    import matplotlib
+    from matplotlib import pyplot as plt
+
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        raise ValueError(f"name must be a plain file name without folder or suffix, e.g. '01_gates'; got {name!r}.")
+    backend = matplotlib.get_backend()
+    window = opens_window(backend)
+    figdir = os.environ.get(FIGDIR_VARIABLE)
+    path = None
+    if figdir or not window:
+        folder = Path(figdir) if figdir else Path(tempfile.gettempdir()) / TEMP_FIGURE_FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.png"
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+        why = (f"{FIGDIR_VARIABLE} is set" if figdir else
+               f"the {backend!r} backend opens no window; set {FIGDIR_VARIABLE} to choose the folder")
+        print(f"saved figure {path}  ({why})")
+    if window:
+        plt.show()
+    plt.close(fig)
+    return path

@@ -3,10 +3,12 @@
 #
 # Paper: Section 3.2 (eqs (6), (7), Definitions 1 and 2, Condition 1), eq (11) and Section 4.
 #
-# Everything the model sees is built from a few orthogonal directions in R^d: relevant patterns
-# mu_j (they decide the label), irrelevant patterns nu_k (noise), and outlier patterns v*_s.
-# We build the Section 4 world, list the tasks, draw training and testing prompts, check their
-# statistics against the definitions, and look at one prompt as an image.
+# Everything the model sees is built from a few orthogonal directions in $\mathbb{R}^d$:
+# *relevant patterns* $\mu_j$ (they decide the label), *irrelevant patterns* $\nu_k$ (noise that
+# does not affect the label), and *outlier patterns* $v^*_s$ (added to some examples, whose labels
+# they can corrupt).  We build the Section 4 world, list the tasks, draw training and testing
+# prompts, check their statistics against the definitions, and look at one prompt as an image.
+# The prompt $P$ of eq (2) is introduced in tutorial 1.
 #
 # Run: `python tutorials/02_data_model.py` (a few seconds).  NUMPY_MAMBA_QUICK=1 uses fewer
 # prompts for the statistics (the tests use it); full mode uses 20,000 and still takes seconds.
@@ -21,54 +23,49 @@ if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip in
     here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
     sys.path.insert(0, str(here.parent))
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
+from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
-FIGDIR = os.environ.get("NUMPY_MAMBA_FIGDIR")          # set it to save the figures as PNG
 N_STATS = 2000 if QUICK else 20000                      # prompts used for the statistics
 np.set_printoptions(precision=3, suppress=True)
-
-
-def show(fig, name):
-    """Show a figure (a no-op under the non-interactive Agg backend); save it if FIGDIR is set."""
-    if FIGDIR:
-        fig.savefig(os.path.join(FIGDIR, f"{name}.png"), dpi=120, bbox_inches="tight")
-    if "agg" not in matplotlib.get_backend().lower():
-        plt.show()
-    plt.close(fig)
-
 
 # %% [markdown]
 # ## Patterns (Section 3.2)
 #
-# M1 relevant patterns mu_j and M2 irrelevant patterns nu_k, all orthogonal, with
-# ||mu_j|| = ||nu_k|| = beta; V outlier patterns v*_s orthogonal to all of them (unit norm).
-# Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3.
+# $M_1$ relevant patterns $\mu_j$ and $M_2$ irrelevant patterns $\nu_k$, all orthogonal, with
+# $\|\mu_j\| = \|\nu_k\| = \beta$; $V$ outlier patterns $v^*_s$ orthogonal to all of them (unit
+# norm).  Section 4: $d = 30$, $M_1 = 6$, $M_2 = 10$, $V = 3$, $\beta = 3$.  What you should see:
+# norms $\beta = 3$ for $\mu$ and $\nu$ (the first two of each are printed), 1 for $v^*$, and inner
+# products between different patterns at rounding level (~1e-15).
 
 # %%
 world = nm.make_world(d=30, M1=6, M2=10, V=3, beta=3.0, rng=np.random.default_rng([0, 0]))
 patterns = np.vstack([world.mu, world.nu, world.v_star])          # (M1 + M2 + V, d)
 gram = patterns @ patterns.T
 print(f"d = {world.d}, M1 = {world.M1}, M2 = {world.M2}, V = {world.V}, beta = {world.beta}")
-print("norms of mu, nu, v*:", np.linalg.norm(world.mu, axis=1)[:2], np.linalg.norm(world.nu, axis=1)[:2],
-      np.linalg.norm(world.v_star, axis=1))
-print(f"largest off-diagonal |<pattern, pattern'>| = {np.max(np.abs(gram - np.diag(np.diag(gram)))):.1e}")
+print("norms of mu_1, mu_2:", np.linalg.norm(world.mu, axis=1)[:2], "  of nu_1, nu_2:",
+      np.linalg.norm(world.nu, axis=1)[:2], "  of v*_1..v*_3:", np.linalg.norm(world.v_star, axis=1))
+print(f"largest |<pattern, other pattern>| = {np.max(np.abs(gram - np.diag(np.diag(gram)))):.1e}")
 
 # %% [markdown]
-# ## Tasks: T, the training tasks T_tr (Condition 1) and the unseen ones
+# ## Tasks: $\mathcal{T}$, the training tasks $\mathcal{T}_{tr}$ (Condition 1) and the unseen ones
 #
-# A task (a, b) labels inputs containing mu_a with +1 and mu_b with -1.  T holds every ordered
-# pair, M1 (M1 - 1) = 30 tasks.  Condition 1 asks the training tasks to cover every pattern and
-# label equally; the paper's construction: task i maps mu_i -> +1 and mu_{i+1} -> -1, cyclically.
-# The other 24 tasks are never seen in training, and the test error (5) averages over all of T.
+# A task $(a, b)$ labels inputs containing $\mu_a$ with $+1$ and inputs containing $\mu_b$ with
+# $-1$.  $\mathcal{T}$ holds every ordered pair, $M_1 (M_1 - 1) = 30$ tasks.  Condition 1 asks the
+# training tasks to cover every pattern and label equally; the paper's construction (Appendix):
+# task $i$ maps $\mu_i \to +1$ and $\mu_{i+1} \to -1$, and task $M_1$ maps $\mu_{M_1} \to +1$ and
+# $\mu_1 \to -1$.  The other 24 tasks are never seen in training, and the test error of eq (5)
+# (the fraction of test prompts whose label the model gets wrong; tutorial 5) averages over all
+# of $\mathcal{T}$.  (The code numbers patterns from 0; we print them from 1,
+# as the paper does.)
 
 # %%
 T_tr, T_all, T_unseen = world.training_tasks(), world.all_tasks(), world.unseen_tasks()
-print("T_tr (a, b):", [(int(a), int(b)) for a, b in T_tr])
+print("T_tr, as (a, b) = (mu_a -> +1, mu_b -> -1):", [(int(a) + 1, int(b) + 1) for a, b in T_tr])
 print(f"|T| = {len(T_all)}, |T_tr| = {len(T_tr)}, unseen = {len(T_unseen)}")
 for j in range(world.M1):          # Condition 1: |T_tr| / M1 tasks map mu_j to +1, and to -1
     plus, minus = np.sum(T_tr[:, 0] == j), np.sum(T_tr[:, 1] == j)
@@ -78,51 +75,73 @@ print("Condition 1 holds: each mu_j is mapped to +1 by exactly one training task
 # %% [markdown]
 # ## Training prompts (Definition 1, eq (6))
 #
-#     x = mu_j + kappa nu_k + kappa_a v*_s   with probability p_a,
-#     x = mu_j + kappa nu_k                  with probability 1 - p_a,             (6)
+# Each context input is
 #
-# kappa ~ U(-K, K), K <= 1/2, s uniform in [V].  An example with an outlier gets a *random*
-# label; a clean one gets its task label; the query has no outlier.  Section 4: p_a = 0.6,
-# kappa_a = 2, l_tr = 20.
+# $$x = \begin{cases} \mu_j + \kappa \nu_k + \kappa_a v^*_s, & \text{with probability } p_a \\
+# \mu_j + \kappa \nu_k, & \text{with probability } 1 - p_a \end{cases} \tag{6}$$
+#
+# with $\mu_j$ one of the task's two patterns $\mu_a, \mu_b$ (equally likely), $\nu_k$ any
+# irrelevant pattern, $\kappa \sim U(-K, K)$ with $K \le 1/2$, and $s$ uniform in $[V]$.  An
+# example with an outlier gets a *random* label; a clean one gets its task label ($+1$ for
+# $\mu_a$, $-1$ for $\mu_b$); the query has no outlier, and its task label is $z$.  Section 4:
+# $p_a = 0.6$, $\kappa_a = 2$, $l_{tr} = 20$ examples per prompt.
+#
+# We draw training prompts and read each example's ingredients back from its input $x$ (by
+# projecting on the patterns), then compare with the definition.  What you should see: a
+# fraction $\approx p_a$ of examples with an outlier, all of size $\kappa_a = 2$; clean examples
+# always labelled by their task, outlier examples agreeing with it half of the time.
 
 # %%
 train = nm.training_batch(world, N_STATS, 20, p_a=0.6, K=0.5, kappa_a=2.0, rng=np.random.default_rng([0, 1]))
 X = train.P[:, :-1, :-1]                                          # context inputs: (B, d, l)
 y = train.P[:, -1, :-1]                                           # context labels: (B, l)
+x_query = train.P[:, :-1, -1]                                     # (B, d)
+a_index = train.task[:, 0]                                        # the task's +1 pattern: (B,)
 # the relevant pattern of each example, read back from its input: the mu_j it contains
 coeff_mu = np.einsum("jd,bdl->bjl", world.mu, X) / world.beta**2  # (B, M1, l): 1 on its mu_j
-rel = coeff_mu.argmax(axis=1)
-task_label = np.where(rel == train.task[:, :1], 1.0, -1.0)
+task_label = np.where(coeff_mu.argmax(axis=1) == a_index[:, None], 1.0, -1.0)   # +1 for mu_a
 kappa_a_read = np.linalg.norm(np.einsum("sd,bdl->bsl", world.v_star, X), axis=1)  # outlier size
+query_label = np.where((world.mu @ x_query.T).argmax(axis=0) == a_index, 1.0, -1.0)
+query_outlier = np.abs(x_query @ world.v_star.T).max()
 print(f"fraction of examples with an outlier: {train.outlier.mean():.3f}   (p_a = 0.6)")
 print(f"outlier magnitude read back from x: {np.unique(np.round(kappa_a_read[train.outlier], 6))}   (kappa_a = 2)")
 print(f"clean examples labelled by their task: {np.mean(y[~train.outlier] == task_label[~train.outlier]):.3f}")
 print(f"outlier examples whose label agrees with the task: {np.mean(y[train.outlier] == task_label[train.outlier]):.3f}"
       "   (random labels: ~0.5)")
-print(f"the query never has an outlier: |<v*, x_query>| max = "
-      f"{np.abs(np.einsum('sd,bd->bs', world.v_star, train.P[:, :-1, -1])).max():.1e}")
-print(f"z is the query's task label: {np.all(train.z == np.where(np.einsum('jd,bd->bj', world.mu, train.P[:, :-1, -1]).argmax(1) == train.task[:, 0], 1, -1))}")
+print(f"the query never has an outlier: largest |<v*_s, x_query>| = {query_outlier:.1e}")
+print(f"z is the query's task label: {np.all(train.z == query_label)}")
 print(f"training tasks only: {np.all(world.is_training_task(train.task))}")
+assert np.all(train.z == query_label) and query_outlier < 1e-12 and np.all(world.is_training_task(train.task))
 
 # %% [markdown]
 # ## Testing prompts (Definition 2, eq (7)) and the unseen outliers (eq (11))
 #
-#     x = mu_j + kappa' nu_k + kappa_a' v'   with probability alpha,
-#     x = mu_j + kappa' nu_k                 with probability 1 - alpha,           (7)
+# $$x = \begin{cases} \mu_j + \kappa' \nu_k + \kappa_a' v', & \text{with probability } \alpha \\
+# \mu_j + \kappa' \nu_k, & \text{with probability } 1 - \alpha \end{cases} \tag{7}$$
 #
-# kappa' ~ U(-K', K') with K' > 1 (bigger noise than in training), v' from
+# with $\kappa' \sim U(-K', K')$, $K' > 1$ (more irrelevant noise than in training), and an
+# outlier $v'$ (the paper writes ${v^*_s}'$) from
 #
-#     V' = { v = sum_s lambda_s v*_s : sum_s lambda_s >= L > 0, ||v|| = 1 }         (11)
+# $$\mathcal{V}' = \Big\{ v \;\Big|\; v = \sum_{i=1}^{V} \lambda_i v^*_i,\ \sum_{i=1}^{V} \lambda_i \ge L > 0,\
+# \|v\| = 1 \Big\} \tag{11}$$
 #
-# Section 4 uses three such v' (L = 0.3).  Tasks come from all of T, seen and unseen.  The
-# label of an outlier example can be any function of x: we implement "flip" (the opposite of
-# the clean label), "target" (always +1, as in Example 1's data poisoning) and "random".
+# New directions, never seen in training, built from the training outliers.  Section 4 uses three
+# such $v'$ with coefficients $(0.7, 0.6, -0.4)$, $(0.4, 0.7, -0.6)$, $(-0.7, 0.5, 0.5)$ and
+# $L = 0.3$; we divide each by its norm so that $\|v'\| = 1$.  Tasks come from all of
+# $\mathcal{T}$, seen and unseen.  The label of an outlier example can be any function of $x$:
+# we implement "flip" (the opposite of the clean label), "target" (always $+1$, as in Example 1's
+# data poisoning) and "random".
+#
+# The matrix printed first: one row per $v'$, its coefficients $\lambda_1, \lambda_2, \lambda_3$ on
+# $v^*_1, v^*_2, v^*_3$.  Then one line per labelling rule; what you should see: outlier fraction
+# $\approx \alpha = 0.5$; under "flip" no outlier label agrees with the task, under "target"
+# every outlier label is $+1$, under "random" about half agree.
 
 # %%
 v_test = world.test_outliers()
 lam = v_test @ world.v_star.T                                     # coefficients on v*_1..v*_3
-print("test outliers v' in the v* basis (rows, unit norm):\n", lam)
-print("sum of lambda per v':", lam.sum(axis=1), " >= L = 0.3:", np.all(lam.sum(axis=1) >= 0.3 - 1e-12))
+print("test outliers v' (rows) in the v* basis (columns lambda_1, lambda_2, lambda_3):\n", lam)
+print("sum of lambda per v':", lam.sum(axis=1), " all >= L = 0.3:", np.all(lam.sum(axis=1) >= 0.3 - 1e-12))
 for rule in ("flip", "target", "random"):
     test = nm.testing_batch(world, N_STATS, 20, alpha=0.5, K_prime=1.5, kappa_a_prime=2.0,
                             label_rule=rule, rng=np.random.default_rng([0, 2]))
@@ -140,32 +159,38 @@ print(f"unseen tasks among test prompts: {np.mean(~world.is_training_task(test.t
 # ## Where the outliers sit: placements (Table 1)
 #
 # Eq (7) draws each example's outlier independently ("random").  Section 4.2 also puts all
-# outlier examples farthest from the query (FQ) or closest to it (CQ); with alpha = 0.5 and
-# l = 20 that is exactly 10 outlier examples.  Tutorial 6 shows why Mamba cares and the linear
-# Transformer does not.
+# outlier examples farthest from the query (FQ) or closest to it (CQ); with $\alpha = 0.5$ and
+# $l = 20$ that is exactly 10 outlier examples.  Each line below is one prompt's 20 examples,
+# left to right, the query just after the last one.  Tutorial 6 shows why Mamba cares and the
+# linear Transformer does not.
 
 # %%
 for placement in ("random", "farthest", "closest"):
     b = nm.testing_batch(world, 3, 20, alpha=0.5, placement=placement, rng=np.random.default_rng([0, 3]))
-    print(f"{placement:<9}", "".join("X" if o else "." for o in b.outlier[0]), " (X = outlier; the query is to the right)")
+    print(f"{placement:<9}", "".join("X" if o else "." for o in b.outlier[0]),
+          " (X = outlier, . = clean; the query is to the right)")
 
 # %% [markdown]
 # ## One prompt as an image
 #
-# Left: the raw prompt P (d+1 rows, l+1 columns).  It is hard to read because the patterns are
-# random directions.  Right: the same prompt in pattern coordinates, <p_i, pattern> / ||pattern||^2
-# for mu, nu and v*, and the label row: every column holds one mu_j (1), one nu_k (kappa), maybe
-# an outlier (kappa_a), and the labels of outlier columns are random.
+# Left: the raw prompt $P$ ($d+1$ rows, $l+1$ columns).  It is hard to read because the patterns
+# are random directions.  Right: the same prompt in pattern coordinates,
+# $\langle x_i, \mu_j \rangle / \|\mu_j\|^2$ (and the same for $\nu_k$ and $v^*_s$), plus the label
+# row.  What you should see on the right: every column holds one $\mu_j$ (value 1, one of the
+# task's two), one $\nu_k$ (value $\kappa$, small), and, in the boxed outlier columns, a $v^*_s$
+# (value $\kappa_a = 2$); the labels of the boxed columns are random.
 
 # %%
 n = 0
 P0 = train.P[n]
 coords = np.vstack([world.mu / world.beta**2, world.nu / world.beta**2, world.v_star]) @ P0[:-1]
 coords = np.vstack([coords, P0[-1:]])                             # (M1 + M2 + V + 1, l+1)
+l0 = P0.shape[1] - 1
+columns = [str(i + 1) for i in range(l0)] + ["q"]                 # examples 1..l, then the query
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1, 1]})
 vmax = np.abs(P0).max()
 im1 = ax1.imshow(P0, cmap="PuOr", vmin=-vmax, vmax=vmax, aspect="auto")
-ax1.set(title="raw prompt P (eq (2))", xlabel="column i (last = query)", ylabel="row (last = label y_i)")
+ax1.set(title="raw prompt P (eq (2))", xlabel="column i (q = query)", ylabel="row (last = label y_i)")
 fig.colorbar(im1, ax=ax1, shrink=0.8)
 vmax = np.abs(coords).max()
 im2 = ax2.imshow(coords, cmap="PuOr", vmin=-vmax, vmax=vmax, aspect="auto")
@@ -175,10 +200,13 @@ ax2.set_yticks(range(len(names)), names, fontsize=7)
 for i in np.flatnonzero(train.outlier[n]):
     ax2.add_patch(plt.Rectangle((i - 0.5, -0.5), 1, len(names), fill=False, ec="black", lw=1.2))
 ax2.set(title=f"the same prompt in pattern coordinates (task mu{train.task[n, 0] + 1} -> +1, "
-              f"mu{train.task[n, 1] + 1} -> -1; outliers boxed)", xlabel="column i (last = query)")
+              f"mu{train.task[n, 1] + 1} -> -1; outliers boxed)", xlabel="column i (q = query)")
 ax2.title.set_fontsize(9)
 fig.colorbar(im2, ax=ax2, shrink=0.8)
+for ax in (ax1, ax2):
+    ax.set_xticks(range(l0 + 1), columns, fontsize=7)
 fig.tight_layout()
-show(fig, "02_prompt")
-print(f"prompt {n}: z = {train.z[n]:+.0f}, outlier columns {np.flatnonzero(train.outlier[n]).tolist()}")
+print(f"prompt {n + 1}: z = {train.z[n]:+.0f}, examples with an outlier: "
+      f"{(np.flatnonzero(train.outlier[n]) + 1).tolist()}")
+show_figure(fig, "02_prompt")
 print("tutorial 2 done")

@@ -5,9 +5,11 @@
 # next to the paper: every step names the equation it derives or checks.
 #
 # We derive the gradient of the hinge loss with respect to each trainable matrix of
-# Psi = {W_B, W_C, w}, implement it for one prompt, and check it against central finite
-# differences (`numpy_mamba.gradcheck`).  The gate derivative, the one genuinely new piece,
-# gets its own step.  We end with the batch mean of Algorithm 1 and the hinge's inactive side.
+# $\Psi = \{W_B, W_C, w\}$, implement it for one prompt, and check it against central finite
+# differences (`numpy_mamba.gradcheck`: it moves each entry $\theta$ of a parameter by
+# $\pm\varepsilon$ and compares $(\ell(\theta + \varepsilon) - \ell(\theta - \varepsilon)) / 2\varepsilon$
+# with our formula).  The gate derivative, the one genuinely new piece, gets its own step.  We
+# end with the batch mean of Algorithm 1 and the hinge's inactive side.
 #
 # Then do the exercise: `tutorials/exercises/gradients.py`, graded by
 # `python -m numpy_mamba grade tutorials/exercises/gradients.py`.
@@ -24,36 +26,28 @@ if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip in
     here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
     sys.path.insert(0, str(here.parent))
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy.special import expit
 
 import numpy_mamba as nm
+from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 from numpy_mamba.gradients import gate_backward
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"     # same work either way here
-FIGDIR = os.environ.get("NUMPY_MAMBA_FIGDIR")          # set it to save the figures as PNG
 np.set_printoptions(precision=4, suppress=True)
-
-
-def show(fig, name):
-    """Show a figure (a no-op under the non-interactive Agg backend); save it if FIGDIR is set."""
-    if FIGDIR:
-        fig.savefig(os.path.join(FIGDIR, f"{name}.png"), dpi=120, bbox_inches="tight")
-    if "agg" not in matplotlib.get_backend().lower():
-        plt.show()
-    plt.close(fig)
-
 
 # %% [markdown]
 # ## Setting: one prompt, the model of eq (3), the loss of eq (4)
 #
-#     F(Psi; P) = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i s_i,    s_i = p_i^T W_B^T W_C p_query      (3)
-#     ell(Psi; P, z) = max{0, 1 - z F(Psi; P)}                                            (4)
+# $$F(\Psi; P) = \sum_{i=1}^{l+1} G_{i,l+1}(w)\, y_i\, s_i, \qquad s_i = p_i^\top W_B^\top W_C\, p_{query} \tag{3}$$
 #
-# A small random problem: d = 4, l = 3, m = d+1 = 5.  Random (not the Algorithm 1
-# initialisation) so that no entry of a gradient is zero by accident.
+# $$\ell(\Psi; P, z) = \max\{0,\ 1 - z F(\Psi; P)\} \tag{4}$$
+#
+# ($s_i$ is the linear-attention score of example $i$ and $G_{i,l+1}(w)$ its gate, tutorial 1;
+# $z = \pm 1$ is the query's true label.)  A small random problem: $d = 4$, $l = 3$, state width
+# $m = d+1 = 5$.  Random parameters (not the Algorithm 1 initialisation), so that no entry of
+# a gradient is zero by accident.
 
 # %%
 rng = np.random.default_rng(3)
@@ -67,22 +61,28 @@ W_B, W_C, w = params
 z = 1.0
 F = nm.forward(params, P)
 print(f"F = {F:+.4f},  z = {z:+.0f},  1 - zF = {1 - z * F:.4f}  -> the hinge is active")
+assert 1 - z * F > 0
 
 # %% [markdown]
 # ## Step 0 — the chain rule through the hinge
 #
-# d/dF max{0, 1 - zF} = -z where 1 - zF > 0, and 0 where 1 - zF < 0 (we take 0 at the kink).
-# So for every parameter,
+# $\frac{d}{dF} \max\{0, 1 - zF\} = -z$ where $1 - zF > 0$, and $0$ where $1 - zF < 0$ (we take 0
+# at the kink).  So for every parameter,
 #
-#     d ell / d Psi = -z dF/dPsi   if 1 - zF > 0,      0 otherwise.
+# $$\frac{\partial \ell}{\partial \Psi} = \begin{cases} -z\, \dfrac{\partial F}{\partial \Psi}, & 1 - zF > 0 \\
+# 0, & \text{otherwise.} \end{cases}$$
 #
-# The paper states (93), (118), (135) "when F(Psi; P^n) in (-1, 1)".  That is the region where
-# the hinge is active for *both* labels, but it is active wherever 1 - zF > 0: a misclassified
-# prompt with zF < -1 has a nonzero gradient too.  Step 6 checks this; see also the README,
-# "Notes on the paper's derivations".
+# The paper states (93), (118), (135) "when $F(\Psi; P^n) \in (-1, 1)$".  That is the region where
+# the hinge is active for *both* labels, but it is active wherever $1 - zF > 0$: a misclassified
+# prompt with $zF < -1$ has a nonzero gradient too.  Step 6 checks this; see also the README,
+# "Notes on the paper's derivations".  (The paper writes a superscript $n$ on $P^n$, $z^n$,
+# $G^n$ for prompt $n$; with one prompt we drop it.)
 #
-# The three helpers below check a gradient of one parameter against central differences of
-# the loss (`numpy_mamba.gradcheck` takes a dict of arrays).
+# The two helpers below check the gradient of one parameter against central differences of the
+# loss (`numpy_mamba.gradcheck` takes a dict of arrays).  Each check prints a small table: the
+# relative error $\|a - n\| / (\|a\| + \|n\|)$ between our analytic gradient $a$ and the numerical
+# one $n$, the largest entry-wise difference, $\|a\|$, and ok / FAIL.  What you should see:
+# relative errors around 1e-10, far below the tolerance 1e-7.
 
 # %%
 def loss_with(name, value, P=P, z=z):
@@ -99,17 +99,18 @@ def check(name, analytic, P=P, z=z):
 
 
 # %% [markdown]
-# ## Step 1 — dW_C, eq (93)
+# ## Step 1 — $\partial\ell/\partial W_C$, eq (93)
 #
-# Only s_i depends on W_C.  Write s_i = a_i^T W_C b with a_i = W_B p_i (in R^m) and
-# b = p_query.  For any vectors, d(a^T W b)/dW = a b^T, so
+# Only $s_i$ depends on $W_C$.  Write $s_i = a_i^\top W_C\, b$ with $a_i = W_B p_i \in \mathbb{R}^m$
+# and $b = p_{query}$.  For any vectors, $\partial (a^\top W b) / \partial W = a b^\top$, so
 #
-#     dF/dW_C = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i W_B p_i p_query^T.
+# $$\frac{\partial F}{\partial W_C} = \sum_{i=1}^{l+1} G_{i,l+1}(w)\, y_i\, W_B p_i\, p_{query}^\top .$$
 #
-# The query's term (i = l+1) has y_{l+1} = 0, so the sum can stop at l, which is how the paper
-# writes it:
+# The query's term ($i = l+1$) has $y_{l+1} = 0$, so the sum can stop at $l$, which is how the
+# paper writes it:
 #
-#     d ell / d W_C = -z sum_{i=1}^{l} G_{i,l+1}(w) y_i W_B p_i p_query^T              (93)
+# $$\frac{\partial \ell(\Psi; P, z)}{\partial W_C}
+# = -z \sum_{i=1}^{l} G_{i,l+1}(w)\, y_i\, W_B p_i\, p_{query}^\top \tag{93}$$
 
 # %%
 G = nm.gating(w, P)                                # (l+1,)
@@ -128,13 +129,16 @@ print("dl/dW_C (eq (93)), shape", dW_C.shape)
 check("W_C", dW_C)
 
 # %% [markdown]
-# ## Step 2 — dW_B, eq (118)
+# ## Step 2 — $\partial\ell/\partial W_B$, eq (118)
 #
-# Now write s_i = c^T W_B p_i with c = W_C p_query:  d(c^T W_B p_i)/dW_B = c p_i^T, so
+# Now write $s_i = c^\top W_B\, p_i$ with $c = W_C\, p_{query}$:
+# $\partial (c^\top W_B p_i) / \partial W_B = c\, p_i^\top$, so
 #
-#     d ell / d W_B = -z sum_{i=1}^{l+1} G_{i,l+1}(w) y_i W_C p_query p_i^T             (118)
+# $$\frac{\partial \ell(\Psi; P, z)}{\partial W_B}
+# = -z \sum_{i=1}^{l+1} G_{i,l+1}(w)\, y_i\, W_C\, p_{query}\, p_i^\top \tag{118}$$
 #
-# The paper lets this sum run to l+1 and (93)'s to l; they are the same sum because y_{l+1} = 0.
+# The paper lets this sum run to $l+1$ and (93)'s to $l$; they are the same sum because
+# $y_{l+1} = 0$.
 
 # %%
 def dW_B_eq118(params, P, z):
@@ -150,31 +154,35 @@ check("W_B", dW_B)
 # %% [markdown]
 # ## Step 3 — the gate derivative (the heart of eq (135))
 #
-# For i <= l, with a_j = w^T p_j and sigma_j = sigma(a_j),
+# For $i \le l$, with $a_j = w^\top p_j$ and $\sigma_j = \sigma(a_j)$,
 #
-#     G_{i,l+1}(w) = sigma_i prod_{j=i+1}^{l+1} (1 - sigma_j)                              (3)
+# $$G_{i,l+1}(w) = \sigma_i \prod_{j=i+1}^{l+1} (1 - \sigma_j) \tag{3}$$
 #
-# Two facts: d sigma(a)/da = sigma(a)(1 - sigma(a)),  d(1 - sigma(a))/da = -sigma(a)(1 - sigma(a)),
-# and da_j/dw = p_j.  The product rule (the second to fourth lines of (135)) differentiates one
-# factor at a time:
+# Two facts: $\frac{d\sigma(a)}{da} = \sigma(a)(1 - \sigma(a))$,
+# $\frac{d(1 - \sigma(a))}{da} = -\sigma(a)(1 - \sigma(a))$, and $\partial a_j / \partial w = p_j$.
+# The product rule (the second to fourth lines of (135)) differentiates one factor at a time:
 #
-#     dG_i/dw = prod_{j>i}(1 - sigma_j) * sigma_i (1 - sigma_i) p_i
-#             + sum_{s=i+1}^{l+1} sigma_i prod_{j>i, j != s}(1 - sigma_j) * (-sigma_s (1 - sigma_s)) p_s
+# $$\frac{\partial G_i}{\partial w} = \prod_{j>i} (1 - \sigma_j) \cdot \sigma_i (1 - \sigma_i)\, p_i
+# + \sum_{s=i+1}^{l+1} \sigma_i \prod_{j>i,\, j \ne s} (1 - \sigma_j) \cdot \left(-\sigma_s (1 - \sigma_s)\right) p_s$$
 #
-# Each term is G_i with one factor replaced by its derivative; dividing that factor back out:
+# Each term is $G_i$ with one factor replaced by its derivative; dividing that factor back out:
 #
-#     dG_i/dw = G_i ( (1 - sigma_i) p_i - sum_{s=i+1}^{l+1} sigma_s p_s )
+# $$\frac{\partial G_i}{\partial w} = G_i \Big( (1 - \sigma_i)\, p_i - \sum_{s=i+1}^{l+1} \sigma_s\, p_s \Big)$$
 #
-# The same in one line with logs: log G_i = log sigma_i + sum_{j>i} log(1 - sigma_j), and
-# d log sigma(a)/da = 1 - sigma(a), d log(1 - sigma(a))/da = -sigma(a).
+# The same in one line with logs: $\log G_i = \log \sigma_i + \sum_{j>i} \log(1 - \sigma_j)$, and
+# $\frac{d \log \sigma(a)}{da} = 1 - \sigma(a)$, $\frac{d \log(1 - \sigma(a))}{da} = -\sigma(a)$.
 #
-# The **suffix term** -sum_{s>i} sigma_s p_s is the easy one to forget: G_i depends on w
-# through every later token too, including the query (s = l+1).  A reading note: the middle
-# lines of (135) carry an indicator 1[j < l+1] inside the products; the last line (which we use)
-# keeps the query's factor (1 - sigma(w^T p_query)) in G_i, and the finite differences below
-# agree with it.
+# The **suffix term** $-\sum_{s>i} \sigma_s p_s$ is the easy one to forget: $G_i$ depends on $w$
+# through every later token too, including the query ($s = l+1$).  A reading note: the middle
+# lines of (135) carry an indicator $\mathbb{1}[j < l+1]$ inside the products; the last line
+# (which we use) keeps the query's factor $(1 - \sigma(w^\top p_{query}))$ in $G_i$, and the
+# finite differences below agree with it.
 #
-# We check dG_i/dw for every i against central differences of `numpy_mamba.gating`.
+# We check $\partial G_i / \partial w$ for every $i$ against central differences of
+# `numpy_mamba.gating`.  The table has one row per token $i$ (row $l+1 = 4$ is the query); its
+# columns: the largest difference between our formula and the finite differences (expect
+# ~1e-11), the size $\|\partial G_i/\partial w\|$ of the derivative, and the error we would make
+# if we dropped the suffix term (large, except on the query's row, whose suffix is empty).
 
 # %%
 def dG_dw(w, P, i):
@@ -185,26 +193,28 @@ def dG_dw(w, P, i):
     return G[i] * ((1 - sigma[i]) * P[:, i] - suffix)
 
 
-print(" i   max |analytic - numerical|   ||dG_i/dw||   without the suffix term: error")
+print(" i   max |ours - finite diff.|   ||dG_i/dw||   max error without the suffix term")
 for i in range(l + 1):
     numeric = nm.numerical_gradient(lambda v: nm.gating(v, P)[i], w)
     analytic = dG_dw(w, P, i)
     no_suffix = G[i] * (1 - expit(w @ P[:, i])) * P[:, i]
-    print(f" {i + 1}   {np.max(np.abs(analytic - numeric)):.2e}                 {np.linalg.norm(analytic):.4f}"
-          f"        {np.max(np.abs(no_suffix - numeric)):.2e}")
+    print(f" {i + 1}   {np.max(np.abs(analytic - numeric)):24.2e}   {np.linalg.norm(analytic):11.4f}"
+          f"   {np.max(np.abs(no_suffix - numeric)):33.2e}")
     assert np.max(np.abs(analytic - numeric)) < 1e-9
 
 # %% [markdown]
-# Only the query's own gate (i = l+1, empty suffix) survives without the suffix term; every
+# Only the query's own gate ($i = l+1$, empty suffix) survives without the suffix term; every
 # context gate needs it.
 
 # %% [markdown]
-# ## Step 4 — dw, eq (135)
+# ## Step 4 — $\partial\ell/\partial w$, eq (135)
 #
-# Only the gates depend on w, and only i <= l matter (y_{l+1} = 0):
+# Only the gates depend on $w$, and only $i \le l$ matter ($y_{l+1} = 0$):
 #
-#     d ell/dw = -z sum_{i=1}^{l} y_i s_i dG_i/dw
-#              =  z sum_{i=1}^{l} y_i s_i G_{i,l+1}(w) ( sum_{s=i+1}^{l+1} sigma_s p_s - (1 - sigma_i) p_i )   (135)
+# $$\begin{aligned} \frac{\partial \ell}{\partial w}
+# &= -z \sum_{i=1}^{l} y_i\, s_i\, \frac{\partial G_{i,l+1}(w)}{\partial w} \\
+# &= z \sum_{i=1}^{l} y_i\, s_i\, G_{i,l+1}(w)
+# \Big( \sum_{s=i+1}^{l+1} \sigma(w^\top p_s)\, p_s - (1 - \sigma(w^\top p_i))\, p_i \Big) \end{aligned} \tag{135}$$
 
 # %%
 def dw_eq135(params, P, z):
@@ -221,64 +231,92 @@ check("w", dw)
 # %% [markdown]
 # ## Step 5 — a batch: the mean of Algorithm 1
 #
-# SGD (Algorithm 1) uses the mean over a minibatch, eq (19):
-# Psi <- Psi - eta (1/B) sum_n d ell(Psi; P^n, z^n)/d Psi.  The package's `numpy_mamba.gradients`
-# does all three at once, vectorised; `gradients_literal` loops exactly as the equations read.
+# SGD (Algorithm 1) uses the mean over a minibatch $\mathcal{B}_t$ of $B$ prompts, eq (19):
+#
+# $$W^{(t+1)} = W^{(t)} - \eta \cdot \frac{1}{B} \sum_{n \in \mathcal{B}_t}
+# \nabla_{W^{(t)}}\, \ell(\Psi^{(t)}; P^n, z^n) \tag{19}$$
+#
+# for each $W \in \Psi$.  We build it from the one-prompt formulas of steps 1, 2 and 4: loop over
+# the prompts, skip those on the flat side of the hinge (step 0), add up, divide by $B$.  The
+# package's `numpy_mamba.gradients` does all three at once, vectorised, and
+# `gradients_literal` loops exactly as the equations read; all three must agree.
 
 # %%
 world = nm.make_world(d=d, M1=2, M2=1, V=1, beta=1.0, rng=np.random.default_rng(4))
 batch = nm.training_batch(world, 8, l, p_a=0.5, rng=np.random.default_rng(5))
 Pb, zb = batch.P, batch.z
-ours = nm.Params(*(np.mean([f(params, Pb[n], zb[n]) if 1 - zb[n] * nm.forward(params, Pb[n]) > 0
-                            else 0 * getattr(params, name) for n in range(len(zb))], axis=0)
-                   for f, name in ((dW_B_eq118, "W_B"), (dW_C_eq93, "W_C"), (dw_eq135, "w"))))
+B = len(zb)
+
+sum_W_B, sum_W_C, sum_w = np.zeros_like(W_B), np.zeros_like(W_C), np.zeros_like(w)
+for n in range(B):
+    F_n = nm.forward(params, Pb[n])
+    if 1 - zb[n] * F_n <= 0:               # flat side of the hinge: this prompt adds nothing
+        continue
+    sum_W_B += dW_B_eq118(params, Pb[n], zb[n])
+    sum_W_C += dW_C_eq93(params, Pb[n], zb[n])
+    sum_w += dw_eq135(params, Pb[n], zb[n])
+ours = nm.Params(W_B=sum_W_B / B, W_C=sum_W_C / B, w=sum_w / B)
+
 package = nm.gradients(params, Pb, zb)
 literal = nm.gradients_literal(params, Pb, zb)
+print("largest difference between the three ways of computing the batch gradient (expect ~1e-17):")
 for name in ("W_B", "W_C", "w"):
     a, b, c = getattr(ours, name), getattr(package, name), getattr(literal, name)
-    print(f"{name:<4} ours vs package: {np.max(np.abs(a - b)):.1e}   ours vs literal: {np.max(np.abs(a - c)):.1e}")
+    print(f"  {name:<4} ours vs package: {np.max(np.abs(a - b)):.1e}   ours vs literal: {np.max(np.abs(a - c)):.1e}")
     assert np.allclose(a, b, rtol=1e-12, atol=1e-14) and np.allclose(a, c, rtol=1e-12, atol=1e-14)
 report = nm.gradcheck(lambda p: nm.hinge_loss(p, Pb, zb), params, package)
 print(report)
 assert report.passed
 
 # %% [markdown]
-# The vectorised version has no loop over i: in sum_i c_i sum_{s>i} sigma_s p_s (with
-# c_i = dL/dG_i * G_i) swap the sums to sum_s sigma_s p_s sum_{i<s} c_i, an exclusive prefix
-# sum (`numpy_mamba.gradients.gate_backward`).
+# The vectorised version has no loop over $i$.  In $\sum_i c_i \sum_{s>i} \sigma_s p_s$ (with
+# $c_i = \frac{\partial L}{\partial G_i} G_i$) swap the sums to $\sum_s \sigma_s p_s \sum_{i<s} c_i$:
+# the inner sum is an exclusive prefix sum, one `cumsum` (`numpy_mamba.gradients.gate_backward`).
 
 # %%
 s_b = np.einsum("bdl,bd->bl", Pb, (Pb[:, :, -1] @ W_C.T) @ W_B)      # s_i for every prompt
 Gb = nm.gating(w, Pb)
 Fb = np.sum(Gb * Pb[:, -1] * s_b, axis=1)
-r = np.where(1 - zb * Fb > 0, -zb, 0.0) / len(zb)                   # d(mean loss)/dF^n
-print("gate_backward == eq (135) batch mean:",
-      np.allclose(gate_backward(w, Pb, Gb, r[:, None] * Pb[:, -1] * s_b), package.w, rtol=1e-12))
+r = np.where(1 - zb * Fb > 0, -zb, 0.0) / B                         # d(mean loss)/dF^n
+same = np.allclose(gate_backward(w, Pb, Gb, r[:, None] * Pb[:, -1] * s_b), package.w, rtol=1e-12)
+print("gate_backward == eq (135) batch mean:", same)
+assert same
 
 # %% [markdown]
 # ## Step 6 — the hinge's inactive side
 #
-# Scale W_B up (most prompts then have |F| > 1) and pick z per prompt: z = sign(F) on even
-# prompts, -sign(F) on odd ones.  Where zF > 1 (right, with margin) the loss sits on the flat
-# part of the hinge and every gradient is exactly 0; where zF < -1 (wrong, with |F| > 1) the
-# hinge is active although F is not in (-1, 1).  The last column is the paper's condition.
+# Scale $W_B$ up by 6 ($F$ is linear in $W_B$, so $|F|$ grows sixfold; the count printed first
+# says on how many prompts $|F| > 1$) and pick $z$ per prompt: $z = \mathrm{sign}(F)$ on prompts
+# 1, 3, 5, 7 and $z = -\mathrm{sign}(F)$ on prompts 2, 4, 6, 8.  Where $zF > 1$ (right, with
+# margin) the loss sits on the flat part of the hinge and every gradient is exactly 0; where
+# $zF < -1$ (wrong, with $|F| > 1$) the hinge is active although $F$ is not in $(-1, 1)$.
+#
+# The table has one row per prompt $n$: its output $F$, the label $z$ we gave it, $1 - zF$,
+# whether the hinge is active ($1 - zF > 0$), the size of the full gradient (all three
+# parameters) from our formulas and from finite differences (they must agree), and whether $F$
+# lies in the paper's range $(-1, 1)$.
 
 # %%
 big = params._replace(W_B=6 * W_B)
 Fbig = nm.forward(big, Pb)
-zs = np.where(np.arange(len(Fbig)) % 2 == 0, np.sign(Fbig), -np.sign(Fbig))
-print("  n      F       z    1 - zF   active  ||grad (analytic)||  ||grad (finite diff.)||  F in (-1, 1)?")
-for n in range(len(zs)):
+zs = np.where(np.arange(B) % 2 == 0, np.sign(Fbig), -np.sign(Fbig))   # 0-based even = prompts 1, 3, ...
+print(f"|F| > 1 on {np.sum(np.abs(Fbig) > 1)} of {B} prompts after scaling W_B by 6")
+print("  n        F    z    1 - zF  active  ||grad|| (ours)  ||grad|| (finite diff.)  F in (-1, 1)?")
+for n in range(B):
     g = nm.gradients(big, Pb[n], zs[n])
     num = nm.numerical_gradient(lambda p: nm.hinge_loss(p, Pb[n], zs[n]), big)
     na, nn = (np.sqrt(sum(np.sum(x**2) for x in t)) for t in (g, num))
-    print(f"  {n}  {Fbig[n]:+7.3f}  {zs[n]:+.0f}  {1 - zs[n] * Fbig[n]:+7.3f}   {str(1 - zs[n] * Fbig[n] > 0):<6}"
-          f"  {na:12.4e}         {nn:12.4e}          {abs(Fbig[n]) < 1}")
+    print(f"  {n + 1}  {Fbig[n]:+7.3f}  {zs[n]:+.0f}  {1 - zs[n] * Fbig[n]:+8.3f}  {str(1 - zs[n] * Fbig[n] > 0):<6}"
+          f"  {na:15.4e}  {nn:23.4e}  {str(abs(Fbig[n]) < 1):>13}")
     assert abs(na - nn) < 1e-6 * max(1.0, na)
+wrong_with_margin = zs * Fbig < -1
+print(f"{np.sum(wrong_with_margin)} prompt(s) with zF < -1: active hinge, nonzero gradient, F outside (-1, 1)")
+assert np.any(wrong_with_margin) and np.any(zs * Fbig > 1)
 
 # %% [markdown]
-# The rows with 1 - zF > 2 have nonzero gradients, exactly as the finite differences say, even
-# though |F| >= 1.  The picture: the hinge as a function of zF, with our prompts on it.
+# The rows with $1 - zF > 2$ (that is $zF < -1$) have nonzero gradients, exactly as the finite
+# differences say, even though $|F| > 1$; the rows with $1 - zF < 0$ have gradient exactly 0.
+# The picture: the hinge as a function of $zF$, with our prompts on it.
 
 # %%
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
@@ -292,7 +330,7 @@ ax.plot(np.clip(zF, -3, 3), np.maximum(0, 1 - np.clip(zF, -3, 3)), "o", color="#
 ax.set(xlabel=r"$zF(\Psi; P)$", ylabel="hinge loss", title="where the gradient is nonzero: 1 - zF > 0")
 ax.legend(fontsize=8)
 fig.tight_layout()
-show(fig, "03_hinge")
+show_figure(fig, "03_hinge")
 
 # %% [markdown]
 # ## Your turn

@@ -1,20 +1,21 @@
 # %% [markdown]
-# # Tutorial 4 — Training with SGD: what W_B^T W_C and w learn
+# # Tutorial 4 — Training with SGD: what $W_B^\top W_C$ and $w$ learn
 #
 # Paper: Algorithm 1 (eq (19)), Lemma 3 (eqs (23)-(30)), Lemma 4 (eqs (33)-(36)), Lemma 5
 # (eqs (37), (38)), Corollary 1 (eq (16)).
 #
-# We train the one-layer Mamba with SGD on training prompts (Definition 1) and record, along
-# the way, the quantities the lemmas talk about:
-# * the gate parameter w projected on the outlier directions v*_s, the relevant patterns mu_j
-#   and the irrelevant ones nu_k (Lemma 4), and w^T p_i on clean and on outlier examples
-#   (Lemmas 4-5): the gate learns to shut outlier examples;
-# * the attention matrix W_B^T W_C between patterns (Lemma 3): it learns which examples share
-#   the query's relevant pattern;
+# We train the one-layer Mamba with SGD (eq (19), tutorial 3) on training prompts
+# (Definition 1, tutorial 2) and record, along the way, the quantities the lemmas talk about:
+# * the gate parameter $w$ projected on the outlier directions $v^*_s$, the relevant patterns
+#   $\mu_j$ and the irrelevant ones $\nu_k$ (Lemma 4), and the gate's logit $w^\top p_i$ (the
+#   write weight of example $i$ is $\sigma(w^\top p_i)$, tutorial 1) on clean and on outlier
+#   examples (Lemmas 4-5): the gate learns to shut outlier examples;
+# * the attention matrix $W_B^\top W_C$ between patterns (Lemma 3): it learns which examples
+#   share the query's relevant pattern;
 # * the attention scores summed over same-pattern and other examples of test prompts
 #   (Corollary 1).
 #
-# Run: `python tutorials/04_training_dynamics.py`.  Full mode: T = 2000 SGD steps, about 10 s on
+# Run: `python tutorials/04_training_dynamics.py`.  Full mode: T = 2000 SGD steps, about 5 s on
 # one core.  NUMPY_MAMBA_QUICK=1: T = 300 steps (a few seconds), enough to see every trend.
 
 # %%
@@ -27,35 +28,26 @@ if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip in
     here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
     sys.path.insert(0, str(here.parent))
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
+from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
-FIGDIR = os.environ.get("NUMPY_MAMBA_FIGDIR")          # set it to save the figures as PNG
 T = 300 if QUICK else 2000
 RECORD_EVERY = 5 if QUICK else 10
 np.set_printoptions(precision=3, suppress=True)
 
-
-def show(fig, name):
-    """Show a figure (a no-op under the non-interactive Agg backend); save it if FIGDIR is set."""
-    if FIGDIR:
-        fig.savefig(os.path.join(FIGDIR, f"{name}.png"), dpi=120, bbox_inches="tight")
-    if "agg" not in matplotlib.get_backend().lower():
-        plt.show()
-    plt.close(fig)
-
-
 # %% [markdown]
 # ## The setting (Section 4) and what we record
 #
-# d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, l_tr = 20, p_a = 0.6, kappa_a = 2, delta = 0.2.
-# The paper does not give eta, B or K; we use eta = 0.1, B = 64, K = 0.5 (`TrainConfig`).
-# Patterns live in the first d coordinates of a column p_i; the last coordinate is the label,
-# so "w on mu_j" means (mu_j^T, 0) w, as the lemmas write it.
+# $d = 30$, $M_1 = 6$, $M_2 = 10$, $V = 3$, $\beta = 3$, $l_{tr} = 20$, $p_a = 0.6$, $\kappa_a = 2$,
+# $\delta = 0.2$ (the initial diagonal of $W_B$ and $W_C$).  The paper does not give the step size
+# $\eta$, the batch size $B$ or the noise range $K$; we use $\eta = 0.1$, $B = 64$, $K = 0.5$
+# (`TrainConfig`).  Patterns live in the first $d$ coordinates of a column $p_i$; the last
+# coordinate is the label, so "$w$ on $\mu_j$" means $(\mu_j^\top, 0)\, w$, as the lemmas write it.
+# We write $M = W_B^\top W_C$, so that the score of eq (3) is $s_i = p_i^\top M\, p_{query}$.
 
 # %%
 world = nm.make_world(d=30, M1=6, M2=10, V=3, beta=3.0, rng=np.random.default_rng([0, 0]))
@@ -97,18 +89,31 @@ step = history["step"]
 print(f"trained T = {T} steps; minibatch hinge loss {history['loss'][0]:.3f} -> {history['loss'][-1]:.4f}")
 
 # %% [markdown]
-# ## w: the gate learns to shut outlier examples (Lemmas 4 and 5)
+# ## $w$: the gate learns to shut outlier examples (Lemmas 4 and 5)
 #
-# Lemma 4 (early training, up to constants):
+# Lemma 4 (early training; we keep the leading terms):
 #
-#     v*_s^T w^(t)  <~  -eta beta^2 t kappa_a (1 - p_a) / V  - ...                         (33)
-#     (mu_j^T, 0) w^(t) = Theta(-eta (1 - p_a) beta^2 t / M1 - ...)                         (34)
-#     w^(t)T p_r  <~  -eta t beta^2 kappa_a (1 - p_a)  <  w^(t)T p_s  <  0                   (36)
+# $${v^*_s}^\top w^{(t)} \lesssim -\frac{\eta \beta^2 t \kappa_a (1 - p_a)}{V} - \cdots \tag{33}$$
 #
-# for an example p_r with an outlier and a clean one p_s.  Lemma 5 (after
-# t >~ eta^{-1}(1 - p_a)^{-1} beta^{-2} M1 steps): w^T p_i <~ -log M1 on outlier examples (37) and
-# w^T p_i >~ -Theta(1) on clean ones (38).  Negative w^T p means a small write weight
-# sigma(w^T p): the example barely enters the state, and it barely erases what came before.
+# $$(\mu_j^\top, 0)\, w^{(t)} = \Theta\Big(-\frac{\eta (1 - p_a) \beta^2 t}{M_1} - \cdots\Big) \tag{34}$$
+#
+# $${w^{(t)}}^\top p_r \lesssim -\eta t \beta^2 \kappa_a (1 - p_a) < {w^{(t)}}^\top p_s < 0 \tag{36}$$
+#
+# for an example $p_r$ with an outlier and a clean one $p_s$.  Lemma 5 (after
+# $t \gtrsim \eta^{-1}(1 - p_a)^{-1}\beta^{-2} M_1$ steps): ${w^{(t)}}^\top p_i \lesssim -\log M_1$ on
+# outlier examples (37) and ${w^{(t)}}^\top p_i \gtrsim -\Theta(1)$ on clean ones (38).  A negative
+# $w^\top p$ means a small write weight $\sigma(w^\top p)$: the example barely enters the state,
+# and it barely erases what came before.
+#
+# The table: one row per moment of training (SGD step $t$).  Columns: the mean of
+# ${v^*_s}^\top w$ over $s$ (33); the mean of $(\mu_j^\top, 0)\, w$ over $j$ (34); the mean of
+# $|(\nu_k^\top, 0)\, w|$ over $k$; the mean gate logit $w^\top p_i$ over clean and over outlier
+# context examples of 256 training prompts ((35)-(38)); and the mean gate $G_{i,l+1}(w)$ over the
+# same examples.  What you should see: at step 0 the projections are random ($w^{(0)}$ is drawn
+# from $\mathcal{N}(0, I_{d+1}/(d+1))$, about $\beta/\sqrt{d+1} \approx 0.5$ along each pattern) and
+# clean and outlier examples have alike gates; then ${v^*}^\top w$ and $\mu^\top w$ turn
+# negative, $w^\top p$ falls lower on outlier examples than on clean ones, and the outlier gates
+# end several times smaller than the clean ones.
 
 # %%
 idx = [0, len(step) // 10, len(step) // 3, len(step) - 1]
@@ -122,51 +127,66 @@ final = {k: history[k][-1] for k in ("a_clean", "a_outlier", "G_clean", "G_outli
 print(f"measured: w^T p on outlier examples {final['a_outlier']:+.2f} < on clean examples "
       f"{final['a_clean']:+.2f} < 0 -> ordering of (36): {final['a_outlier'] < final['a_clean'] < 0}")
 print(f"mean gate on clean examples / on outlier examples = {final['G_clean'] / final['G_outlier']:.1f}")
+assert final["a_outlier"] < -np.log(M1) < final["a_clean"] < 0, "the ordering described below does not hold"
 
 # %% [markdown]
-# What to read from it: the signs and the ordering of (35)-(38) are there.  w turns against
-# the outlier directions *and* against the relevant patterns; every example holds one mu_j, but
-# only outlier examples add kappa_a v*_s on top, so they end with the most negative w^T p and the
-# smallest gates.  Clean examples stay above -log M1, outlier examples fall below it (Lemma 5).
-# nu, which carries no label information, stays near its random start.  The rates of (33)-(34)
-# hold up to unspecified constants: read literally, their ratio (v*_s^T w falling kappa_a M1 / V
-# = 4 times faster than (mu_j^T, 0) w) is not what we measure here (both fall together, and
-# (mu_j^T, 0) w ends lower).
+# What to read from it: the signs and the ordering of (35)-(38) are there.  $w$ turns against
+# the outlier directions *and* against the relevant patterns; every example holds one $\mu_j$,
+# but only outlier examples add $\kappa_a v^*_s$ on top, so they end with the most negative
+# $w^\top p$ and the smallest gates.  Clean examples stay above $-\log M_1$, outlier examples fall
+# below it (Lemma 5).  $\nu$, which carries no label information, stays near its random start.
+# The rates of (33)-(34) hold up to unspecified constants: read literally, their ratio
+# (${v^*_s}^\top w$ falling $\kappa_a M_1 / V = 4$ times faster than $(\mu_j^\top, 0)\, w$) is not
+# what we measure here (both fall together, and $(\mu_j^\top, 0)\, w$ ends lower).
 
 # %% [markdown]
-# ## W_B^T W_C: attention that matches the query's pattern (Lemma 3, Corollary 1)
+# ## $W_B^\top W_C$: attention that matches the query's pattern (Lemma 3, Corollary 1)
 #
-# Lemma 3 tracks the gradient steps of W_B and W_C along the patterns: along (mu_j, mu_j) they
-# grow like eta t (1 - p_a) beta / M1 (23); along a training-task partner (mu_j, mu_j'') they
-# go negative (26); along a pair that never forms a training task they are 0 (25); irrelevant
-# and outlier directions stay small (24), (27)-(30).  So p_i^T W_B^T W_C p_query is large when
-# p_i shares the query's relevant pattern.  Corollary 1: on test prompts,
+# Lemma 3 tracks the gradient steps of $W_B$ and $W_C$ along the patterns: along
+# $(\mu_j, \mu_j)$ they grow like $\eta t (1 - p_a) \beta / M_1$ (23); along a training-task
+# partner $(\mu_j, \mu_{j''})$ (the two patterns of one training task) they go negative (26);
+# along a pair that never forms a training task they are 0 (25); irrelevant and outlier
+# directions stay small (24), (27)-(30).  So $p_i^\top W_B^\top W_C\, p_{query}$ is large when
+# $p_i$ shares the query's relevant pattern.  Corollary 1: on test prompts (columns
+# $\tilde p_i$),
 #
-#     sum_{i in N_1} p_i^T W_B^T W_C p_query >= Theta(1),
-#     sum_{i not in N_1} p_i^T W_B^T W_C p_query <= Theta((1 - p_a)^{-1} eps)              (16)
+# $$\sum_{i \in \mathcal{N}_1} \tilde p_i^\top {W_B^{(T)}}^\top W_C^{(T)} \tilde p_{query} \ge \Theta(1), \qquad
+# \sum_{i \in [l_{ts}] \setminus \mathcal{N}_1} \tilde p_i^\top {W_B^{(T)}}^\top W_C^{(T)} \tilde p_{query}
+# \le \Theta\big((1 - p_a)^{-1} \epsilon\big) \tag{16}$$
 #
-# with N_1 the examples that share the query's relevant pattern.
+# with $\mathcal{N}_1$ the examples that share the query's relevant pattern.
+#
+# The table: one row per SGD step $t$.  Columns, each an entry of $M = W_B^\top W_C$ divided by
+# $\beta^2$: $\mu_j^\top M \mu_j$ (same pattern, mean over $j$), $\mu_j^\top M \mu_{j+1}$ (training-task
+# partners), $\mu_j^\top M \mu_k$ for the pairs that never form a training task ("other pair"), and
+# $|\nu_k^\top M \nu_{k'}|$ (irrelevant patterns).  What you should see: the first column grows,
+# the second goes negative, the last two stay small.
 
 # %%
 print(" step   mu_j M mu_j   partner   other pair   |nu M nu|   (M = W_B^T W_C, divided by beta^2)")
 for k in idx:
-    print(f"{step[k]:5d}   {history['M_same'][k]:+9.3f}   {history['M_partner'][k]:+7.3f}"
-          f"   {history['M_other'][k]:+9.4f}   {history['M_nu'][k]:9.4f}")
+    print(f"{step[k]:5d}   {history['M_same'][k]:+11.3f}   {history['M_partner'][k]:+7.3f}"
+          f"   {history['M_other'][k]:+10.4f}   {history['M_nu'][k]:9.4f}")
 print(f"Corollary 1 on test prompts (alpha = 0.3): sum of scores over same-pattern examples "
       f"{history['s_same'][-1]:+.2f}, over the others {history['s_other'][-1]:+.2f}")
+assert history["M_same"][-1] > 0 > history["M_partner"][-1] and history["s_same"][-1] > 0 > history["s_other"][-1]
 
 # %% [markdown]
 # Reading the numbers:
 # * same-pattern entries grow and task-partner entries go negative, as (23) and (26) say;
 # * the "other pair" entries (two patterns that never form a training task) start at exactly
 #   0 and stay near 0 in the first steps, as (25) says: no training prompt links them.  They do
-#   **not** stay 0: once W_B and W_C have grown entries along task partners (26), chains of two
-#   partner links (mu_j -> mu_{j+1} -> mu_{j+2}) feed them, and we measure about +0.1 after
-#   training, against about +0.7 on the diagonal.  The paper's (25) claims 0 for every t; this
-#   is what we measure;
+#   **not** stay 0: once $W_B$ and $W_C$ have grown entries along task partners (26), chains of
+#   two partner links ($\mu_j \to \mu_{j+1} \to \mu_{j+2}$) feed them, and we measure about $+0.1$
+#   after training, against about $+0.7$ on the diagonal.  The paper's (25) claims 0 for every
+#   $t$; this is what we measure;
 # * the sum of scores over the other examples in Corollary 1 is not small but *negative*: it is
 #   dominated by the task partner, which (26) pushes below 0.  Either way, the examples that
 #   share the query's pattern dominate the prediction.
+#
+# The figure shows the same quantities at every recorded step: the loss, the projections of
+# $w$, the gate logits with $-\log M_1$, the entries of $M$, the summed scores of Corollary 1,
+# and the gates (log scale).
 
 # %%
 fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
@@ -208,5 +228,5 @@ ax.set(xlabel="SGD step t", ylabel=r"mean gate $G_{i,l+1}(w)$", title="gates on 
 ax.legend(fontsize=8)
 fig.suptitle(f"one-layer Mamba, SGD (eta = {config.eta}, B = {config.B}, p_a = {config.p_a}), T = {T}")
 fig.tight_layout()
-show(fig, "04_dynamics")
+show_figure(fig, "04_dynamics")
 print("tutorial 4 done")

@@ -3,15 +3,22 @@
 #
 # Paper: Corollary 2 (eqs (17), (18)), Section 4.2, Table 1 and Figure 4.
 #
-# The gate G_{i,l+1}(w) = sigma(w^T p_i) prod_{j>i}(1 - sigma(w^T p_j)) does two things
-# (Corollary 2): (i) it is small on examples with outliers (17), and (ii) on clean examples it
-# decays with the distance to the query, G_{h(j),l+1} >= Theta(1/2^{j-1}) for the j-th closest
-# clean example h(j) (18).  The second is a *local bias*: examples near the query count more.
-# That is harmless when outliers sit far from the query and harmful when they sit next to it
-# (Table 1: FQ / R / CQ).  We measure both on our one-layer model.
+# The gate $G_{i,l+1}(w) = \sigma(w^\top p_i) \prod_{j>i} (1 - \sigma(w^\top p_j))$ of eq (3) does
+# two things (Corollary 2): (i) it is small on examples with outliers (17), and (ii) on clean
+# examples it decays with the distance to the query (18):
+#
+# $$G_{i,l_{ts}+1}(w^{(T)}) \le O\big(\mathrm{poly}(M_1)^{-1}\big)
+# \ \text{ for an example } \tilde p_i \text{ with an outlier}, \tag{17}$$
+#
+# $$G_{h(j),l_{ts}+1}(w^{(T)}) \ge \Theta\big(1/2^{j-1}\big), \tag{18}$$
+#
+# where $h(j)$ is the $j$-th closest clean example to the query.  The second is a *local bias*:
+# examples near the query count more.  That is harmless when outliers sit far from the query
+# and harmful when they sit next to it (Table 1: FQ / R / CQ).  We measure both on our one-layer
+# model.
 #
 # Run: `python tutorials/06_where_the_gate_hurts.py`.  Full mode: T = 2000 steps per model and
-# 4000 test prompts per setting, about 15 s on one core.  NUMPY_MAMBA_QUICK=1: T = 600 and 1000
+# 4000 test prompts per setting, about 6 s on one core.  NUMPY_MAMBA_QUICK=1: T = 600 and 1000
 # test prompts (a few seconds).
 
 # %%
@@ -24,27 +31,17 @@ if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip in
     here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
     sys.path.insert(0, str(here.parent))
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from scipy.special import expit
 
 import numpy_mamba as nm
+from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
-FIGDIR = os.environ.get("NUMPY_MAMBA_FIGDIR")          # set it to save the figures as PNG
 T = 600 if QUICK else 2000
 B_TEST = 1000 if QUICK else 4000
 L_TS = 20
-
-
-def show(fig, name):
-    """Show a figure (a no-op under the non-interactive Agg backend); save it if FIGDIR is set."""
-    if FIGDIR:
-        fig.savefig(os.path.join(FIGDIR, f"{name}.png"), dpi=120, bbox_inches="tight")
-    if "agg" not in matplotlib.get_backend().lower():
-        plt.show()
-    plt.close(fig)
-
 
 # %% [markdown]
 # ## Train both models (Section 4 settings, as in tutorial 5)
@@ -60,10 +57,14 @@ print(f"trained both models for T = {T} steps")
 # %% [markdown]
 # ## Corollary 2 (ii): the gates of clean examples decay with distance
 #
-# Test prompts with alpha = 0.3 (random placement).  For each prompt, h(1) is the clean example
-# closest to the query, h(2) the next clean one, and so on.  We average G_{h(j),l+1}(w) over
-# prompts and fit G ~ C r^{j-1}.  (18) says the decay is no faster than 1/2 per clean
-# example, up to constants: r >= ~1/2.
+# Test prompts with $\alpha = 0.3$ (random placement).  For each prompt, $h(1)$ is the clean
+# example closest to the query, $h(2)$ the next clean one, and so on.  We average
+# $G_{h(j),l+1}(w)$ over prompts and fit $G \approx C r^{j-1}$.  (18) says the decay is no faster
+# than $1/2$ per clean example, up to constants: $r \gtrsim 1/2$.
+#
+# The table: one row per rank $j$; the mean gate of the $j$-th closest clean example, next to
+# $1/2^{j-1}$, the rate of (18).  What you should see: the mean gates fall by a roughly constant
+# factor per row, more slowly than the halving of the last column.
 
 # %%
 test = nm.testing_batch(world, B_TEST, L_TS, alpha=0.3, rng=np.random.default_rng([0, 30]))
@@ -77,26 +78,35 @@ for n in range(B_TEST):
 mean_by_rank = np.nanmean(by_rank, axis=0)
 slope, intercept = np.polyfit(np.arange(J), np.log(mean_by_rank), 1)
 r = np.exp(slope)
-print(" j   mean G_{h(j)}   1/2^{j-1}")
+print(" j   mean G_{h(j),l+1}   1/2^(j-1)")
 for j in range(J):
-    print(f" {j + 1}   {mean_by_rank[j]:.4f}         {0.5**j:.4f}")
-a_clean = np.einsum("d,bdl->bl", w, test.P)[:, :-1][~test.outlier]      # w^T p on clean examples
+    print(f" {j + 1}   {mean_by_rank[j]:17.4f}   {0.5**j:9.4f}")
+a = np.einsum("d,bdl->bl", w, test.P)[:, :-1]                      # w^T p_i on context examples
+keep_clean, keep_outlier = np.mean(1 - expit(a[~test.outlier])), np.mean(1 - expit(a[test.outlier]))
 print(f"fitted decay per clean example r = {r:.3f} (>= 1/2, consistent with (18));"
-      f"  mean keep factor 1 - sigma(w^T p) of clean examples = {np.mean(1 - 1 / (1 + np.exp(-a_clean))):.3f}")
+      f"  mean keep factor 1 - sigma(w^T p) of clean examples = {keep_clean:.3f}")
+assert 0.5 <= r < 1
 
 # %% [markdown]
-# The decay rate is the *keep* factor 1 - sigma(w^T p) of the clean examples in between
-# (tutorial 1): every clean example between h(j) and the query multiplies its gate by it.
+# The decay rate is the *keep* factor $1 - \sigma(w^\top p)$ of the clean examples in between
+# (tutorial 1): every clean example between $h(j)$ and the query multiplies its gate by it.
 #
 # ## Corollary 2 (i): outlier examples get small gates (17)
+#
+# What you should see: the mean gate of outlier examples well below that of clean ones, and
+# their keep factor close to 1 (they barely write, so they barely erase either).  (17) bounds
+# them by $O(1/\mathrm{poly}(M_1))$; $1/M_1$ is printed for scale (the bound holds up to
+# constants, and the largest single outlier gate can exceed it).
 
 # %%
 G_out, G_clean = G[test.outlier], G[~test.outlier]
 print(f"mean gate: outlier examples {G_out.mean():.4f}, clean examples {G_clean.mean():.4f};"
-      f"  max outlier gate {G_out.max():.3f};  1/M1 = {1 / world.M1:.3f}")
+      f"  largest outlier gate {G_out.max():.3f};  1/M1 = {1 / world.M1:.3f}")
+print(f"mean keep factor 1 - sigma(w^T p): outlier examples {keep_outlier:.3f}, clean examples {keep_clean:.3f}")
+assert G_out.mean() < G_clean.mean() and keep_outlier > keep_clean
 
 # %% [markdown]
-# A Figure 4 of our own: the gates of one test prompt (alpha = 0.3), outlier examples in red,
+# A Figure 4 of our own: the gates of one test prompt ($\alpha = 0.3$), outlier examples in red,
 # clean ones in green, and the averaged decay with its fit.
 
 # %%
@@ -109,6 +119,7 @@ ax1.bar([0], [0], color="#009E73", label="clean")
 ax1.set(xlabel="position i of the context example (the query is at l+1 = 21)",
         ylabel=r"$G_{i,l+1}(w)$", title="gates of one test prompt (alpha = 0.3), cf. Figure 4")
 ax1.set_xlim(0.3, L_TS + 0.7)
+ax1.set_xticks(np.arange(1, L_TS + 1))                            # positions are whole numbers
 ax1.legend(fontsize=8)
 j = np.arange(1, J + 1)
 ax2.semilogy(j, mean_by_rank, "o", color="#009E73", label=r"mean $G_{h(j),l+1}$ (clean examples)")
@@ -118,15 +129,21 @@ ax2.set(xlabel="j (the j-th closest clean example to the query)", ylabel="gate (
         title="decay with distance, Corollary 2 (18)")
 ax2.legend(fontsize=8)
 fig.tight_layout()
-show(fig, "06_gates")
+show_figure(fig, "06_gates")
 
 # %% [markdown]
 # ## Table 1: where the outliers sit
 #
-# alpha = 0.5, l_ts = 20: 10 outlier examples placed farthest from the query (FQ), at random
+# $\alpha = 0.5$, $l_{ts} = 20$: 10 outlier examples placed farthest from the query (FQ), at random
 # (R, eq (7)) or closest to it (CQ).  Section 4.2 does not say which labelling rule Table 1
 # uses; we use flipped labels, the hardest one, and report accuracy (1 - error) as the paper.
 # Table 1 is measured on a three-layer model; ours has one layer.
+#
+# The table: one row per placement; columns: the test accuracy of Mamba with test outliers of
+# size $\kappa_a' = 2$ and $\kappa_a' = 8$, and of the linear Transformer (LT) at $\kappa_a' = 2$.
+# The paper's numbers are printed below it.  What you should see: Mamba at $\kappa_a' = 2$ good
+# at FQ, worse at R, below chance (50%) at CQ; Mamba at $\kappa_a' = 8$ good everywhere; LT near
+# 50% everywhere.
 
 # %%
 PLACEMENTS = {"farthest": "FQ", "random": "R", "closest": "CQ"}
@@ -143,22 +160,32 @@ for placement, short in PLACEMENTS.items():
         row.append(acc)
     print(f"{short:<10}  " + "   ".join(f"{100 * a:10.2f}%" for a in row))
 print("paper (3 layers): Mamba FQ 99.84%, R 99.04%, CQ 73.28%;  LT 78.52%, 78.28%, 78.60%")
+mamba2 = [accuracy[p, "mamba", 2.0] for p in PLACEMENTS]
+assert mamba2[0] > mamba2[1] > 0.5 > mamba2[2], "the FQ > R > chance > CQ order described above does not hold"
 
 # %% [markdown]
 # ## Why placement matters to Mamba and not to the linear Transformer
 #
-# The linear Transformer sums G = 1 over all examples: permuting them changes nothing (under
-# flipped labels at alpha = 1/2 its clean and outlier votes cancel, hence ~50%; the paper's 78%
+# The linear Transformer sums $G = 1$ over all examples: permuting them changes nothing (under
+# flipped labels at $\alpha = 1/2$ its clean and outlier votes cancel, hence ~50%; the paper's 78%
 # for LT suggests Table 1 used another labelling rule).  Mamba's gate of an example is shrunk by
-# the keep factors 1 - sigma(w^T p) of every example *after* it: ~0.8 for a clean example
-# (measured above), closer to 1 for an outlier example, whose sigma(w^T p) is small.  So:
+# the keep factors $1 - \sigma(w^\top p)$ of every example *after* it: ~0.8 for a clean example
+# and closer to 1 for an outlier example, whose $\sigma(w^\top p)$ is small (both measured above).
+# So:
 # * FQ: the outliers sit behind all 10 clean examples; their already small gates shrink by
-#   another ~0.8^10;
+#   another ~$0.8^{10}$;
 # * CQ: the outliers sit next to the query and nothing shrinks their gates, while the clean
-#   examples sit behind 10 outliers, whose keep factors at kappa_a' = 2 (~0.9) still add up.
+#   examples sit behind 10 outliers, whose keep factors at $\kappa_a' = 2$ (~0.9) still add up.
+#
 # The ratio of clean to outlier gates, which lets Mamba outvote the flipped labels (tutorial 5),
-# collapses below 1, and accuracy falls below chance.  With kappa_a' = 8 the outlier gates are
+# collapses below 1, and accuracy falls below chance.  With $\kappa_a' = 8$ the outlier gates are
 # tiny and outliers neither vote nor erase, so every placement works.
+#
+# The table: one row per placement, Mamba at $\kappa_a' = 2$.  Columns: the mean gate of clean
+# and of outlier examples, their ratio, and the mean over prompts of the clean votes
+# $z \sum_{i\ \mathrm{clean}} G_i y_i s_i$ and of the outlier votes (as in tutorial 5).  What you
+# should see: the ratio falling from FQ to CQ, below 1 at CQ, where the outlier votes outweigh
+# the clean ones.
 
 # %%
 print("alpha = 0.5, kappa_a' = 2, flipped labels; mean of z * (sum of G_i y_i s_i) over each group")
@@ -169,6 +196,8 @@ for placement, short in PLACEMENTS.items():
     Gb = nm.gating(w, b.P)[:, :-1]
     terms = b.z[:, None] * Gb * b.P[:, -1, :-1] * nm.attention_scores(trained["mamba"], b.P)[:, :-1]
     gc, go = Gb[~b.outlier].mean(), Gb[b.outlier].mean()
-    print(f"{short:<10}  {gc:15.4f}   {go:17.4f}   {gc / go:15.1f}   {np.mean(np.sum(terms * ~b.outlier, 1)):+11.3f}"
-          f"   {np.mean(np.sum(terms * b.outlier, 1)):+13.3f}")
+    clean_votes, outlier_votes = np.mean(np.sum(terms * ~b.outlier, 1)), np.mean(np.sum(terms * b.outlier, 1))
+    print(f"{short:<10}  {gc:15.4f}   {go:17.4f}   {gc / go:15.1f}   {clean_votes:+11.3f}   {outlier_votes:+13.3f}")
+    if placement == "closest":
+        assert gc / go < 1 and clean_votes + outlier_votes < 0
 print("tutorial 6 done")

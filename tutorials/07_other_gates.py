@@ -1,22 +1,26 @@
 # %% [markdown]
-# # Tutorial 7: other gates of Appendix E.6 (Mamba-2 in detail)
-#
-# Appendix E.6 of the paper says its analysis carries over to any model whose block is
-# *linear attention times a gate*. Mamba-2 (eqs 187-189) updates a state
-#
-#     h_i = gamma(w, a; i) h_{i-1} + v_i k_i^T,      gamma(w, a; i) = exp(-softplus(w^T p_i) e^a)
-#
-# and unrolling the recurrence gives F = sum_i G_{i,l+1} y_i p_i^T W_B^T W_C p_query with
-#
-#     G_{i,t} = prod_{j=i+1}^{t} gamma(w, a; j)  (i < t),    G_{t,t} = 1.          (189)
-#
-# Compare Mamba's eq (3): G_i = sigma(w^T p_i) prod_{j>i} (1 - sigma(w^T p_j)). Mamba-2 has no
-# factor that looks at p_i itself. This tutorial checks the two forms agree, checks the hand-written
-# gradient, and then asks what that missing factor costs when prompts contain outliers.
+# # Tutorial 7 — Other gates of Appendix E.6 (Mamba-2 in detail)
 #
 # Paper: Appendix E.6, eqs (187)-(189) (Mamba-2), (196)-(198) (GLA); compare eq (3).
 #
-# Run: `python tutorials/07_other_gates.py` (about 15 s; `NUMPY_MAMBA_QUICK=1` makes the
+# Appendix E.6 of the paper says its analysis carries over to any model whose block is
+# *linear attention times a gate* (tutorial 1). Mamba-2 (eqs (187)-(189)) updates a state
+#
+# $$h_i = \gamma(w, a; i)\, h_{i-1} + v_i k_i^\top, \qquad
+# \gamma(w, a; i) = e^{-\mathrm{softplus}(w^\top p_i)\, e^{a}} \tag{187}$$
+#
+# with a scalar decay $\gamma$ per token, trained through $w \in \mathbb{R}^{d+1}$ and one number
+# $a$ ($v_i$ and $k_i$ are the value and key of token $i$), and unrolling the recurrence gives
+# $F = \sum_i G_{i,l+1}\, y_i\, p_i^\top W_B^\top W_C\, p_{query}$ with
+#
+# $$G_{i,t}(w, a) = \begin{cases} \prod_{j=i+1}^{t} \gamma(w, a; j), & i < t \\ 1, & i = t. \end{cases} \tag{189}$$
+#
+# Compare Mamba's eq (3): $G_{i,l+1} = \sigma(w^\top p_i) \prod_{j>i} (1 - \sigma(w^\top p_j))$. Mamba-2
+# has no factor that looks at $p_i$ itself. This tutorial checks the two forms agree, checks the
+# hand-written gradient, and then asks what that missing factor costs when prompts contain
+# outliers.
+#
+# Run: `python tutorials/07_other_gates.py` (about 13 s; `NUMPY_MAMBA_QUICK=1` makes the
 # training cell short, a few seconds), or step through the `# %%` cells in an editor.
 
 # %%
@@ -39,10 +43,13 @@ QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. The gate by hand, on a prompt with d = 1 and l = 2
-# Columns p_1 = (1, +1), p_2 = (2, -1), p_query = (1, 0) (last row: labels, 0 for the query).
-# With w = 0 and a = 0 every gamma_j = exp(-softplus(0)) = exp(-log 2) = 1/2, so eq (189) gives
-# G = (gamma_2 gamma_3, gamma_3, 1) = (1/4, 1/2, 1).
+# ## 1. The gate by hand, on a prompt with $d = 1$ and $l = 2$
+# Columns $p_1 = (1, +1)$, $p_2 = (2, -1)$, $p_{query} = (1, 0)$ (last row: labels, 0 for the
+# query).  With $w = 0$ and $a = 0$ every $\gamma_j = \exp(-\mathrm{softplus}(0)) = \exp(-\log 2) = 1/2$,
+# so eq (189) gives $G = (\gamma_2 \gamma_3,\ \gamma_3,\ 1) = (1/4, 1/2, 1)$.  With $W_B = W_C = I$
+# the scores are $s_i = p_i^\top p_{query} = (1, 2)$, so
+# $F = \tfrac14 \cdot (+1) \cdot 1 + \tfrac12 \cdot (-1) \cdot 2 = -0.75$.  What you should see: the
+# package's numbers equal these, from the closed form and from the recurrence (187).
 
 # %%
 P = np.array([[1.0, 2.0, 1.0],
@@ -59,7 +66,8 @@ assert abs(forward(params, P, model="mamba2") + 0.75) < 1e-15
 # %% [markdown]
 # ## 2. Two forms, one truth, on random prompts
 # `gate_recurrent_forward` loops over tokens exactly as eq (187) is written;
-# `forward(..., model="mamba2")` is linear attention times the gate of eq (189), in log space.
+# `forward(..., model="mamba2")` is linear attention times the gate of eq (189), computed in log
+# space (a sum of $\log \gamma_j$ instead of a product, so that long products do not underflow).
 
 # %%
 d, l, B = 4, 6, 5
@@ -74,8 +82,10 @@ assert diff < 1e-12
 
 # %% [markdown]
 # ## 3. The gradient, by hand, checked by central differences
-# With c_i = dL/dG_i G_i, dL/dlog gamma_j = sum_{i<j} c_i (a prefix sum), and
-# d log gamma_j / dw = -sigma(w^T p_j) e^a p_j,  d log gamma_j / da = log gamma_j.
+# With $c_i = \frac{\partial L}{\partial G_i} G_i$, $\frac{\partial L}{\partial \log \gamma_j} = \sum_{i<j} c_i$ (a
+# prefix sum), and $\frac{\partial \log \gamma_j}{\partial w} = -\sigma(w^\top p_j)\, e^a p_j$,
+# $\frac{\partial \log \gamma_j}{\partial a} = \log \gamma_j$.  The printed table is the same as in
+# tutorial 3 (relative error per parameter, tolerance 1e-7).
 
 # %%
 report = gradcheck(lambda q: hinge_loss(q, P, z, "mamba2"), params, gradients(params, P, z, "mamba2"))
@@ -85,9 +95,10 @@ assert report.passed
 
 # %% [markdown]
 # ## 4. What the missing input gate means
-# Change the *content* of example 2 only. Mamba's gate on example 2 changes (its factor
-# sigma(w^T p_2)); Mamba-2's does not, because G_2 only multiplies gammas of tokens 3..l+1.
-# A gate that cannot look at example i cannot switch example i off when it carries an outlier.
+# Change the *content* of example 2 only (we raise $w^\top p_2$ by 3). Mamba's gate on example 2
+# changes (its factor $\sigma(w^\top p_2)$); Mamba-2's does not, because $G_2$ only multiplies the
+# $\gamma_j$ of tokens $3, \cdots, l+1$.  A gate that cannot look at example $i$ cannot switch
+# example $i$ off when it carries an outlier.
 
 # %%
 P2 = P.copy()
@@ -100,18 +111,25 @@ for name, p in [("mamba", mamba), ("mamba2", params)]:
     assert (change > 0.01) if name == "mamba" else (change == 0.0)
 
 # %% [markdown]
-# ## 5. Train and test (Section 4 data, flipped labels on outliers, alpha = 0.7)
-# Same training prompts and seed for Mamba, Mamba-2 and GLA (whose gate sigma(W p_i)^{1/tau} does
-# look at p_i). Expect Mamba and GLA below the error of Mamba-2, which behaves like the linear
-# Transformer. The full comparison is `python -m numpy_mamba gates` (figures/REPORT.md).
+# ## 5. Train and test (Section 4 data, flipped labels on outliers, $\alpha = 0.7$)
+# Same training prompts and seed for Mamba, Mamba-2 and GLA (gated linear attention, eq (198):
+# $F = \sum_i y_i\, (W_K p_i \odot \sigma(W p_i)^{1/\tau})^\top W_Q\, p_{query}$, whose gate
+# $\sigma(W p_i)^{1/\tau}$ does look at $p_i$).  Test prompts: $\alpha = 0.7$, flipped labels,
+# $\kappa_a' = 8$ (tutorial 5).  What you should see in full mode: Mamba and GLA well below the
+# error of Mamba-2, which behaves like the linear Transformer of tutorial 5.  The full
+# comparison is `python -m numpy_mamba gates` (figures/REPORT.md).
 
 # %%
 world = make_world(rng=0)
 config = TrainConfig(T=60 if QUICK else 1500)
 test = testing_batch(world, 200 if QUICK else 2000, 20, alpha=0.7, kappa_a_prime=8.0, label_rule="flip", rng=3)
+error = {}
 for model in ("mamba", "mamba2", "gla"):
     params0 = init_for(model, world.d, None, 0.2, np.random.default_rng([0, 1]))
     trained, _ = train(world, config, model, rng=np.random.default_rng([0, 2]), params=params0)
-    print(f"{model:7s} test error at alpha = 0.7: {zero_one_error(forward(trained, test.P, model), test.z):.3f}")
+    error[model] = zero_one_error(forward(trained, test.P, model), test.z)
+    print(f"{model:7s} test error at alpha = 0.7: {error[model]:.3f}")
 if QUICK:
     print("(quick mode: 60 steps only, the numbers are not meaningful yet)")
+else:
+    assert max(error["mamba"], error["gla"]) < error["mamba2"], "Mamba and GLA should beat Mamba-2 here"

@@ -167,7 +167,8 @@ assert 1 < votes["mamba", 2.0][2] < votes["mamba", 8.0][2] and votes["mamba", 8.
 # For the linear Transformer the outlier votes (negative) outweigh the clean ones at
 # $\alpha = 0.7$, whatever $\kappa_a'$.  Mamba's gates shrink the outlier votes, by a factor that
 # grows with the outlier's size: the gate's logit on an outlier example is
-# $w^\top(\mu_j + \kappa' \nu_k) + \kappa_a' w^\top v'$, and training made $w^\top v^*_s$ negative
+# $w^\top p_i = (\mu_j^\top + \kappa' \nu_k^\top,\ y_i)\, w + \kappa_a'\, w^\top v'$ (where $w^\top v'$
+# is short for $(v'^\top, 0)\, w$, as in tutorial 4), and training made $w^\top v^*_s$ negative
 # (tutorial 4), so $w^\top v' = \sum_s \lambda_s w^\top v^*_s$ is negative for the $v'$ of eq (11)
 # ($\sum_s \lambda_s \ge L > 0$) and the suppression grows linearly with $\kappa_a'$.  That is why
 # Theorem 2 asks $\kappa_a' \ge \kappa_a$, and why the third $v'$ of Section 4

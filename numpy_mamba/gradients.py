@@ -12,9 +12,10 @@ is the mean over prompts (Algorithm 1, eq (19)).  The sums over i in (93) and (1
 their upper limit, but the query's label y_{l+1} is 0, so they agree.
 
 ``gradients`` is the vectorised version (no Python loop over prompts or tokens; the double sum
-in (135) becomes one exclusive prefix sum).  ``gradients_literal`` follows each equation term by
-term for reading.  tests/test_gradients.py proves them equal to 1e-12 and checks both against
-central finite differences.
+in (135) becomes one prefix sum, and the forward and the backward each read P once).
+``gradients_literal`` follows each equation term by term for reading.  tests/test_gradients.py
+proves them equal to 1e-12 and checks both against central finite differences;
+tests/test_speed_paths.py checks the one-pass products against a plain einsum per equation.
 """
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
         ds = np.multiply(G * P[:, -1, :], r[:, None], out=weights[:, :, 0])  # dL/ds_i = r G_i y_i
         gate_weights(sigma, ds * s, out=weights[:, :, 1])     # c_i = dL/dG_i G_i = ds_i s_i
         sums = P @ weights                                    # (B, d+1, 2): one pass over P
-        key_sum, dw = sums[:, :, 0], sums[:, :, 1].sum(axis=0)   # sum_i ds_i p_i; eq (135)
+        key_sum = np.ascontiguousarray(sums[:, :, 0])         # sum_i ds_i p_i: (B, d+1)
+        dw = sums.sum(axis=0)[:, 1]                           # eq (135), summed over the batch
     else:
         ds = r[:, None] * P[:, -1, :]                         # dL/ds_i = r y_i (G = 1)
         key_sum = (P @ ds[:, :, None])[:, :, 0]               # sum_i ds_i p_i: (B, d+1)

@@ -107,8 +107,11 @@ def log_gates(a, log_sigma) -> np.ndarray:
     reversed cumulative sum (no cancellation), so l = 10,000 and |a| = 50 stay finite.
     """
     log_keep = log_sigma - a                                # log(1 - sigma(a_j)): (B, l+1)
-    log_G = log_sigma.copy()                                # the query's gate: sigma(a_{l+1})
-    log_G[:, :-1] += np.cumsum(log_keep[:, :0:-1], axis=1)[:, ::-1]   # + sum_{j>i}, i <= l
+    backwards = np.cumsum(log_keep[:, :0:-1], axis=1)       # sum_{j>i}, i = l, l-1, ..., 1: (B, l)
+    backwards += log_sigma[:, -2::-1]                       # log G_i, i = l, ..., 1 (i from the end)
+    log_G = np.empty_like(log_sigma)
+    log_G[:, :-1] = backwards[:, ::-1]                      # back in prompt order
+    log_G[:, -1] = log_sigma[:, -1]                         # the query's gate: sigma(a_{l+1})
     return log_G
 
 

@@ -136,3 +136,29 @@ def test_public_two_pass_backward_equals_fused(kind):
     dw = gate_backward(params.w, P, G, r[:, None] * y * s)
     for name, a, b in zip(Params._fields, (dW_B, dW_C, dw), fused):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=name)
+
+
+# ---- the bench command: its options and its output columns (no timing is asserted) ----------
+def test_bench_cases_option_parses_and_refuses_bad_values(capsys):
+    from numpy_mamba.cli import bench
+    assert bench.cases("20x64, 1000X8") == [(20, 64), (1000, 8)]
+    for bad in ["20x0", "20", "ax64", "20x64x2", "-3x64", "20x64,"]:
+        with pytest.raises(SystemExit) as info:           # a usage error, not a traceback
+            bench.main([f"--cases={bad}", "--no-torch"])
+        assert info.value.code == 2
+        assert "LxB" in capsys.readouterr().err, bad
+    with pytest.raises(SystemExit):
+        bench.main(["--repeat", "0", "--no-torch"])
+    assert "positive integer" in capsys.readouterr().err
+
+
+def test_bench_prints_the_pass_over_P_and_the_step_in_passes(capsys):
+    # If this fails, the row lost its floor (one w @ P over the same array) or its unit.
+    from numpy_mamba.cli import bench
+    assert bench.main(["--cases", "200x16", "--repeat", "1", "--no-torch"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["l", "B", "numpy", "ms", "prompts/s", "us/(B*l)", "pass", "ms", "passes"]
+    row = dict(zip(["l", "B", "numpy_ms", "prompts_s", "us", "pass_ms", "passes"], lines[3].split()))
+    assert (row["l"], row["B"]) == ("200", "16")
+    assert float(row["pass_ms"]) > 0
+    np.testing.assert_allclose(float(row["passes"]), float(row["numpy_ms"]) / float(row["pass_ms"]), rtol=0.05)

@@ -128,7 +128,7 @@ def main(argv=None) -> int:
             fns["torch"] = lambda: torch_step(torch, params, P, z)
         t = interleaved_medians(fns, args.repeat)
         row = (f"{l:>6} {B:>5} {1e3 * t['numpy']:>10.3f} {B / t['numpy']:>10.0f} "
-               f"{1e6 * t['numpy'] / (B * l):>9.3f} {1e3 * t['pass']:>8.3f} {t['numpy'] / t['pass']:>7.1f}")
+               f"{1e6 * t['numpy'] / (B * l):>9.3f} {1e3 * t['pass']:>8.4f} {t['numpy'] / t['pass']:>7.1f}")
         if torch:
             ours, theirs = gradients(params, P, z), torch_step(torch, params, P, z)
             diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ours, theirs))

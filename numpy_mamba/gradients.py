@@ -12,9 +12,10 @@ is the mean over prompts (Algorithm 1, eq (19)).  The sums over i in (93) and (1
 their upper limit, but the query's label y_{l+1} is 0, so they agree.
 
 ``gradients`` is the vectorised version (no Python loop over prompts or tokens; the double sum
-in (135) becomes one exclusive prefix sum).  ``gradients_literal`` follows each equation term by
-term for reading.  tests/test_gradients.py proves them equal to 1e-12 and checks both against
-central finite differences.
+in (135) becomes one prefix sum, and the forward and the backward each read P once).
+``gradients_literal`` follows each equation term by term for reading.  tests/test_gradients.py
+proves them equal to 1e-12 and checks both against central finite differences;
+tests/test_speed_paths.py checks the one-pass products against a plain einsum per equation.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from scipy.special import expit
 from ._checks import check_labels, check_prompts
 from ._models import PAPER_MODELS, check_model, extension
 from .loss import mean_hinge_slope
-from .model import Params, check_params, gate_logits, output_terms
+from .model import Params, check_params, forward_terms, gate_logits
 
 
 def _checked(params, P, z, model):
@@ -35,32 +36,45 @@ def _checked(params, P, z, model):
     return params, P, z
 
 
+def gate_weights(sigma, c, out=None) -> np.ndarray:
+    """The weight of each column p_s in dw of eq (135), given c_i = dL/dG_i G_i (B, l+1).
+
+    dG_i/dw = G_i ((1 - sigma_i) p_i - sum_{s=i+1}^{l+1} sigma_s p_s), so
+    sum_i c_i dG_i/dw = sum_s p_s (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i)
+                      = sum_s p_s (c_s - sigma_s sum_{i<=s} c_i): an inclusive prefix sum.
+    sigma = sigma(w^T p_s) (B, l+1) -> (B, l+1), written into ``out`` if given.
+    """
+    inclusive = np.cumsum(c, axis=1)                          # sum_{i<=s} c_i: (B, l+1)
+    return np.subtract(c, np.multiply(sigma, inclusive, out=inclusive), out=out)
+
+
 def gate_backward(w, P, G, dG) -> np.ndarray:
     """Chain rule through the Mamba gate: sum_{n,i} dG_{n,i} dG_{n,i}/dw, shape (d+1,).
 
-    dG_i/dw = G_i ((1 - sigma_i) p_i - sum_{s=i+1}^{l+1} sigma_s p_s).  With c_i = dG_i G_i,
-    sum_i c_i sum_{s>i} sigma_s p_s = sum_s sigma_s p_s sum_{i<s} c_i: an exclusive prefix sum.
-    P (B, d+1, l+1), G and dG (B, l+1).
+    P (B, d+1, l+1), G and dG (B, l+1); the column weights are ``gate_weights``.
     """
-    sigma = expit(gate_logits(w, P))                          # (B, l+1)
-    c = dG * G                                                # (B, l+1)
-    before = np.cumsum(c, axis=1) - c                         # sum_{i<s} c_i: (B, l+1)
-    coeff = c * (1.0 - sigma) - sigma * before                # weight of each column p_s
+    coeff = gate_weights(expit(gate_logits(w, P)), dG * G)   # (B, l+1)
     return (P @ coeff[:, :, None]).sum(axis=0)[:, 0]         # sum_{n,s} coeff_s p_s: (d+1,)
+
+
+def attention_weights(params: Params, P, key_sum) -> tuple:
+    """(dW_B, dW_C) from k = sum_i dL/ds_i p_i (B, d+1), the batch's keys weighted by dL/ds.
+
+    dL/dW_B = sum_n W_C p_query k^T (eq (118)) and dL/dW_C = W_B sum_n k p_query^T (eq (93)),
+    (m, d+1) each; both use M = sum_n k p_query^T, one (d+1, d+1) product over the batch.
+    """
+    p_query = np.ascontiguousarray(P[:, :, -1])               # (B, d+1)
+    M = key_sum.T @ p_query                                   # sum_n k p_query^T: (d+1, d+1)
+    return params.W_C @ M.T, params.W_B @ M                   # eq (118), eq (93)
 
 
 def attention_backward(params: Params, P, ds) -> tuple:
     """(dW_B, dW_C) of a loss that depends on the scores s_i = p_i^T W_B^T W_C p_query.
 
-    ds = dL/ds_i (B, l+1).  With k = sum_i ds_i p_i (B, d+1) and q = W_C p_query (B, m):
-    dL/dW_B = sum_n q k^T (eq (118)) and dL/dW_C = W_B sum_n k p_query^T (eq (93)), (m, d+1) each.
+    ds = dL/ds_i (B, l+1); see ``attention_weights`` for eqs (93), (118).
     """
-    p_query = P[:, :, -1]                                     # (B, d+1)
     key_sum = (P @ ds[:, :, None])[:, :, 0]                   # sum_i ds_i p_i: (B, d+1)
-    q = p_query @ params.W_C.T                                # W_C p_query: (B, m)
-    dW_B = q.T @ key_sum                                      # (m, d+1), eq (118)
-    dW_C = params.W_B @ (key_sum.T @ p_query)                 # (m, d+1), eq (93)
-    return dW_B, dW_C
+    return attention_weights(params, P, key_sum)
 
 
 def gradients(params, P, z, model: str = "mamba") -> Params:
@@ -70,21 +84,28 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
     the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).  For
     a registered extension (an Appendix E.6 gate) the result is that model's container, from
     its own backward given dL/dF.  Paper: eqs (93), (118), (135), (19).
+
+    The forward pass reads P once (``model.forward_terms``) and so does the backward: the
+    sums over columns of (93)/(118) and of (135) are one batched product P @ [ds, coeff].
     """
     params, P, z = _checked(params, P, z, model)
     if (ext := extension(model)) is not None:                 # e.g. an Appendix E.6 gate
         F, cache = ext.output(params, P)
         return ext.backward(params, P, cache, mean_hinge_slope(F, z))
-    F, G, s = output_terms(model, params, P)                  # (B,), (B, l+1), (B, l+1)
+    F, G, s, sigma = forward_terms(model, params, P)
     r = mean_hinge_slope(F, z)                                # d(mean loss)/dF^n: (B,)
-    y = P[:, -1, :]                                           # (B, l+1)
-    dW_B, dW_C = attention_backward(params, P, r[:, None] * G * y)   # dL/ds_i = r G_i y_i
     if model == "mamba":
-        dG = r[:, None] * y * s                               # dL/dG_i: (B, l+1)
-        dw = gate_backward(params.w, P, G, dG)                # eq (135)
+        weights = np.empty(G.shape + (2,))                    # column weights: (B, l+1, 2)
+        ds = np.multiply(G * P[:, -1, :], r[:, None], out=weights[:, :, 0])  # dL/ds_i = r G_i y_i
+        gate_weights(sigma, ds * s, out=weights[:, :, 1])     # c_i = dL/dG_i G_i = ds_i s_i
+        sums = P @ weights                                    # (B, d+1, 2): one pass over P
+        key_sum = np.ascontiguousarray(sums[:, :, 0])         # sum_i ds_i p_i: (B, d+1)
+        dw = sums.sum(axis=0)[:, 1]                           # eq (135), summed over the batch
     else:
+        ds = r[:, None] * P[:, -1, :]                         # dL/ds_i = r y_i (G = 1)
+        key_sum = (P @ ds[:, :, None])[:, :, 0]               # sum_i ds_i p_i: (B, d+1)
         dw = np.zeros_like(params.w)                          # G = 1 does not depend on w
-    return Params(dW_B, dW_C, dw)
+    return Params(*attention_weights(params, P, key_sum), dw)   # eqs (118), (93)
 
 
 def gradients_literal(params, P, z, model: str = "mamba") -> Params:

@@ -99,21 +99,29 @@ def gate_logits(w, P) -> np.ndarray:
     return w @ P                                    # broadcast matmul: (B, l+1)
 
 
-def log_gating(w, P) -> np.ndarray:
-    """log G_{i,l+1}(w) of eq (3), computed in log space.
+def log_gates(a, log_sigma) -> np.ndarray:
+    """log G_{i,l+1} of eq (3) from the gate logits a_i = w^T p_i and log sigma(a_i), (B, l+1).
 
-    log G_i = log sigma(a_i) + sum_{j=i+1}^{l+1} log(1 - sigma(a_j)),  a_j = w^T p_j,
-    with log sigma = ``scipy.special.log_expit`` and log(1 - sigma(a)) = log_expit(-a), and
-    the suffix sums taken by a reversed cumulative sum (no cancellation), so l = 10,000 and
-    |a| = 50 stay finite.  Shapes: P (B, d+1, l+1) -> (B, l+1).
+    log G_i = log sigma(a_i) + sum_{j=i+1}^{l+1} log(1 - sigma(a_j)), with
+    log(1 - sigma(a)) = log sigma(a) - a (no second log_expit) and the suffix sums taken by a
+    reversed cumulative sum (no cancellation), so l = 10,000 and |a| = 50 stay finite.
+    """
+    log_keep = log_sigma - a                                # log(1 - sigma(a_j)): (B, l+1)
+    backwards = np.cumsum(log_keep[:, :0:-1], axis=1)       # sum_{j>i}, i = l, l-1, ..., 1: (B, l)
+    backwards += log_sigma[:, -2::-1]                       # log G_i, i = l, ..., 1 (i from the end)
+    log_G = np.empty_like(log_sigma)
+    log_G[:, :-1] = backwards[:, ::-1]                      # back in prompt order
+    log_G[:, -1] = log_sigma[:, -1]                         # the query's gate: sigma(a_{l+1})
+    return log_G
+
+
+def log_gating(w, P) -> np.ndarray:
+    """log G_{i,l+1}(w) of eq (3), computed in log space (see ``log_gates``).
+
+    log sigma = ``scipy.special.log_expit``.  Shapes: P (B, d+1, l+1) -> (B, l+1).
     """
     a = gate_logits(w, P)                                   # (B, l+1)
-    log_sigma = log_expit(a)                                # log sigma(a_j)
-    log_keep = log_sigma - a                                # log(1 - sigma(a_j)) = log sigma(a_j) - a_j
-    suffix = np.cumsum(log_keep[:, ::-1], axis=1)[:, ::-1]  # sum_{j>=i} log(1 - sigma(a_j))
-    exclusive = np.zeros_like(suffix)
-    exclusive[:, :-1] = suffix[:, 1:]                       # sum_{j>i}; empty for the query
-    return log_sigma + exclusive
+    return log_gates(a, log_expit(a))
 
 
 def gating(w, P) -> np.ndarray:
@@ -130,11 +138,16 @@ def gating(w, P) -> np.ndarray:
     return G[0] if single else G
 
 
+def query_key(params: Params, P) -> np.ndarray:
+    """u = W_B^T W_C p_query, the vector every score s_i = p_i^T u shares: P (B, d+1, l+1) -> (B, d+1)."""
+    p_query = np.ascontiguousarray(P[:, :, -1])     # (B, d+1); contiguous, so BLAS takes it
+    return p_query @ (params.W_C.T @ params.W_B)    # rows u^T = p_query^T W_C^T W_B
+
+
 def scores(params: Params, P) -> np.ndarray:
     """Unchecked p_i^T W_B^T W_C p_query for P (B, d+1, l+1) -> (B, l+1)."""
-    q = P[:, :, -1] @ params.W_C.T                  # W_C p_query: (B, m)
-    key_side = q @ params.W_B                       # W_B^T W_C p_query: (B, d+1)
-    return (key_side[:, None, :] @ P)[:, 0, :]      # p_i^T (W_B^T W_C p_query): (B, l+1)
+    u = query_key(params, P)                        # (B, d+1)
+    return (u[:, None, :] @ P)[:, 0, :]             # p_i^T (W_B^T W_C p_query): (B, l+1)
 
 
 def attention_scores(params: Params, P) -> np.ndarray:
@@ -157,13 +170,48 @@ def gates_for(model: str, params: Params, P) -> np.ndarray:
     return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
 
 
+class Terms(NamedTuple):
+    """What the forward pass of the paper's two models leaves for the backward pass.
+
+    F (B,) output; G (B, l+1) gates; s (B, l+1) scores;
+    sigma = sigma(w^T p_i) (B, l+1) for Mamba, None for the linear Transformer (G = 1).
+    """
+
+    F: np.ndarray
+    G: np.ndarray
+    s: np.ndarray
+    sigma: np.ndarray | None
+
+
+def forward_terms(model: str, params: Params, P) -> Terms:
+    """Unchecked forward pass of eq (3) for P (B, d+1, l+1), reading P once.
+
+    The gate logits a_i = w^T p_i and the scores s_i = p_i^T u, u = W_B^T W_C p_query, come
+    from one batched product: stack w and u as the two rows of a (B, 2, d+1) matrix, times P.
+    ``gates_for`` and ``scores`` compute the same in two passes; tests/test_speed_paths.py
+    proves them equal.
+    """
+    u = query_key(params, P)                        # W_B^T W_C p_query: (B, d+1)
+    y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
+    if model != "mamba":                            # linear Transformer: G = 1, Section 3.4
+        s = (u[:, None, :] @ P)[:, 0, :]            # (B, l+1)
+        return Terms(np.sum(y * s, axis=1), np.ones_like(s), s, None)
+    B, d1, n = P.shape
+    rows = np.empty((B, 2, d1))                     # (B, 2, d+1)
+    rows[:, 0, :] = params.w
+    rows[:, 1, :] = u
+    a_s = np.empty((2, B, n))                       # a and s, each a contiguous (B, l+1)
+    np.matmul(rows, P, out=a_s.transpose(1, 0, 2))  # (B, 2, l+1): w^T p_i, p_i^T u
+    a, s = a_s
+    log_sigma = log_expit(a)                        # log sigma(a_i), shared by G and sigma
+    G = np.exp(log_gates(a, log_sigma))             # eq (3): (B, l+1)
+    return Terms(np.einsum("bi,bi->b", G * y, s), G, s, np.exp(log_sigma))   # F = sum_i G_i y_i s_i
+
+
 def output_terms(model: str, params: Params, P):
     """Unchecked (F, G, s) of the paper's two models: the output F = sum_i G_i y_i s_i (B,), the
     gates G (B, l+1) and the scores s (B, l+1) of P (B, d+1, l+1), so the gradients reuse them."""
-    G = gates_for(model, params, P)
-    s = scores(params, P)
-    y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
-    return np.sum(G * y * s, axis=1), G, s
+    return forward_terms(model, params, P)[:3]
 
 
 def output(model: str, params, P) -> np.ndarray:

@@ -2,6 +2,13 @@
 (93), (118), (135)) of the vectorised NumPy code; when PyTorch happens to be installed, time an
 autograd implementation of the same eq (3) model in the same run, check its gradients agree
 with ours, and print the ratio.  PyTorch is never a dependency of numpy_mamba.
+
+Each row also times one pass over the prompts: the matrix-vector product w @ P, the gate
+logits a_i = w^T p_i of eq (3) alone.  It reads every entry of P once, as any step must, and is
+the first thing a step computes, so no step can beat it; "passes" is the step's time in those
+units and shows how close to memory bandwidth a step runs.  The NumPy step, the PyTorch step
+and the pass take turns in short blocks (``interleaved_medians``), so on a shared machine all
+three see the same load; the medians are reported.
 """
 from __future__ import annotations
 
@@ -17,18 +24,30 @@ from ..model import init_params
 CASES = [(20, 64), (20, 1024), (100, 64), (1000, 64), (10_000, 64)]   # (l, B), d = 30
 
 
-def best_time(fn, repeat: int, budget: float = 2.0) -> float:
-    """Median of ``repeat`` timed calls (fewer if the budget in seconds runs out); seconds."""
-    fn()                                                  # warm-up
-    times = []
-    start = time.perf_counter()
-    for _ in range(repeat):
+def interleaved_medians(fns: dict, repeat: int, budget: float = 3.0, block: float = 0.01) -> dict:
+    """Median seconds per call of each callable in ``fns``, the callables taking turns.
+
+    In each of ``repeat`` rounds every callable runs back to back for about ``block`` seconds
+    (as a step follows a step in training; a call right after another library's is slower, its
+    caches cold) and scores block time / calls.  Fewer rounds once ``budget`` seconds have
+    passed and at least 3 are done.  Taking turns puts every callable under the same load.
+    """
+    calls = {}
+    for name, fn in fns.items():                          # warm-up, and how many calls fill a block
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-        if time.perf_counter() - start > budget and len(times) >= 3:
+        calls[name] = max(1, int(block / max(time.perf_counter() - t0, 1e-9)))
+    times = {name: [] for name in fns}
+    start = time.perf_counter()
+    for done in range(1, repeat + 1):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls[name]):
+                fn()
+            times[name].append((time.perf_counter() - t0) / calls[name])
+        if time.perf_counter() - start > budget and done >= 3:
             break
-    return float(np.median(times))
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def torch_step(torch, params, P, z):
@@ -47,34 +66,74 @@ def torch_step(torch, params, P, z):
     return W_B.grad.numpy(), W_C.grad.numpy(), w.grad.numpy()
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a bad value is a usage error, not a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {value}")
+    return value
+
+
+def cases(text: str) -> list:
+    """argparse type: comma-separated LxB pairs, e.g. '20x64,1000x64' -> [(20, 64), (1000, 64)]."""
+    out = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        try:
+            if len(parts) != 2:
+                raise argparse.ArgumentTypeError("")
+            out.append((positive_int(parts[0]), positive_int(parts[1])))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated LxB pairs of positive integers such as 20x64,1000x64 "
+                f"(l context examples, B prompts); got {item.strip()!r}") from None
+    return out
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba bench", description=__doc__)
-    parser.add_argument("--repeat", type=int, default=50, help="timed repetitions per case; the median is reported (default 50; a case stops "
-                             "early after 2 s once it has 3 repetitions)")
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=positive_int, default=50,
+                        help="timed rounds per case, each about 10 ms of calls per implementation; medians "
+                             "are reported (default 50; a case stops early after 3 s once it has 3 rounds)")
+    parser.add_argument("--cases", type=cases, default=CASES,
+                        help="which (l, B) to time, as LxB pairs, e.g. 20x64,1000x64 (default "
+                             + ",".join(f"{l}x{B}" for l, B in CASES) + ")")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even if it is installed")
     args = parser.parse_args(argv)
-    try:
-        import torch                                      # optional peer, never required
-        torch.set_num_threads(1)
-    except ImportError:
-        torch = None
-    torch = None if args.no_torch else torch
+    torch = None
+    if not args.no_torch:
+        try:
+            import torch                                  # optional peer, never required
+            torch.set_num_threads(1)
+        except ImportError:
+            torch = None
     world = make_world(rng=0)
     params = init_params(world.d, rng=1)
-    print("one SGD step = forward + dW_B, dW_C, dw of the mean hinge loss; d = 30, float64, median time")
-    print(f"numpy {np.__version__}" + (f", torch {torch.__version__} (1 thread)" if torch else ", PyTorch not installed"))
-    header = f"{'l':>6} {'B':>5} {'numpy ms':>10} {'prompts/s':>11} {'us/(B*l)':>9}"
+    print(f"one SGD step = forward + dW_B, dW_C, dw of the mean hinge loss; d = {world.d}, float64, "
+          "median time per call; NumPy, PyTorch and the pass take turns")
+    print(f"numpy {np.__version__}" + (f", torch {torch.__version__} (1 thread)" if torch else
+                                       ", PyTorch not timed"))
+    header = (f"{'l':>6} {'B':>5} {'numpy ms':>10} {'prompts/s':>10} {'us/(B*l)':>9} "
+              f"{'pass ms':>8} {'passes':>7}")
     print(header + (f" {'torch ms':>9} {'torch/numpy':>12} {'max grad diff':>14}" if torch else ""))
-    for l, B in CASES:
+    for l, B in args.cases:
         batch = training_batch(world, B, l, p_a=0.6, rng=2)
-        t_np = best_time(lambda: gradients(params, batch.P, batch.z), args.repeat)
-        row = f"{l:>6} {B:>5} {1e3 * t_np:>10.3f} {B / t_np:>11.0f} {1e6 * t_np / (B * l):>9.3f}"
+        P, z, w = batch.P, batch.z, params.w
+        fns = {"numpy": lambda: gradients(params, P, z), "pass": lambda: w @ P}
         if torch:
-            ours = gradients(params, batch.P, batch.z)
-            theirs = torch_step(torch, params, batch.P, batch.z)
+            fns["torch"] = lambda: torch_step(torch, params, P, z)
+        t = interleaved_medians(fns, args.repeat)
+        row = (f"{l:>6} {B:>5} {1e3 * t['numpy']:>10.3f} {B / t['numpy']:>10.0f} "
+               f"{1e6 * t['numpy'] / (B * l):>9.3f} {1e3 * t['pass']:>8.4f} {t['numpy'] / t['pass']:>7.1f}")
+        if torch:
+            ours, theirs = gradients(params, P, z), torch_step(torch, params, P, z)
             diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ours, theirs))
-            t_pt = best_time(lambda: torch_step(torch, params, batch.P, batch.z), args.repeat)
-            row += f" {1e3 * t_pt:>9.3f} {t_pt / t_np:>12.2f} {diff:>14.1e}"
+            row += f" {1e3 * t['torch']:>9.3f} {t['torch'] / t['numpy']:>12.2f} {diff:>14.1e}"
         print(row, flush=True)
-    print("us/(B*l): microseconds per prompt and context token; roughly constant at large l = time linear in l.")
+    print("us/(B*l): microseconds per prompt and context token.  pass: one w @ P over the same "
+          "array (the gate logits alone);\npasses: the step's time in those units.")
     return 0

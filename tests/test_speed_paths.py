@@ -1,0 +1,164 @@
+"""The fused fast path (one pass over P forward, one backward) against a straightforward one.
+
+``model.forward_terms`` computes the gate logits w^T p_i and the scores p_i^T u in one batched
+product, and ``gradients.gradients`` the sums of eqs (93)/(118) and (135) in another.  Here
+every quantity is recomputed the plain way, one einsum per equation with the prefix-sum form of
+eq (135) as first written (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i), and the two must agree to
+1e-12 on awkward problems: l = 1, saturated gates |w^T p| ~ 50, l = 10,000, an inactive hinge.
+"""
+import numpy as np
+import pytest
+from scipy.special import expit, log_expit
+
+from numpy_mamba import Params, gradients, gradients_literal
+from numpy_mamba.gradients import attention_backward, gate_backward
+from numpy_mamba.model import forward_terms, gates_for, scores
+from tests.helpers import random_problem
+
+MODELS = ["mamba", "linear_transformer"]
+
+
+def plain_forward(params, P, model):
+    """(F, G, s, a): eq (3) term by term, each contraction over P its own einsum."""
+    W_B, W_C, w = params
+    a = np.einsum("d,bdi->bi", w, P)                                   # w^T p_i
+    s = np.einsum("bdi,md,mk,bk->bi", P, W_B, W_C, P[:, :, -1])        # p_i^T W_B^T W_C p_query
+    if model == "mamba":
+        after = np.flip(np.cumsum(np.flip(log_expit(-a), 1), 1), 1)    # sum_{j>=i} log(1 - sigma_j)
+        log_G = log_expit(a) + np.append(after[:, 1:], np.zeros((len(a), 1)), axis=1)
+        G = np.exp(log_G)
+    else:
+        G = np.ones_like(s)
+    return np.sum(G * P[:, -1, :] * s, axis=1), G, s, a
+
+
+def plain_gradients(params, P, z, model):
+    """Params(dW_B, dW_C, dw) of the mean hinge loss, eqs (93), (118), (135), unfused."""
+    W_B, W_C, w = params
+    F, G, s, a = plain_forward(params, P, model)
+    r = np.where(1.0 - z * F > 0.0, -z, 0.0) / len(z)                  # d(mean loss)/dF
+    y, p_query = P[:, -1, :], P[:, :, -1]
+    k = np.einsum("bdi,bi->bd", P, r[:, None] * G * y)                 # sum_i r G_i y_i p_i
+    dW_B = np.einsum("mk,bk,bd->md", W_C, p_query, k)                  # eq (118)
+    dW_C = np.einsum("md,bd,bk->mk", W_B, k, p_query)                  # eq (93)
+    if model != "mamba":
+        return Params(dW_B, dW_C, np.zeros_like(w))
+    sigma = expit(a)
+    c = r[:, None] * y * s * G                                         # dL/dG_i G_i
+    before = np.cumsum(c, axis=1) - c                                  # sum_{i<s} c_i
+    dw = np.einsum("bdi,bi->d", P, c * (1.0 - sigma) - sigma * before)  # eq (135)
+    return Params(dW_B, dW_C, dw)
+
+
+def awkward_problem(kind, seed=0):
+    """(params, P, z) that stress the fast path; see the module docstring."""
+    l = {"l1": 1, "long": 10_000}.get(kind, 6)
+    params, _, P, z = random_problem(seed, d=4, l=l, B=2 if kind == "long" else 5)
+    rng = np.random.default_rng(seed + 1)
+    if kind in ("saturated", "long"):                 # w^T p_i in {-50, 50} on many columns
+        w = params.w / np.linalg.norm(params.w)
+        v = np.append(w[:-1], 0.0)                    # move features only; labels stay +-1, 0
+        hit = rng.random((P.shape[0], 1, l + 1)) < 0.5
+        target = 50.0 * rng.choice([-1.0, 1.0], size=hit.shape)
+        t = (target - np.einsum("d,bdi->bi", w, P)[:, None]) / (v @ w)
+        P = P + np.where(hit, t * v[:, None], 0.0)
+        params = Params(params.W_B * 0.3, params.W_C * 0.3, w)
+    if kind == "long":                                # misclassified, so the hinge is active
+        z = -np.sign(plain_forward(params, P, "mamba")[0])
+    if kind == "inactive":                            # most prompts beyond the margin
+        params = Params(params.W_B * 3, params.W_C * 3, params.w)
+        z = np.sign(plain_forward(params, P, "mamba")[0])
+        z[0] = -z[0]
+    return params, P, z
+
+
+KINDS = ["l1", "generic", "saturated", "inactive", "long"]
+
+
+def test_awkward_problems_are_awkward():
+    # If this fails, the problems below no longer test what their names say.
+    params, P, _ = awkward_problem("saturated")
+    a = np.abs(np.einsum("d,bdi->bi", params.w, P))
+    assert np.isclose(a.max(), 50.0) and a.min() < 5
+    params, P, z = awkward_problem("inactive")
+    zF = z * plain_forward(params, P, "mamba")[0]
+    assert np.sum(zF >= 1) >= 3 and np.sum(zF < 1) >= 1
+    params, P, _ = awkward_problem("long")
+    assert P.shape[2] == 10_001 and np.isclose(np.abs(params.w @ P).max(), 50.0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_fused_forward_equals_plain(kind, model):
+    # If this fails, the stacked (B, 2, d+1) @ P product or the gates built from it are wrong.
+    params, P, _ = awkward_problem(kind)
+    F, G, s, sigma = forward_terms(model, params, P)
+    F0, G0, s0, a0 = plain_forward(params, P, model)
+    np.testing.assert_allclose(s, s0, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(G, G0, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(F, F0, rtol=1e-12, atol=1e-12)
+    if model == "mamba":
+        np.testing.assert_allclose(sigma, expit(a0), rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(G, gates_for(model, params, P), rtol=1e-12, atol=1e-300)
+    assert np.all(np.isfinite(G)) and np.all(np.isfinite(F))
+    np.testing.assert_allclose(s, scores(params, P), rtol=1e-12, atol=1e-12)   # the two-pass helper
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_fused_gradients_equal_plain(kind, model):
+    # If this fails, the one-pass backward P @ [ds, coeff] no longer computes eqs (93), (118), (135).
+    params, P, z = awkward_problem(kind)
+    fast, plain = gradients(params, P, z, model), plain_gradients(params, P, z, model)
+    scale = max(np.abs(g).max() for g in plain)
+    assert scale > 1e-6                               # not a comparison of zeros
+    for name, a, b in zip(Params._fields, fast, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * scale, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["l1", "saturated", "inactive"])
+def test_fused_gradients_equal_literal(kind):
+    # The eq-by-eq literal version is the reference of the reference.
+    params, P, z = awkward_problem(kind)
+    for name, a, b in zip(Params._fields, gradients(params, P, z), gradients_literal(params, P, z)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_public_two_pass_backward_equals_fused(kind):
+    # gate_backward and attention_backward (used by numpy_mamba.gates) must give the fused result.
+    params, P, z = awkward_problem(kind)
+    F, G, s, _ = forward_terms("mamba", params, P)
+    r = np.where(1.0 - z * F > 0.0, -z, 0.0) / len(z)
+    y = P[:, -1, :]
+    fused = gradients(params, P, z)
+    dW_B, dW_C = attention_backward(params, P, r[:, None] * G * y)
+    dw = gate_backward(params.w, P, G, r[:, None] * y * s)
+    for name, a, b in zip(Params._fields, (dW_B, dW_C, dw), fused):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=name)
+
+
+# ---- the bench command: its options and its output columns (no timing is asserted) ----------
+def test_bench_cases_option_parses_and_refuses_bad_values(capsys):
+    from numpy_mamba.cli import bench
+    assert bench.cases("20x64, 1000X8") == [(20, 64), (1000, 8)]
+    for bad in ["20x0", "20", "ax64", "20x64x2", "-3x64", "20x64,"]:
+        with pytest.raises(SystemExit) as info:           # a usage error, not a traceback
+            bench.main([f"--cases={bad}", "--no-torch"])
+        assert info.value.code == 2
+        assert "LxB" in capsys.readouterr().err, bad
+    with pytest.raises(SystemExit):
+        bench.main(["--repeat", "0", "--no-torch"])
+    assert "positive integer" in capsys.readouterr().err
+
+
+def test_bench_prints_the_pass_over_P_and_the_step_in_passes(capsys):
+    # If this fails, the row lost its floor (one w @ P over the same array) or its unit.
+    from numpy_mamba.cli import bench
+    assert bench.main(["--cases", "200x16", "--repeat", "1", "--no-torch"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["l", "B", "numpy", "ms", "prompts/s", "us/(B*l)", "pass", "ms", "passes"]
+    row = dict(zip(["l", "B", "numpy_ms", "prompts_s", "us", "pass_ms", "passes"], lines[3].split()))
+    assert (row["l"], row["B"]) == ("200", "16")
+    assert float(row["pass_ms"]) > 0
+    np.testing.assert_allclose(float(row["passes"]), float(row["numpy_ms"]) / float(row["pass_ms"]), rtol=0.05)

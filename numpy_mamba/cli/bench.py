@@ -13,6 +13,7 @@ import numpy as np
 from ..data import make_world, training_batch
 from ..gradients import gradients
 from ..model import init_params
+from .args import positive_int
 
 CASES = [(20, 64), (20, 1024), (100, 64), (1000, 64), (10_000, 64)]   # (l, B), d = 30
 
@@ -49,7 +50,7 @@ def torch_step(torch, params, P, z):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numpy_mamba bench", description=__doc__)
-    parser.add_argument("--repeat", type=int, default=50, help="timed repetitions per case; the median is reported (default 50; a case stops "
+    parser.add_argument("--repeat", type=positive_int, default=50, help="timed repetitions per case; the median is reported (default 50; a case stops "
                              "early after 2 s once it has 3 repetitions)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even if it is installed")
     args = parser.parse_args(argv)

@@ -21,7 +21,7 @@ from .gradients import gradients, gradients_literal
 from .loss import hinge_loss, zero_one_error
 from .model import Params, attention_scores, forward, gating, init_for, init_params
 from .scan import recurrent_forward
-from .sgd import DivergenceError, TrainConfig, train
+from .sgd import CollapseError, DivergenceError, TrainConfig, train
 # Appendix E.6: importing the family registers its four models with the core.
 from .gates import GATES, GatedRetentionParams, GLAParams, Mamba2Params, RetNetParams, gate_recurrent_forward
 
@@ -29,7 +29,7 @@ __all__ = [
     "Params", "init_params", "forward", "hinge_loss", "gradients", "gating", "attention_scores",
     "recurrent_forward", "gradcheck", "gradients_literal", "numerical_gradient", "GradcheckReport",
     "zero_one_error", "World", "Batch", "make_world", "training_batch", "testing_batch",
-    "TrainConfig", "train", "DivergenceError",
+    "TrainConfig", "train", "DivergenceError", "CollapseError",
     "GATES", "Mamba2Params", "RetNetParams", "GatedRetentionParams", "GLAParams", "init_for",
     "gate_recurrent_forward",
 ]

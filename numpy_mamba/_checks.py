@@ -5,16 +5,38 @@ nothing is clipped, dropped or silently coerced.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-def as_real_array(x, name: str) -> np.ndarray:
-    """Return ``x`` as a float64 array, refusing non-numeric, complex or non-finite data."""
+
+def received(x) -> str:
+    """``'0.1' (str)``: the value and its type, for messages about a wrong type."""
+    return f"{x!r} ({type(x).__name__})"
+
+
+def check_real(x, name: str, expected: str = "a real number") -> float:
+    """A real scalar as a float: int, float, NumPy integer or floating scalar, or a 0-d array of
+    those.  A string, a bool (True is not the number 1 here), a complex or None is refused;
+    ``expected`` says what ``name`` should be in the message."""
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
+        x = x[()]
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ValueError(f"{name} must be {expected}; got {received(x)}.")
+    return float(x)
+
+
+def as_real_array(x, name: str, *, finite: bool = True) -> np.ndarray:
+    """Return ``x`` as a float64 array, refusing non-numeric, complex or (unless ``finite`` is
+    False) non-finite data."""
     arr = np.asarray(x)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise ValueError(f"{name} must be a real numeric array; got dtype {arr.dtype}.")
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must be real; got complex dtype {arr.dtype}.")
     arr = arr.astype(np.float64, copy=False)
+    if not finite:
+        return arr
     with np.errstate(over="ignore", invalid="ignore"):
         suspicious = not np.isfinite(np.sum(arr))          # cheap test; exact one below
     if suspicious and not np.all(np.isfinite(arr)):
@@ -74,28 +96,26 @@ def check_labels(z, B: int) -> np.ndarray:
 
 def check_probability(p, name: str, *, upper_open: bool = True) -> float:
     """A probability in [0, 1) (or [0, 1] when ``upper_open`` is False)."""
-    try:
-        p = float(p)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in [0, 1); got {p!r}.") from None
+    interval = "[0, 1)" if upper_open else "[0, 1]"
+    p = check_real(p, name, f"a number in {interval}")
     ok = 0.0 <= p < 1.0 if upper_open else 0.0 <= p <= 1.0
     if not ok:
-        interval = "[0, 1)" if upper_open else "[0, 1]"
         raise ValueError(f"{name} must lie in {interval}; got {p}.")
     return p
 
 
 def check_positive_int(n, name: str, minimum: int = 1) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < minimum:
+    """An integer >= ``minimum`` (Python or NumPy integer; a bool or a float such as 3.0 is not)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {received(n)}.")
+    if n < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {n!r}.")
     return int(n)
 
 
 def check_positive(x, name: str) -> float:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number; got {x!r}.") from None
+    """A positive finite real number (see ``check_real`` for the types accepted)."""
+    x = check_real(x, name, "a positive number")
     if not (np.isfinite(x) and x > 0):
         raise ValueError(f"{name} must be a positive finite number; got {x}.")
     return x
@@ -106,8 +126,10 @@ def as_generator(rng, who: str) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        if rng < 0:                                 # NumPy's own message does not name rng
+            raise ValueError(f"{who}: rng must be a Generator or a non-negative integer seed; got {rng!r}.")
         return np.random.default_rng(int(rng))
     raise ValueError(
-        f"{who} needs explicit randomness: pass rng=np.random.default_rng(seed) or an integer "
-        f"seed; got {rng!r}."
+        f"{who} needs explicit randomness: rng must be a Generator "
+        f"(np.random.default_rng(seed)) or a non-negative integer seed; got {received(rng)}."
     )

@@ -68,7 +68,7 @@ class World:
 
     def is_training_task(self, tasks) -> np.ndarray:
         """Whether each (a, b) row of ``tasks`` is in T_tr; (n, 2) -> bool (n,)."""
-        tasks = np.asarray(tasks)
+        tasks = check_tasks(self, tasks, allow_empty=True)
         return (tasks[:, 1] == (tasks[:, 0] + 1) % self.M1)
 
     def test_outliers(self, coefficients=SECTION4_TEST_OUTLIERS) -> np.ndarray:
@@ -136,10 +136,47 @@ def _assemble(world: World, rng, tasks, l, K, outlier, outlier_vectors, kappa_a,
     return Batch(P, clean_y[:, l].copy(), tasks.copy(), outlier, same)
 
 
-def _draw_tasks(rng, tasks, B):
+def check_tasks(world: World, tasks, *, allow_empty: bool = False) -> np.ndarray:
+    """Tasks as an (n, 2) integer array of pairs (a, b) of distinct indices into mu (Section 3.2:
+    task (a, b) labels mu_a with +1 and mu_b with -1, so a = b would ask for both labels)."""
     tasks = np.asarray(tasks)
-    if tasks.ndim != 2 or tasks.shape[1] != 2 or len(tasks) == 0:
+    if tasks.ndim != 2 or tasks.shape[1] != 2 or (len(tasks) == 0 and not allow_empty):
         raise ValueError(f"tasks must be a non-empty (n, 2) array of (a, b) pattern pairs; got shape {tasks.shape}.")
+    if tasks.dtype.kind not in "iu":
+        raise ValueError(f"tasks must hold integer pattern indices; got dtype {tasks.dtype}.")
+    for bad, rule in ((np.any((tasks < 0) | (tasks >= world.M1), axis=1), "indices in [0, M1)"),
+                      (tasks[:, 0] == tasks[:, 1], "distinct indices, a != b, in [0, M1)")):
+        if np.any(bad):
+            a, b = tasks[np.argmax(bad)]
+            raise ValueError(f"tasks must be pairs (a, b) of pattern {rule} = [0, {world.M1}) (task (a, b) "
+                             f"labels mu_a +1 and mu_b -1); got the pair ({a}, {b}).")
+    return tasks
+
+
+def check_outliers(world: World, outliers, tol: float = 1e-8) -> np.ndarray:
+    """Test outliers v' as an (n, d) array of unit vectors orthogonal to every mu_j and nu_k
+    (Definition 2, eq (11)), each condition to within ``tol``."""
+    v = as_real_array(outliers, "outliers")
+    if v.ndim != 2 or v.shape[1] != world.d or len(v) == 0:
+        raise ValueError(f"outliers must have shape (n, d) = (n, {world.d}) with n >= 1; got {v.shape}.")
+    norms = np.linalg.norm(v, axis=1)
+    bad = np.abs(norms - 1.0) > tol
+    if np.any(bad):
+        k = int(np.argmax(bad))
+        raise ValueError(f"outliers must be unit vectors (|v'| = 1, eq (11)); row {k} has norm {norms[k]:.10g} "
+                         f"(tolerance {tol:g}).")
+    cos = v @ np.vstack([world.mu, world.nu]).T / world.beta        # (n, M1 + M2): v' . mu / |mu|
+    worst = np.unravel_index(np.argmax(np.abs(cos)), cos.shape)
+    if abs(cos[worst]) > tol:
+        k, j = int(worst[0]), int(worst[1])
+        pattern = f"mu_{j}" if j < world.M1 else f"nu_{j - world.M1}"
+        raise ValueError(f"outliers must be orthogonal to every pattern mu_j and nu_k (Section 3.2); row {k} has "
+                         f"cosine {cos[worst]:.3g} with {pattern} (tolerance {tol:g}).")
+    return v
+
+
+def _draw_tasks(world, rng, tasks, B):
+    tasks = check_tasks(world, tasks)
     return tasks[rng.integers(len(tasks), size=B)]
 
 
@@ -157,7 +194,7 @@ def training_batch(world: World, B: int, l: int, *, p_a: float, K: float = 0.5,
     p_a = check_probability(p_a, "p_a")
     K = check_positive(K, "K")
     kappa_a = check_positive(kappa_a, "kappa_a")
-    tasks = _draw_tasks(rng, world.training_tasks() if tasks is None else tasks, B)
+    tasks = _draw_tasks(world, rng, world.training_tasks() if tasks is None else tasks, B)
     outlier = rng.random((B, l)) < p_a
 
     def random_label(clean, shape):
@@ -186,14 +223,12 @@ def testing_batch(world: World, B: int, l: int, *, alpha: float, K_prime: float 
     kappa_a_prime = check_positive(kappa_a_prime, "kappa_a_prime")
     if label_rule not in LABEL_RULES:
         raise ValueError(f"label_rule must be one of {LABEL_RULES}; got {label_rule!r}.")
-    if target not in (1, -1):
+    if isinstance(target, (bool, np.bool_)) or target not in (1, -1):
         raise ValueError(f"target must be +1 or -1; got {target!r}.")
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}; got {placement!r}.")
-    outliers = world.test_outliers() if outliers is None else as_real_array(outliers, "outliers")
-    if outliers.ndim != 2 or outliers.shape[1] != world.d:
-        raise ValueError(f"outliers must have shape (n, d) = (n, {world.d}); got {outliers.shape}.")
-    tasks = _draw_tasks(rng, world.all_tasks() if tasks is None else tasks, B)
+    outliers = world.test_outliers() if outliers is None else check_outliers(world, outliers)
+    tasks = _draw_tasks(world, rng, world.all_tasks() if tasks is None else tasks, B)
     if placement == "random":
         outlier = rng.random((B, l)) < alpha
     else:

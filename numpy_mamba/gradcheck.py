@@ -16,13 +16,28 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import as_real_array, check_positive, check_real, received
 
-def _named_arrays(tree) -> dict[str, np.ndarray]:
+
+def _named_arrays(tree, what: str = "params") -> dict[str, np.ndarray]:
+    """{name: float64 array} of a NamedTuple, a dict or a single array; ``what`` names it in errors.
+    Not-finite values pass: a NaN in a student's gradient is a failed check, not bad input."""
     if hasattr(tree, "_fields"):
-        return {name: np.asarray(getattr(tree, name), dtype=np.float64) for name in tree._fields}
-    if isinstance(tree, dict):
-        return {str(k): np.asarray(v, dtype=np.float64) for k, v in tree.items()}
-    return {"theta": np.asarray(tree, dtype=np.float64)}
+        items = {name: getattr(tree, name) for name in tree._fields}
+    elif isinstance(tree, dict):
+        items = {str(k): v for k, v in tree.items()}
+    else:
+        items = {"theta": tree}
+    return {k: as_real_array(v, f"{what} {k}", finite=False) for k, v in items.items()}
+
+
+def _loss(f, tree) -> float:
+    """f(tree) as a float; f must return one number, the loss, not an array of them."""
+    value = f(tree)
+    if np.ndim(value) != 0:
+        raise ValueError(f"f must return a scalar loss; got an array of shape {np.shape(value)} "
+                         "(for a batch, return the mean).")
+    return check_real(value, "the value f returns", "a scalar loss (a real number)")
 
 
 def _rebuild(tree, arrays: dict[str, np.ndarray]):
@@ -35,6 +50,9 @@ def _rebuild(tree, arrays: dict[str, np.ndarray]):
 
 def numerical_gradient(f, params, eps: float = 1e-5):
     """Central-difference gradient of the scalar function ``f`` at ``params`` (same structure)."""
+    if not callable(f):
+        raise ValueError(f"f must be a function params -> scalar loss; got {received(f)}.")
+    eps = check_positive(eps, "eps")
     arrays = {k: v.copy() for k, v in _named_arrays(params).items()}
     grads = {}
     for name, theta in arrays.items():
@@ -42,9 +60,9 @@ def numerical_gradient(f, params, eps: float = 1e-5):
         for k in np.ndindex(theta.shape):
             old = theta[k]
             theta[k] = old + eps
-            f_plus = float(f(_rebuild(params, arrays)))
+            f_plus = _loss(f, _rebuild(params, arrays))
             theta[k] = old - eps
-            f_minus = float(f(_rebuild(params, arrays)))
+            f_minus = _loss(f, _rebuild(params, arrays))
             theta[k] = old
             g[k] = (f_plus - f_minus) / (2.0 * eps)
         grads[name] = g
@@ -84,10 +102,9 @@ def gradcheck(f, params, analytic, *, eps: float = 1e-5, tol: float = 1e-7,
     Returns a ``GradcheckReport`` (print it; ``.passed`` is True when every relative error is
     at most ``tol``).  Shapes must match parameter by parameter, else ``ValueError``.
     """
-    if not (np.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps must be a positive number; got {eps}.")
+    eps, tol, floor = (check_positive(x, name) for x, name in ((eps, "eps"), (tol, "tol"), (floor, "floor")))
     theta = _named_arrays(params)
-    a = _named_arrays(analytic)
+    a = _named_arrays(analytic, "analytic")
     if set(a) != set(theta):
         raise ValueError(f"analytic gradient has parameters {sorted(a)}; expected {sorted(theta)}.")
     for name in theta:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import log_expit
 
-from ._checks import as_generator, as_real_array, check_positive_int, check_prompts
+from ._checks import as_generator, as_real_array, check_positive_int, check_prompts, check_real
 from ._models import check_model, extension
 
 
@@ -71,8 +71,9 @@ def init_params(d: int, m: int | None = None, delta: float = 0.2, rng=None) -> P
             f"m = {m} < d = {d}: the first d diagonal entries of the (m, d+1) matrices W_B, W_C "
             "cannot all be set to delta (Algorithm 1). Use m >= d (default m = d+1)."
         )
-    if not (np.isfinite(delta) and delta > 0):
-        raise ValueError(f"delta must be a positive number (the paper uses (0, 0.2]); got {delta}.")
+    expected = "a positive number (the paper uses (0, 0.2])"
+    if not (np.isfinite(check_real(delta, "delta", expected)) and delta > 0):
+        raise ValueError(f"delta must be {expected}; got {delta}.")
     rng = as_generator(rng, "init_params")
     W_B = np.zeros((m, d + 1))
     W_B[np.arange(d), np.arange(d)] = delta

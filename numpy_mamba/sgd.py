@@ -18,11 +18,33 @@ from ._checks import as_generator, check_positive, check_positive_int, check_pro
 from .data import World, training_batch
 from .gradients import gradients
 from .loss import hinge, zero_one_error
-from .model import Params, check_params, init_for, output
+from .model import Params, check_params, init_for, log_gating, output, scores
+
+LOG_TINY = float(np.log(np.nextafter(0.0, 1.0)))     # log of the smallest positive float64, -744.4
 
 
 class DivergenceError(FloatingPointError):
-    """Training produced a non-finite loss or parameters."""
+    """Training produced a non-finite loss or parameters.
+
+    Keeps the last good state, so a run can be inspected or resumed with a smaller step:
+    ``params`` is Psi^(step-1), the parameters of the last step that passed the checks (None when
+    the starting parameters already fail), ``step`` the step that failed, ``eta`` the step size,
+    ``history`` the history recorded so far (the dict ``train`` returns).  ``vars(e)`` lists them.
+    """
+
+    def __init__(self, message: str, *, params=None, step=None, eta=None, history=None):
+        super().__init__(message)
+        self.params, self.step, self.eta, self.history = params, step, eta, history
+
+    def __reduce__(self):                   # keep the attributes through pickling
+        return type(self), self.args, vars(self)
+
+
+class CollapseError(DivergenceError):
+    """Training collapsed: F = 0 exactly on every prompt of a minibatch and the gradient is exactly
+    0 (every gate G_{i,l+1} underflowed to 0 after too large a step), so eq (19) leaves Psi where
+    it is while the loss reads 1.  A healthy run never outputs an exact 0.  Same attributes as
+    ``DivergenceError``, which it subclasses: ``except DivergenceError`` catches both."""
 
 
 @dataclass(frozen=True)
@@ -88,16 +110,23 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     fields for an Appendix E.6 model).  Every ``record_every`` steps (and at step T) the
     history stores the minibatch ``loss`` and 0-1 ``error`` at Psi^(t) before the update,
     ``step``, and whatever ``record(step, params) -> dict`` returns (e.g. projections of w).
-    Raises ``DivergenceError`` naming the step if the loss or parameters become non-finite.
+    Raises ``DivergenceError`` naming the step if the loss or parameters become non-finite, and
+    ``CollapseError`` if F = 0 exactly on every prompt of a minibatch and the gradient is exactly
+    0 (checked only when F is all 0, so a healthy run pays nothing); both carry the last good parameters and the history so far.
     """
     check_model(model)
+    _check_train_inputs(world, config, record, progress)
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
     if params is None:
         params = init_for(model, world.d, config.m, config.delta, rng)
     else:                                   # e.g. Params given for an extension model: say so now
         params = check_params(params, model)
+        if params.W_B.shape[1] != world.d + 1:
+            raise ValueError(f"params must fit the world's d = {world.d}: W_B, W_C of shape (m, d+1) = "
+                             f"(m, {world.d + 1}); got W_B of shape {params.W_B.shape} (d = {params.W_B.shape[1] - 1}).")
     history: dict[str, list] = {"step": [], "loss": [], "error": []}
+    good = None                             # Psi^(t-1), the last parameters that passed the checks
     bar = progress if isinstance(progress, Progress) else (Progress(config.T, model) if progress else None)
 
     def log(t, loss, err):
@@ -117,8 +146,11 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
         if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in params):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "
-                f"{all(np.all(np.isfinite(a)) for a in params)}. Try a smaller step size than eta = {config.eta}."
-            )
+                f"{all(np.all(np.isfinite(a)) for a in params)}. Try a smaller step size than eta = {config.eta}.",
+                **_kept(good, t, config.eta, history))
+        if not np.any(F) and not any(np.any(g) for g in gradients(params, batch.P, batch.z, model)):
+            raise CollapseError(_collapse_message(model, params, batch.P, t, loss, config.eta),
+                                **_kept(good, t, config.eta, history))
         if t % record_every == 0 or t == config.T:
             log(t, loss, zero_one_error(F, batch.z))
         if bar is not None:
@@ -126,5 +158,44 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
         if t == config.T:
             break
         grad = gradients(params, batch.P, batch.z, model)
-        params = type(params)(*(p - config.eta * g for p, g in zip(params, grad)))
-    return params, {k: np.asarray(v) for k, v in history.items()}
+        good, params = params, type(params)(*(p - config.eta * g for p, g in zip(params, grad)))
+    return params, _arrays(history)
+
+
+def _arrays(history: dict) -> dict:
+    return {k: np.asarray(v) for k, v in history.items()}
+
+
+def _kept(good, t: int, eta: float, history: dict) -> dict:
+    """What a failed run hands back in its DivergenceError: Psi^(t-1), t, eta, history so far."""
+    return dict(params=good, step=t, eta=eta, history=_arrays(history))
+
+
+def _check_train_inputs(world, config, record, progress) -> None:
+    if not isinstance(world, World):
+        raise ValueError(f"world must be a numpy_mamba.World (from make_world); got {type(world).__name__}.")
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig; got {type(config).__name__}.")
+    if record is not None and not callable(record):
+        raise ValueError(f"record must be None or a function (step, params) -> dict; got {type(record).__name__}.")
+    if not isinstance(progress, (bool, np.bool_, Progress)):
+        raise ValueError(f"progress must be True, False or a Progress; got {type(progress).__name__}.")
+
+
+def _collapse_message(model: str, params, P, t: int, loss: float, eta: float) -> str:
+    """One line: what collapsed, why (gate underflow or vanishing scores), and which setting."""
+    why = "the model's output F is 0"
+    if model == "mamba" and (top := np.max(log_gating(params.w, P)[:, :-1])) < LOG_TINY:
+        why = (f"every gate G_(i,l+1) of eq (3) underflowed to 0: the largest log G is {top:.4g}, below "
+               f"float64's range (log of its smallest positive number is {LOG_TINY:.1f}); |w| = "
+               f"{np.linalg.norm(params.w):.3g}")
+    elif model in ("mamba", "linear_transformer"):
+        why = (f"the attention scores p_i^T W_B^T W_C p_query are 0 (largest |score| "
+               f"{np.max(np.abs(scores(params, P))):.3g})")
+    cause = ("the starting parameters already do this" if t == 0 else
+             f"the update after step {t - 1} with step size eta = {eta:g} put the parameters there; "
+             "try a smaller step size")
+    return (f"training collapsed at step {t}: F = 0 exactly on all {P.shape[0]} prompts of the minibatch "
+            f"(loss = {loss:g}, 0-1 error 1) and the gradient is exactly 0, so the update of eq (19) leaves "
+            f"Psi unchanged. Cause: {why}; {cause}.")
+

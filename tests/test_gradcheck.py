@@ -32,3 +32,46 @@ def test_gradcheck_rejects_mismatched_shapes():
     wrong = Params(params.W_B.T[:, :-1], params.W_C, params.w)
     with pytest.raises(ValueError, match="W_B has shape"):
         gradcheck(lambda p: hinge_loss(p, P, z), params, wrong)
+
+
+@pytest.mark.parametrize("f,match", [
+    (lambda x: x * 2.0, "f must return a scalar loss; got an array of shape \\(2,\\)"),
+    (lambda x: np.atleast_1d(np.sum(x)), "f must return a scalar loss; got an array of shape \\(1,\\)"),
+    (lambda x: "1.5", "the value f returns must be a scalar loss \\(a real number\\); got '1.5' \\(str\\)"),
+    (lambda x: None, "got None \\(NoneType\\)"),
+    (lambda x: complex(np.sum(x)), "got .*\\(complex\\)"),
+    (3.0, "f must be a function params -> scalar loss; got 3.0 \\(float\\)"),
+])
+def test_gradcheck_says_what_f_must_return(f, match):
+    # If this fails, a student whose loss returns the per-prompt vector gets NumPy's generic
+    # TypeError (or a size-1 array is silently taken as the loss) instead of being told why.
+    x = np.array([0.3, -1.2])
+    with pytest.raises(ValueError, match=match):
+        gradcheck(f, x, x)
+    with pytest.raises(ValueError, match=match):
+        numerical_gradient(f, x)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"eps": "1e-5"}, "eps must be a positive number; got '1e-5' \\(str\\)"),
+    ({"eps": 0.0}, "eps must be a positive finite number; got 0.0"),
+    ({"tol": True}, "tol must be a positive number; got True \\(bool\\)"),
+    ({"floor": -1.0}, "floor must be a positive finite number"),
+])
+def test_gradcheck_options_are_checked(kwargs, match):
+    x = np.array([0.3, -1.2])
+    with pytest.raises(ValueError, match=match):
+        gradcheck(lambda v: float(v @ v), x, 2 * x, **kwargs)
+
+
+def test_gradcheck_names_a_non_numeric_parameter_and_fails_a_nan_gradient():
+    with pytest.raises(ValueError, match="params a must be a real numeric array; got dtype <U1"):
+        gradcheck(lambda p: 0.0, {"a": np.array(["x"])}, {"a": np.zeros(1)})
+    params, _, P, z = random_problem(2)
+    with pytest.raises(ValueError, match="analytic W_B must be real; got complex"):
+        gradcheck(lambda p: hinge_loss(p, P, z), params, Params(params.W_B * 1j, params.W_C, params.w))
+    # a NaN in the analytic gradient is a failed check (a student's bug), not bad input
+    x = np.array([0.3, -1.2])
+    report = gradcheck(lambda v: float(v @ v), x, np.array([np.nan, 1.0]))
+    assert not report.passed and "FAIL" in str(report)
+    assert gradcheck(lambda v: np.array(v @ v), x, 2 * x).passed      # a 0-d array is a scalar

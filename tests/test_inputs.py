@@ -1,9 +1,12 @@
 """Bad input gets a ValueError that says what was received and what was expected."""
+import re
+
 import numpy as np
 import pytest
 
 from numpy_mamba import (Params, TrainConfig, attention_scores, forward, gating, gradients, hinge_loss,
-                         init_params, make_world, recurrent_forward, testing_batch, training_batch, zero_one_error)
+                         init_params, make_world, recurrent_forward, testing_batch, train, training_batch,
+                         zero_one_error)
 from tests.helpers import random_problem
 
 params, W, P, z = random_problem(0, d=4, l=3, B=5)
@@ -105,3 +108,98 @@ world = make_world(d=8, M1=3, M2=2, V=2, rng=0)
 def test_bad_data_and_config(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- issue 14: types are checked where values are, and every message names the argument ---------
+
+NUMBER_FIELDS = {"T": 5, "B": 4, "eta": 0.1, "l_tr": 3, "p_a": 0.5, "K": 0.5, "kappa_a": 2.0, "delta": 0.2, "m": 9}
+
+
+@pytest.mark.parametrize("field", sorted(NUMBER_FIELDS))
+@pytest.mark.parametrize("bad", ["0.1", "5", True, None, 1j])
+def test_train_config_refuses_strings_bools_and_complex(field, bad):
+    # If this fails, TrainConfig(eta="0.1") is accepted and fails later inside NumPy, or
+    # eta=True silently counts as a step size of 1.
+    if bad is None and field == "m":
+        return                                      # m=None means "d+1", a real option
+    with pytest.raises(ValueError, match=f"^{field} must be .*; got {re.escape(repr(bad))}"):
+        TrainConfig(**{field: bad})
+
+
+@pytest.mark.parametrize("field", sorted(NUMBER_FIELDS))
+def test_train_config_accepts_numpy_scalars(field):
+    value = NUMBER_FIELDS[field]
+    kind = np.int64 if isinstance(value, int) else np.float32
+    assert getattr(TrainConfig(**{field: kind(value)}), field) == kind(value)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: training_batch(world, 4, 3, p_a=0.5, rng=0, tasks=[(0, 0)]), "tasks must be pairs .*distinct.*got the pair \\(0, 0\\)"),
+    (lambda: training_batch(world, 4, 3, p_a=0.5, rng=0, tasks=[(-1, 0)]), "tasks .*indices in \\[0, M1\\) = \\[0, 3\\).*\\(-1, 0\\)"),
+    (lambda: training_batch(world, 4, 3, p_a=0.5, rng=0, tasks=[(0, 99)]), "tasks .*\\[0, 3\\).*\\(0, 99\\)"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, tasks=[(0, 1), (2, 2)], outliers=world.v_star), "tasks .*distinct.*\\(2, 2\\)"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, tasks=[(0.0, 1.0)], outliers=world.v_star), "tasks must hold integer pattern indices"),
+    (lambda: world.is_training_task([(0, 5)]), "tasks .*\\[0, 3\\).*\\(0, 5\\)"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, outliers=np.zeros((2, 8))),
+     "outliers must be unit vectors .*row 0 has norm 0 \\(tolerance 1e-08\\)"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, outliers=2 * world.v_star),
+     "outliers must be unit vectors .*norm 2"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, outliers=world.mu[1:2] / 3.0),
+     "outliers must be orthogonal to every pattern .*row 0 has cosine 1 with mu_1 \\(tolerance 1e-08\\)"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, outliers=np.vstack([world.v_star, world.nu[1] / 3.0])),
+     "orthogonal .*row 2 .* with nu_1"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, outliers=np.zeros((0, 8))), "outliers must have shape"),
+    (lambda: testing_batch(world, 4, 3, alpha=0.3, rng=0, label_rule="target", target=True), "target must be \\+1 or -1"),
+    (lambda: training_batch(world, 4, 3, p_a="0.5", rng=0), "p_a must be a number in \\[0, 1\\); got '0.5' \\(str\\)"),
+    (lambda: training_batch(world, 4, 3, p_a=0.5, K=True, rng=0), "K must be a positive number; got True \\(bool\\)"),
+    (lambda: training_batch(world, True, 3, p_a=0.5, rng=0), "B must be an integer >= 1; got True \\(bool\\)"),
+    (lambda: training_batch(world, 4, 3, p_a=0.5, rng=-1), "rng must be a Generator or a non-negative integer seed; got -1"),
+    (lambda: testing_batch(world, 4, 3, alpha=np.bool_(True), rng=0), "alpha must be a number in \\[0, 1\\)"),
+    (lambda: make_world(beta="3", rng=0), "beta must be a positive number; got '3' \\(str\\)"),
+    (lambda: make_world(d=30.0, rng=0), "d must be an integer >= 1; got 30.0 \\(float\\)"),
+])
+def test_bad_tasks_outliers_and_types_name_the_argument(call, match):
+    # If this fails, a bad task is accepted (or dies as a raw IndexError), a vector that is not a
+    # unit outlier orthogonal to the patterns is used, or a message does not name the argument.
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_valid_tasks_and_outliers_still_pass():
+    b = testing_batch(world, 6, 3, alpha=0.5, rng=0, tasks=np.array([(2, 0), (1, 2)], dtype=np.int32),
+                      outliers=world.v_star + 1e-10)           # within the 1e-8 tolerance
+    assert set(map(tuple, b.task)) <= {(2, 0), (1, 2)}
+    assert world.is_training_task(np.empty((0, 2), dtype=int)).shape == (0,)
+    testing_batch(world, 2, 3, alpha=0.5, rng=0, outliers=world.test_outliers([[1, 1], [1, -2]]),
+                  target=np.int64(-1))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"delta": "x"}, "delta must be a positive number \\(the paper uses \\(0, 0.2\\]\\); got 'x' \\(str\\)"),
+    ({"delta": True}, "delta must be a positive number.*True \\(bool\\)"),
+    ({"delta": np.nan}, "delta must be a positive number.*got nan"),
+    ({"rng": -1}, "rng must be a Generator or a non-negative integer seed; got -1"),
+    ({"rng": 1.5}, "rng must be a Generator .*or a non-negative integer seed; got 1.5 \\(float\\)"),
+    ({"rng": True}, "rng must be a Generator.*True \\(bool\\)"),
+])
+def test_init_params_names_the_bad_argument(kwargs, match):
+    # If this fails, NumPy's own message (which names neither delta nor rng) reaches the user.
+    with pytest.raises(ValueError, match=match):
+        init_params(5, **{"rng": 0, **kwargs})
+    assert init_params(5, delta=np.float32(0.1), rng=np.uint8(3)).W_B[0, 0] == np.float32(0.1)
+
+
+def test_train_checks_its_inputs_before_computing():
+    # If this fails, params for another d die as a raw matmul error deep inside the first step.
+    w4 = make_world(d=4, M1=2, M2=1, V=1, rng=0)
+    with pytest.raises(ValueError, match="params must fit the world's d = 4: W_B, W_C of shape \\(m, d\\+1\\) = \\(m, 5\\); "
+                                         "got W_B of shape \\(9, 9\\) \\(d = 8\\)"):
+        train(w4, TrainConfig(T=2), rng=0, params=init_params(8, rng=0))
+    for kwargs, match in (({"config": {"T": 2}}, "config must be a TrainConfig; got dict"),
+                          ({"record": 5}, "record must be None or a function"),
+                          ({"progress": "yes"}, "progress must be True, False or a Progress; got str"),
+                          ({"record_every": True}, "record_every must be an integer >= 1; got True")):
+        with pytest.raises(ValueError, match=match):
+            train(w4, **{"config": TrainConfig(T=2), "rng": 0, **kwargs})
+    with pytest.raises(ValueError, match="world must be a numpy_mamba.World"):
+        train("world", TrainConfig(T=2), rng=0)

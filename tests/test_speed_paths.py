@@ -149,7 +149,7 @@ def test_bench_cases_option_parses_and_refuses_bad_values(capsys):
         assert "LxB" in capsys.readouterr().err, bad
     with pytest.raises(SystemExit):
         bench.main(["--repeat", "0", "--no-torch"])
-    assert "positive integer" in capsys.readouterr().err
+    assert "integer >= 1" in capsys.readouterr().err
 
 
 def test_bench_prints_the_pass_over_P_and_the_step_in_passes(capsys):

@@ -4,6 +4,7 @@
     train.py     ``train``: a short SGD run (Algorithm 1) that prints its loss falling
     bench.py     ``bench``: time one SGD step; ratio against PyTorch autograd when installed
     output.py    writing results: JSON, named sections of REPORT.md, figures; show_figure for the tutorials
+    args.py      argparse types every command shares (positive_int, probability, ...): usage errors
 
 ``reproduce``, ``theory``, ``gates`` and ``grade`` live with their families (numpy_mamba.reproduce,
 .theory, .gates, .grader); each command's module exposes ``main(argv) -> int``.

@@ -20,6 +20,7 @@ import numpy as np
 from ..data import make_world, training_batch
 from ..gradients import gradients
 from ..model import init_params
+from .args import positive_int
 
 CASES = [(20, 64), (20, 1024), (100, 64), (1000, 64), (10_000, 64)]   # (l, B), d = 30
 
@@ -64,17 +65,6 @@ def torch_step(torch, params, P, z):
     loss = torch.clamp(1 - zt * F, min=0).mean()
     loss.backward()
     return W_B.grad.numpy(), W_C.grad.numpy(), w.grad.numpy()
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (a bad value is a usage error, not a traceback)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {value}")
-    return value
 
 
 def cases(text: str) -> list:

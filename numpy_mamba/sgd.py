@@ -3,7 +3,8 @@
     Psi^(t+1) = Psi^(t) - eta * (1/B) sum_{n in B_t} grad ell(Psi^(t); P^n, z^n)      (19)
 
 with a fresh minibatch of B training prompts (Definition 1) at every step and the
-initialisation of Algorithm 1 (``model.init_params``).
+initialisation of Algorithm 1 (``model.init_params``).  ``TrainConfig(n_layers=L)`` with L > 1
+trains the residual stack of ``stack.py`` (Section 4.2) with the same loop.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .data import World, training_batch
 from .gradients import gradients
 from .loss import hinge, zero_one_error
 from .model import Params, check_params, init_for, output
+from . import stack
 
 
 class DivergenceError(FloatingPointError):
@@ -42,6 +44,7 @@ class TrainConfig:
     kappa_a: float = 2.0
     delta: float = 0.2
     m: int | None = None
+    n_layers: int = 1          # > 1: the residual stack of stack.py, params list[LayerParams]
 
     def __post_init__(self):
         check_positive_int(self.T, "T", 0)
@@ -54,6 +57,7 @@ class TrainConfig:
         check_positive(self.delta, "delta")
         if self.m is not None:
             check_positive_int(self.m, "m")
+        check_positive_int(self.n_layers, "n_layers")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,7 +83,7 @@ class Progress:
 
 
 def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba", *, rng=None,
-          params: Params | None = None, record_every: int = 10, record=None,
+          params: Params | list | None = None, record_every: int = 10, record=None,
           progress: bool | Progress = False) -> tuple[Params, dict]:
     """Run Algorithm 1 for ``config.T`` steps; return (Psi^(T), history).
 
@@ -89,11 +93,17 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     history stores the minibatch ``loss`` and 0-1 ``error`` at Psi^(t) before the update,
     ``step``, and whatever ``record(step, params) -> dict`` returns (e.g. projections of w).
     Raises ``DivergenceError`` naming the step if the loss or parameters become non-finite.
+    With ``config.n_layers`` > 1, params (given or from ``stack.init_stack``) and the result are
+    a list of ``stack.LayerParams``, one per layer.
     """
     check_model(model)
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
-    if params is None:
+    output_of, gradients_of = output, gradients
+    if config.n_layers > 1:                 # Section 4.2's stack (stack.py): list[LayerParams]
+        params = stack.training_start(model, world.d, config.n_layers, config.m, config.delta, rng, params)
+        output_of, gradients_of = stack.output, stack.gradients
+    elif params is None:
         params = init_for(model, world.d, config.m, config.delta, rng)
     else:                                   # e.g. Params given for an extension model: say so now
         params = check_params(params, model)
@@ -112,12 +122,12 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
         batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
                                kappa_a=config.kappa_a, rng=rng)
         with np.errstate(over="ignore", invalid="ignore"):     # checked just below
-            F = output(model, params, batch.P)
+            F = output_of(model, params, batch.P)
             loss = float(np.mean(hinge(F, batch.z)))
-        if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in params):
+        if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in _arrays(params)):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "
-                f"{all(np.all(np.isfinite(a)) for a in params)}. Try a smaller step size than eta = {config.eta}."
+                f"{all(np.all(np.isfinite(a)) for a in _arrays(params))}. Try a smaller step size than eta = {config.eta}."
             )
         if t % record_every == 0 or t == config.T:
             log(t, loss, zero_one_error(F, batch.z))
@@ -125,6 +135,18 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
             bar.update(t, loss, force=(t == config.T))
         if t == config.T:
             break
-        grad = gradients(params, batch.P, batch.z, model)
-        params = type(params)(*(p - config.eta * g for p, g in zip(params, grad)))
+        grad = gradients_of(params, batch.P, batch.z, model)
+        params = _step(params, grad, config.eta)
     return params, {k: np.asarray(v) for k, v in history.items()}
+
+
+def _arrays(params) -> list:
+    """Every trainable array: the fields of Psi, or of each layer of a stack."""
+    return [a for layer in params for a in layer] if isinstance(params, list) else list(params)
+
+
+def _step(params, grad, eta: float):
+    """Eq (19), Psi - eta * grad, field by field (and layer by layer for a stack)."""
+    if isinstance(params, list):
+        return [_step(p, g, eta) for p, g in zip(params, grad)]
+    return type(params)(*(p - eta * g for p, g in zip(params, grad)))

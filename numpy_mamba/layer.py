@@ -8,9 +8,13 @@ eqs (88)-(90)) to, per channel j,
     G_{j,i,t} = sigma(w_j^T h_i) prod_{k=i+1}^{t} (1 - sigma(w_j^T h_k)),
 
 with w_j = W[:, j]; the linear Transformer has every G = 1.  ``layer_backward`` is written by
-hand right below ``layer_forward`` (CS231n style), each chain-rule step commented.  Both are
-vectorised over prompts and tokens.  tests/test_stack.py checks O against ``scan.scan_outputs``
-and every gradient against central differences.
+hand right below ``layer_forward`` (CS231n style), each chain-rule step commented; this is the
+reading form, which holds the gates G as a (B, D, N, N) tensor (the exercise and the figures use
+it).  ``layer_forward_factored`` / ``layer_backward_factored`` compute the same Mamba layer as
+matmuls without that tensor (what ``stack.gradients`` runs; several times faster at l = 20) and
+fall back to the reading form when the gates decay too fast for it.  All are vectorised over
+prompts and tokens.  tests/test_stack.py checks O against ``scan.scan_outputs``, the two forms
+against each other, and every gradient against central differences.
 """
 from __future__ import annotations
 
@@ -132,13 +136,84 @@ def layer_backward(dO, cache: LayerCache):
         after = np.triu(np.ones(G.shape[2:], dtype=bool), 1)          # 1[k > i]: rows i, columns k
         between = (H[:, :, None, :] @ np.where(after, tail, 0.0))[:, :, 0, :]  # sum_{i<k} h_{i,j} sum_{t>=k} Y_{j,i,t}
         da = expit(-a) * own - expit(a) * between         # dL/da_{j,k}: (B, D, N)
-        dW = np.einsum("bdk,bjk->dj", H, da)              # a_{j,k} = w_j^T h_k: dL/dw_j = sum h_k da_{j,k}
+        dW = np.tensordot(H, da, axes=([0, 2], [0, 2]))   # a_{j,k} = w_j^T h_k: dL/dw_j = sum h_k da_{j,k}
         dH += layer.W @ da                                # gate path: dL/dh_k += sum_j w_j da_{j,k}
-    # scores s_{i,t} = k_i^T q_t
+    dH_scores, dW_B, dW_C = scores_backward(dS, cache)
+    return dH + dH_scores, LayerParams(dW_B, dW_C, dW)
+
+
+def scores_backward(dS, cache):
+    """dL/dS (B, N, N) -> (dL/dH (B, D, N), dW_B, dW_C (m, D)) through s_{i,t} = k_i^T q_t,
+    k_i = W_B h_i, q_t = W_C h_t: the key path and the query path into H."""
+    H, layer, K, Q = cache.H, cache.layer, cache.K, cache.Q
     dK = Q @ np.swapaxes(dS, 1, 2)                        # dL/dk_i = sum_t dS_{i,t} q_t: (B, m, N)
     dQ = K @ dS                                           # dL/dq_t = sum_i dS_{i,t} k_i: (B, m, N)
-    # k_i = W_B h_i and q_t = W_C h_t: summed over prompts and tokens
-    dW_B = np.einsum("bmi,bdi->md", dK, H)                # sum_{n,i} dk_i h_i^T: (m, D)
-    dW_C = np.einsum("bmt,bdt->md", dQ, H)                # sum_{n,t} dq_t h_t^T: (m, D)
-    dH += layer.W_B.T @ dK + layer.W_C.T @ dQ             # key path and query path into h
-    return dH, LayerParams(dW_B, dW_C, dW)
+    dW_B = np.tensordot(dK, H, axes=([0, 2], [0, 2]))     # sum_{n,i} dk_i h_i^T: (m, D)
+    dW_C = np.tensordot(dQ, H, axes=([0, 2], [0, 2]))     # sum_{n,t} dq_t h_t^T: (m, D)
+    return layer.W_B.T @ dK + layer.W_C.T @ dQ, dW_B, dW_C
+
+
+MAX_LOG_DECAY = 600.0     # factored form only while every exp below stays within e^(+-300)
+
+
+class FactoredCache(NamedTuple):
+    """Cache of ``layer_forward_factored`` (Mamba): H, layer, K, Q, S as in ``LayerCache``, plus
+    sigma(a) and 1 - sigma(a) of the gate logits, E = e^{C_t - r}, v = sigma(a_i) e^{r - C_i} and Z,
+    all (B, D, N) (see there)."""
+
+    H: np.ndarray
+    layer: LayerParams
+    K: np.ndarray
+    Q: np.ndarray
+    S: np.ndarray
+    sigma: np.ndarray
+    keep: np.ndarray
+    E: np.ndarray
+    v: np.ndarray
+    Z: np.ndarray
+
+
+def layer_forward_factored(H, layer: LayerParams):
+    """The Mamba layer of ``layer_forward`` without the (B, D, N, N) gate tensor: (O, cache).
+
+    With C_t = sum_{k<=t} log(1 - sigma(a_k)) per channel, G_{j,i,t} = sigma(a_{j,i}) e^{C_t - r}
+    e^{r - C_i} for any r, so o_{t,j} = E_{j,t} sum_{i<=t} v_{j,i} h_{i,j} s_{i,t} with
+    E = e^{C - r} and v_{j,i} = sigma(a_{j,i}) e^{r - C_{j,i}}: one (D, N) x (N, N) matmul per prompt.
+    r is the middle of each channel's range of C, so every exp stays within e^(+-300) as long as
+    C_1 - C_{l+1} <= 600 for every prompt and channel; otherwise (e.g. l = 1000, |a| = 50) this
+    returns ``layer_forward``'s result and cache.  Same O to ~1e-13 (tests/test_stack.py).
+    """
+    a = layer.W.T @ H                                  # a_{j,i} = w_j^T h_i: (B, D, N)
+    log_sigma = log_expit(a)                           # log sigma(a); log(1 - sigma(a)) = log sigma(a) - a
+    C = np.cumsum(log_sigma - a, axis=-1)              # C_{j,t}, non-increasing in t: (B, D, N)
+    if np.any(C[..., 0] - C[..., -1] > MAX_LOG_DECAY):
+        return layer_forward(H, layer, "mamba")
+    K, Q = layer.W_B @ H, layer.W_C @ H                # (B, m, N) each
+    S = np.swapaxes(K, 1, 2) @ Q                       # s_{i,t}: (B, N, N)
+    r = 0.5 * (C[..., :1] + C[..., -1:])               # (B, D, 1); O does not depend on r
+    E = np.exp(C - r)                                  # (B, D, N)
+    v = np.exp(log_sigma + r - C)                      # sigma(a_{j,i}) e^{r - C_{j,i}}: (B, D, N)
+    Z = (v * H) @ np.triu(S)                           # sum_{i<=t} v_{j,i} h_{i,j} s_{i,t}: (B, D, N)
+    sigma, keep = np.exp(log_sigma), np.exp(log_sigma - a)     # sigma(a), 1 - sigma(a)
+    return E * Z, FactoredCache(H, layer, K, Q, S, sigma, keep, E, v, Z)
+
+
+def layer_backward_factored(dO, cache: FactoredCache):
+    """Backward pass of ``layer_forward_factored`` (dispatches to ``layer_backward`` for a
+    ``LayerCache``): dO (B, D, N) -> (dL/dH (B, D, N), LayerParams(dW_B, dW_C, dW))."""
+    if isinstance(cache, LayerCache):
+        return layer_backward(dO, cache)
+    H, layer, K, Q, S, sigma, keep, E, v, Z = cache
+    u = v * H                                             # u_{j,i} = v_{j,i} h_{i,j}
+    dZ = dO * E                                           # O = E Z
+    du = dZ @ np.swapaxes(np.triu(S), 1, 2)               # dL/du_{j,i} = sum_{t>=i} dZ_{j,t} s_{i,t}
+    dS = np.triu(np.swapaxes(u, 1, 2) @ dZ)               # dL/ds_{i,t} = sum_j u_{j,i} dZ_{j,t}, i <= t
+    dH = du * v                                           # value path
+    g = du * u                                            # dL/dlog v = dL/dlog sigma(a_{j,i}) = -dL/dC via v
+    dC = dO * E * Z - g                                   # C enters E = e^{C - r} and v ~ e^{r - C}; r held
+                                                          # fixed, as O does not depend on it
+    dlog_keep = np.cumsum(dC[..., ::-1], axis=-1)[..., ::-1]   # C_t = sum_{k<=t} log(1 - sigma(a_k))
+    da = keep * g - sigma * dlog_keep                     # d log sigma = 1 - sigma, d log(1 - sigma) = -sigma
+    dW = np.tensordot(H, da, axes=([0, 2], [0, 2]))       # dL/dw_j = sum_{n,k} h_k da_{j,k}: (D, D)
+    dH_scores, dW_B, dW_C = scores_backward(dS, cache)
+    return dH + layer.W @ da + dH_scores, LayerParams(dW_B, dW_C, dW)

@@ -13,11 +13,13 @@ import pytest
 import numpy_mamba.sgd as sgd
 from numpy_mamba import (DivergenceError, Params, TrainConfig, forward as forward_eq3, gradcheck,
                          gradients as gradients_eq3, init_params, make_world, train, training_batch)
-from numpy_mamba.loss import hinge
+from numpy_mamba.layer import FactoredCache, LayerCache, layer_backward_factored, layer_forward_factored
+from numpy_mamba.loss import hinge, mean_hinge_slope
 from numpy_mamba.model import output
 from numpy_mamba.scan import scan_outputs
 from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss,
-                               init_stack, initial_output_scale, layer_backward, layer_forward)
+                               init_stack, initial_output_scale, layer_backward, layer_forward,
+                               stack_backward, stack_forward)
 
 MODELS = ("mamba", "linear_transformer")
 
@@ -87,9 +89,12 @@ def test_every_layer_output_is_the_eq1_scan_of_its_input(kind):
         scan_outputs(layers[1].W_B, layers[1].W_C, layers[1].W, H[1])
     for k, (layer, O) in enumerate(zip(layers, O_all), 1):
         padded = np.concatenate([H[k - 1], np.zeros(H[k - 1].shape[:2] + (1,))], axis=2)
-        o = scan_outputs(layer.W_B, layer.W_C, layer.W, padded)[:, :-1, :]     # (B, l+1, d+1)
-        np.testing.assert_allclose(O, o.transpose(0, 2, 1), rtol=0, atol=1e-12 * max(1.0, np.abs(o).max()),
-                                   err_msg=f"layer {k}")
+        o = scan_outputs(layer.W_B, layer.W_C, layer.W, padded)[:, :-1, :].transpose(0, 2, 1)   # (B, d+1, l+1)
+        O_factored, cache = layer_forward_factored(H[k - 1], layer)
+        assert isinstance(cache, FactoredCache)
+        for name, value in [("layer_forward", O), ("layer_forward_factored", O_factored)]:
+            np.testing.assert_allclose(value, o, rtol=0, atol=1e-12 * max(1.0, np.abs(o).max()),
+                                       err_msg=f"layer {k}, {name}")
 
 
 def test_linear_transformer_layer_is_causal_linear_attention_written_literally():
@@ -183,11 +188,21 @@ def test_init_stack_is_algorithm1_for_every_layer():
 # ---------------------------------------------------------------- backward: central differences
 
 
+def _gradients_via(form, layers, P, z, model):
+    """gradients() (factored Mamba layers) or the same backward on layer_forward's (B, D, N, N) caches."""
+    if form == "factored":
+        return gradients(layers, P, z, model)
+    F, caches = stack_forward(layers, P, model, factored=False)
+    assert all(isinstance(c, LayerCache) for c in caches)
+    return stack_backward(mean_hinge_slope(F, z), caches)
+
+
 @pytest.mark.parametrize("n_layers", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["generic", "l1", "saturated"])
-@pytest.mark.parametrize("model", MODELS)
-def test_stack_gradients_match_central_differences(model, kind, n_layers):
-    # If this fails, layer_backward or the residual bookkeeping in stack_backward is wrong for
+@pytest.mark.parametrize("model, form", [("mamba", "factored"), ("mamba", "closed"), ("linear_transformer", "closed")])
+def test_stack_gradients_match_central_differences(model, form, kind, n_layers):
+    # If this fails, layer_backward (form "closed": the (B, D, N, N) gate tensor, the exercise's
+    # version), layer_backward_factored or the residual bookkeeping in stack_backward is wrong for
     # some W_B, W_C or W of some layer.  Each problem has prompts on both sides of the hinge.
     layers, P, z = _problem(kind, model, n_layers, seed=n_layers)
     zF = z * forward(layers, P, model)
@@ -196,7 +211,7 @@ def test_stack_gradients_match_central_differences(model, kind, n_layers):
     if kind == "saturated":
         a = np.abs(layers[0].W.T @ P)
         assert a.max() > 30 and np.mean(a > 30) > 0.3
-    analytic = gradients(layers, P, z, model)
+    analytic = _gradients_via(form, layers, P, z, model)
     report = gradcheck(lambda flat: hinge_loss(_layers(flat, n_layers), P, z, model), _flat(layers), _flat(analytic))
     assert report.passed, str(report)
     assert max(report.rel_err.values()) < 1e-7
@@ -220,10 +235,33 @@ def test_layer_backward_is_the_adjoint_of_layer_forward_for_any_upstream_gradien
     (layer,), P, _ = _problem("generic", "mamba", 1, seed=9)
     H = P + np.random.default_rng(0).normal(0, 0.3, P.shape)        # query label slot not 0
     dO = np.random.default_rng(1).normal(size=H.shape)
-    O, cache = layer_forward(H, layer)
-    dH, _ = layer_backward(dO, cache)
-    report = gradcheck(lambda h: np.sum(dO * layer_forward(h, layer)[0]), H, dH)
-    assert report.passed, str(report)
+    for forward_pass, backward_pass in [(layer_forward, layer_backward),
+                                        (layer_forward_factored, layer_backward_factored)]:
+        O, cache = forward_pass(H, layer)
+        dH, _ = backward_pass(dO, cache)
+        report = gradcheck(lambda h: np.sum(dO * forward_pass(h, layer)[0]), H, dH)
+        assert report.passed, f"{forward_pass.__name__}\n{report}"
+
+
+@pytest.mark.parametrize("kind", ["paper_scale", "saturated"])
+def test_factored_form_equals_the_gate_tensor_form(kind):
+    # If this fails, the factored Mamba layer (what gradients() runs) and the closed form with
+    # the (B, D, N, N) gates (what the exercise and the figures read) no longer agree.
+    if kind == "paper_scale":
+        world = make_world(rng=0)
+        batch = training_batch(world, 16, 20, p_a=0.4, rng=1)
+        rng = np.random.default_rng(2)
+        layers = [LayerParams(*(a + rng.normal(0, 0.1, a.shape) for a in layer)) for layer in init_stack(30, 3, rng=3)]
+        P, z = batch.P, batch.z
+    else:
+        layers, P, z = _problem("saturated", "mamba", 3, seed=7)
+    F_fast, caches = stack_forward(layers, P)
+    F_closed, _ = stack_forward(layers, P, factored=False)
+    assert all(isinstance(c, FactoredCache) for c in caches)
+    np.testing.assert_allclose(F_fast, F_closed, rtol=1e-12, atol=1e-14)
+    for fast, closed in zip(gradients(layers, P, z), _gradients_via("closed", layers, P, z, "mamba")):
+        for name, a, b in zip(LayerParams._fields, fast, closed):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max(), err_msg=name)
 
 
 # ---------------------------------------------------------------- long prompts
@@ -254,6 +292,9 @@ def test_long_prompt_saturated_gates_stay_finite_and_match_direct_products():
             np.testing.assert_allclose(G[j, :t + 1, t][ok], direct[ok], rtol=1e-12, atol=0)
             assert np.all(G[j, :t + 1, t][~ok] < 1e-290) and np.all(G[j, t + 1:, t] == 0)
     z = np.array([1.0])
+    O, cache = layer_forward_factored(P, layer)          # decay 50 l >> 600: the gate-tensor form
+    assert isinstance(cache, LayerCache)
+    np.testing.assert_array_equal(O, layer_forward(P, layer)[0])
     assert np.isfinite(forward([layer, layer], P))
     assert all(np.all(np.isfinite(x)) for g in gradients([layer, layer], P, z) for x in g)
 

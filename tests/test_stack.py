@@ -452,3 +452,25 @@ def test_initial_output_scale_grows_with_depth_without_a_gate():
     assert scale[lt, 3, 0.2] > 1e4 * scale[lt, 1, 0.2] and scale[lt, 1, 0.2] > 1
     assert scale[lt, 3, 0.05] < 1 < scale[lt, 3, 0.2]
     assert scale[mamba, 3, 0.2] < 1e-4 * scale[lt, 3, 0.2]
+
+
+def test_exercise_solution_equals_the_package_layer_backward():
+    # If this fails, tutorials/solutions/stack_solution.py (the reference answer of the
+    # layer_backward exercise) no longer computes the package's backward pass, or the LayerCache
+    # it documents changed.
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "tutorials" / "solutions" / "stack_solution.py"
+    spec = importlib.util.spec_from_file_location("stack_solution", path)
+    solution = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(solution)
+    for kind in ("generic", "l1", "saturated"):
+        (layer,), P, _ = _problem(kind, "mamba", 1, seed=12)
+        H = P + np.random.default_rng(0).normal(0, 0.3, P.shape)     # query label slot not 0
+        dO = np.random.default_rng(1).normal(size=H.shape)
+        _, cache = layer_forward(H, layer)
+        dH, grads = solution.layer_backward(dO, cache)
+        dH_ref, grads_ref = layer_backward(dO, cache)
+        np.testing.assert_allclose(dH, dH_ref, rtol=0, atol=1e-12 * np.abs(dH_ref).max(), err_msg=kind)
+        for name, a, b in zip(LayerParams._fields, grads, grads_ref):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max(), err_msg=f"{kind}: {name}")

@@ -7,7 +7,8 @@ does not write the multi-layer architecture down.  This one is OUR choice:
 
 where O^(k) = (o_1, ..., o_{l+1}) holds EVERY output of the eq (1) scan (h_0 = 0, A = -I, exact
 zero-order hold) run over the columns h_1..h_{l+1} of H^(k-1) with layer k's own
-``LayerParams(W_B, W_C, W)``; ``layer.py`` computes one layer in closed form and its backward.
+``LayerParams(W_B, W_C, W)``; ``layer.py`` computes one layer in closed form and its backward
+(``LayerCache`` there lists, with shapes, what the forward pass hands the backward pass).
 ``model="linear_transformer"`` sets every gate to 1 (causal linear attention, same residual
 stack).  With one layer, F = o_{l+1, d+1} is eq (3) with w = W[:, -1]: only the label channel
 d+1 of the query's output reaches F.

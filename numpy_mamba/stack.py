@@ -99,7 +99,7 @@ def stack_forward(layers, P, model: str = "mamba", factored: bool = True):
     """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [cache of each layer]).
 
     ``factored``: Mamba layers run ``layer_forward_factored`` (same O, no (B, D, N, N) gate
-    tensor, ~10x faster at l = 20; it falls back to ``layer_forward`` on its own when the gates
+    tensor, 3-4x faster at l = 20; it falls back to ``layer_forward`` on its own when the gates
     decay too fast); False: every layer runs ``layer_forward`` and caches its gates G.
     """
     H, caches = P, []

@@ -3,7 +3,8 @@
     Psi^(t+1) = Psi^(t) - eta * (1/B) sum_{n in B_t} grad ell(Psi^(t); P^n, z^n)      (19)
 
 with a fresh minibatch of B training prompts (Definition 1) at every step and the
-initialisation of Algorithm 1 (``model.init_params``).
+initialisation of Algorithm 1 (``model.init_params``).  ``TrainConfig(n_layers=L)`` with L > 1
+trains the residual stack of ``stack.py`` (Section 4.2) with the same loop.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .data import World, training_batch
 from .gradients import gradients
 from .loss import hinge, zero_one_error
 from .model import Params, check_params, init_for, log_gating, output, scores
+from . import stack
 
 LOG_TINY = float(np.log(np.nextafter(0.0, 1.0)))     # log of the smallest positive float64, -744.4
 
@@ -64,6 +66,7 @@ class TrainConfig:
     kappa_a: float = 2.0
     delta: float = 0.2
     m: int | None = None
+    n_layers: int = 1          # > 1: the residual stack of stack.py, params list[LayerParams]
 
     def __post_init__(self):
         check_positive_int(self.T, "T", 0)
@@ -76,6 +79,7 @@ class TrainConfig:
         check_positive(self.delta, "delta")
         if self.m is not None:
             check_positive_int(self.m, "m")
+        check_positive_int(self.n_layers, "n_layers")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -101,7 +105,7 @@ class Progress:
 
 
 def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba", *, rng=None,
-          params: Params | None = None, record_every: int = 10, record=None,
+          params: Params | list | None = None, record_every: int = 10, record=None,
           progress: bool | Progress = False) -> tuple[Params, dict]:
     """Run Algorithm 1 for ``config.T`` steps; return (Psi^(T), history).
 
@@ -112,13 +116,19 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     ``step``, and whatever ``record(step, params) -> dict`` returns (e.g. projections of w).
     Raises ``DivergenceError`` naming the step if the loss or parameters become non-finite, and
     ``CollapseError`` if F = 0 exactly on every prompt of a minibatch and the gradient is exactly
-    0 (checked only when F is all 0, so a healthy run pays nothing); both carry the last good parameters and the history so far.
+    0 (checked only when F is all 0, so a healthy run pays nothing); both carry the last good
+    parameters and the history so far.  With ``config.n_layers`` > 1, params (given or from
+    ``stack.init_stack``) and the result are a list of ``stack.LayerParams``, one per layer.
     """
     check_model(model)
     _check_train_inputs(world, config, record, progress)
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
-    if params is None:
+    output_of, gradients_of = output, gradients
+    if config.n_layers > 1:                 # Section 4.2's stack (stack.py): list[LayerParams]
+        params = stack.training_start(model, world.d, config.n_layers, config.m, config.delta, rng, params)
+        output_of, gradients_of = stack.output, stack.gradients
+    elif params is None:
         params = init_for(model, world.d, config.m, config.delta, rng)
     else:                                   # e.g. Params given for an extension model: say so now
         params = check_params(params, model)
@@ -141,14 +151,14 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
         batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
                                kappa_a=config.kappa_a, rng=rng)
         with np.errstate(over="ignore", invalid="ignore"):     # checked just below
-            F = output(model, params, batch.P)
+            F = output_of(model, params, batch.P)
             loss = float(np.mean(hinge(F, batch.z)))
-        if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in params):
+        if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in _arrays(params)):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "
-                f"{all(np.all(np.isfinite(a)) for a in params)}. Try a smaller step size than eta = {config.eta}.",
+                f"{all(np.all(np.isfinite(a)) for a in _arrays(params))}. Try a smaller step size than eta = {config.eta}.",
                 **_kept(good, t, config.eta, history))
-        if not np.any(F) and not any(np.any(g) for g in gradients(params, batch.P, batch.z, model)):
+        if not np.any(F) and not any(np.any(g) for g in _arrays(gradients_of(params, batch.P, batch.z, model))):
             raise CollapseError(_collapse_message(model, params, batch.P, t, loss, config.eta),
                                 **_kept(good, t, config.eta, history))
         if t % record_every == 0 or t == config.T:
@@ -157,18 +167,18 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
             bar.update(t, loss, force=(t == config.T))
         if t == config.T:
             break
-        grad = gradients(params, batch.P, batch.z, model)
-        good, params = params, type(params)(*(p - config.eta * g for p, g in zip(params, grad)))
-    return params, _arrays(history)
+        grad = gradients_of(params, batch.P, batch.z, model)
+        good, params = params, _step(params, grad, config.eta)
+    return params, _history_arrays(history)
 
 
-def _arrays(history: dict) -> dict:
+def _history_arrays(history: dict) -> dict:
     return {k: np.asarray(v) for k, v in history.items()}
 
 
 def _kept(good, t: int, eta: float, history: dict) -> dict:
     """What a failed run hands back in its DivergenceError: Psi^(t-1), t, eta, history so far."""
-    return dict(params=good, step=t, eta=eta, history=_arrays(history))
+    return dict(params=good, step=t, eta=eta, history=_history_arrays(history))
 
 
 def _check_train_inputs(world, config, record, progress) -> None:
@@ -185,11 +195,12 @@ def _check_train_inputs(world, config, record, progress) -> None:
 def _collapse_message(model: str, params, P, t: int, loss: float, eta: float) -> str:
     """One line: what collapsed, why (gate underflow or vanishing scores), and which setting."""
     why = "the model's output F is 0"
-    if model == "mamba" and (top := np.max(log_gating(params.w, P)[:, :-1])) < LOG_TINY:
+    one_layer = not isinstance(params, list)        # a stack has no single gate or score to name
+    if one_layer and model == "mamba" and (top := np.max(log_gating(params.w, P)[:, :-1])) < LOG_TINY:
         why = (f"every gate G_(i,l+1) of eq (3) underflowed to 0: the largest log G is {top:.4g}, below "
                f"float64's range (log of its smallest positive number is {LOG_TINY:.1f}); |w| = "
                f"{np.linalg.norm(params.w):.3g}")
-    elif model in ("mamba", "linear_transformer"):
+    elif one_layer and model in ("mamba", "linear_transformer"):
         why = (f"the attention scores p_i^T W_B^T W_C p_query are 0 (largest |score| "
                f"{np.max(np.abs(scores(params, P))):.3g})")
     cause = ("the starting parameters already do this" if t == 0 else
@@ -199,3 +210,14 @@ def _collapse_message(model: str, params, P, t: int, loss: float, eta: float) ->
             f"(loss = {loss:g}, 0-1 error 1) and the gradient is exactly 0, so the update of eq (19) leaves "
             f"Psi unchanged. Cause: {why}; {cause}.")
 
+
+def _arrays(params) -> list:
+    """Every trainable array: the fields of Psi, or of each layer of a stack."""
+    return [a for layer in params for a in layer] if isinstance(params, list) else list(params)
+
+
+def _step(params, grad, eta: float):
+    """Eq (19), Psi - eta * grad, field by field (and layer by layer for a stack)."""
+    if isinstance(params, list):
+        return [_step(p, g, eta) for p, g in zip(params, grad)]
+    return type(params)(*(p - eta * g for p, g in zip(params, grad)))

@@ -1,0 +1,189 @@
+"""A residual stack of eq (1) layers: the three-layer Mamba and linear Transformer of Section 4.2.
+
+The paper trains three-layer models in Section 4.2 and Appendix B (Figures 3-6, Table 1) but
+does not write the multi-layer architecture down.  This one is OUR choice:
+
+    H^(0) = P,    H^(k) = H^(k-1) + O^(k),    F = H^(L)[d+1, l+1]   (label row, query column)
+
+where O^(k) = (o_1, ..., o_{l+1}) holds EVERY output of the eq (1) scan (h_0 = 0, A = -I, exact
+zero-order hold) run over the columns h_1..h_{l+1} of H^(k-1) with layer k's own
+``LayerParams(W_B, W_C, W)``; ``layer.py`` computes one layer in closed form and its backward
+(``LayerCache`` there lists, with shapes, what the forward pass hands the backward pass).
+``model="linear_transformer"`` sets every gate to 1 (causal linear attention, same residual
+stack).  With one layer, F = o_{l+1, d+1} is eq (3) with w = W[:, -1]: only the label channel
+d+1 of the query's output reaches F.
+
+Only P is a prompt in the sense of eq (2): from layer 2 on, the input's query label slot
+H^(k-1)[d+1, l+1] holds the previous layers' F, not 0, so P is validated once, at the entry.
+tests/test_stack.py checks every O^(k) against ``scan.scan_outputs``, the one-layer identity
+with eq (3) and eqs (93), (118), (135), and every gradient against central differences.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
+from ._models import PAPER_MODELS
+from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_factored,  # noqa: F401
+                    layer_forward, layer_forward_factored)
+from .loss import hinge, mean_hinge_slope
+from .model import init_params
+
+
+def init_stack(d: int, n_layers: int, m: int | None = None, delta: float = 0.2, rng=None) -> list:
+    """Algorithm 1's initialisation for every layer: list of ``n_layers`` LayerParams.
+
+    W_B, W_C : (m, d+1) with the first d diagonal entries delta, the rest 0 (``model.init_params``);
+    W : (d+1, d+1) with N(0, 1/(d+1)) entries, each column w_j drawn like eq (3)'s w^(0).
+    m defaults to d+1.  ``rng``: an ``np.random.Generator`` or an integer seed.
+
+    Draw order: layer 1's W[:, -1] is ``init_params(d, m, delta, rng).w``, the only draw taken
+    from ``rng`` itself; every other entry comes from the child ``rng.spawn(1)[0]``.  So a
+    one-layer stack starts where eq (3) does, and ``sgd.train`` then draws the same minibatches
+    at every depth for a given seed (tests/test_stack.py).
+    """
+    n_layers = check_positive_int(n_layers, "n_layers")
+    rng = as_generator(rng, "init_stack")
+    W_B, W_C, w = init_params(d, m, delta, rng)              # validates d, m, delta
+    child = rng.spawn(1)[0]                                  # does not advance rng
+    layers = []
+    for k in range(n_layers):
+        W = child.normal(0.0, 1.0 / np.sqrt(d + 1), size=(d + 1, d + 1))
+        if k == 0:
+            W[:, -1] = w
+        layers.append(LayerParams(W_B.copy(), W_C.copy(), W))
+    return layers
+
+
+def check_layers(layers, d0: int | None = None) -> list:
+    """Validate a stack: a non-empty list (or tuple) of LayerParams with finite float arrays,
+    W_B and W_C (m, d+1) and W (d+1, d+1), the same d+1 in every layer (and = ``d0`` if given)."""
+    if not isinstance(layers, (list, tuple)) or hasattr(layers, "_fields"):      # a bare LayerParams too
+        raise ValueError(f"layers must be a list of LayerParams (one per layer); got {type(layers).__name__}."
+                         + (" Wrap a single layer as [layer]." if isinstance(layers, LayerParams) else ""))
+    if len(layers) == 0:
+        raise ValueError("layers is empty: a stack needs at least one LayerParams.")
+    checked = []
+    for k, layer in enumerate(layers, start=1):
+        if not isinstance(layer, LayerParams):
+            raise ValueError(f"layer {k} must be LayerParams(W_B, W_C, W); got {type(layer).__name__}.")
+        W_B, W_C, W = (as_real_array(x, f"layer {k}: {name}") for x, name in zip(layer, layer._fields))
+        if W_B.ndim != 2:
+            raise ValueError(f"layer {k}: W_B must have shape (m, d+1); got {W_B.shape}.")
+        d0 = W_B.shape[1] if d0 is None else d0
+        if W_B.shape[1] != d0:
+            raise ValueError(f"layer {k}: W_B has shape {W_B.shape}; expected (m, d+1) with d+1 = {d0} "
+                             f"(the rows of P and of layer 1).")
+        if W_C.shape != W_B.shape:
+            raise ValueError(f"layer {k}: W_C has shape {W_C.shape}; expected W_B's shape {W_B.shape}.")
+        if W.shape != (d0, d0):
+            raise ValueError(f"layer {k}: W has shape {W.shape}; expected (d+1, d+1) = ({d0}, {d0}).")
+        checked.append(LayerParams(W_B, W_C, W))
+    return checked
+
+
+def check_stack_model(model) -> str:
+    if model not in PAPER_MODELS:
+        raise ValueError(f"a stack is built from the paper's models {PAPER_MODELS}; got {model!r}.")
+    return model
+
+
+def _checked(layers, P, model):
+    check_stack_model(model)
+    layers = check_layers(layers)
+    P, single = check_prompts(P, layers[0].W_B.shape[1])     # eq (2) holds for P, not for H^(k), k >= 1
+    return layers, P, single
+
+
+def stack_forward(layers, P, model: str = "mamba", factored: bool = True):
+    """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [cache of each layer]).
+
+    ``factored``: Mamba layers run ``layer_forward_factored`` (same O, no (B, D, N, N) gate
+    tensor, 3-4x faster at l = 20; it falls back to ``layer_forward`` on its own when the gates
+    decay too fast); False: every layer runs ``layer_forward`` and caches its gates G.
+    """
+    H, caches = P, []
+    for layer in layers:
+        if factored and model == "mamba":
+            O, cache = layer_forward_factored(H, layer)
+        else:
+            O, cache = layer_forward(H, layer, model)
+        H = H + O                                     # residual: H^(k) = H^(k-1) + O^(k)
+        caches.append(cache)
+    return H[:, -1, -1], caches                       # F = H^(L)[d+1, l+1]
+
+
+def stack_backward(dF, caches) -> list:
+    """Unchecked backward through the stack: dF = dL/dF (B,) -> [LayerParams of gradients].
+    Each cache picks its own backward (``layer_backward_factored`` hands a LayerCache on)."""
+    dH = np.zeros_like(caches[-1].H)
+    dH[:, -1, -1] = dF                                # F = e_{d+1}^T H^(L) e_{l+1}
+    grads = []
+    for cache in reversed(caches):
+        dH_in, grad = layer_backward_factored(dH, cache)   # dO^(k) = dH^(k): H^(k) = H^(k-1) + O^(k)
+        dH = dH + dH_in                               # residual path plus the layer's own paths
+        grads.append(grad)
+    return grads[::-1]
+
+
+def output(model: str, layers, P) -> np.ndarray:
+    """Unchecked F for P (B, d+1, l+1) -> (B,), with ``model.output``'s signature (for ``sgd.train``)."""
+    return stack_forward(layers, P, model)[0]
+
+
+def training_start(model: str, d: int, n_layers: int, m, delta: float, rng, layers=None) -> list:
+    """The stack ``sgd.train`` starts from: ``layers`` checked, or ``init_stack`` if None."""
+    check_stack_model(model)
+    if layers is None:
+        return init_stack(d, n_layers, m, delta, rng)
+    layers = check_layers(layers, d + 1)
+    if len(layers) != n_layers:
+        raise ValueError(f"config.n_layers = {n_layers} but params holds {len(layers)} layer(s).")
+    return layers
+
+
+def forward_with_caches(layers, P, model: str = "mamba"):
+    """F and every layer's LayerCache (scores S, gates G, inputs H) for P (B, d+1, l+1): (F (B,), list)."""
+    layers, P, _ = _checked(layers, P, model)
+    return stack_forward(layers, P, model, factored=False)
+
+
+def forward(layers, P, model: str = "mamba"):
+    """Output F = H^(L)[d+1, l+1] of the stack (see the module docstring).
+
+    layers : list of LayerParams; P : (d+1, l+1) -> float, or (B, d+1, l+1) -> (B,).
+    One layer: eq (3) with w = W[:, -1].  Paper: eqs (1), (3), Section 4.2 (architecture ours).
+    """
+    layers, P, single = _checked(layers, P, model)
+    F = stack_forward(layers, P, model)[0]
+    return float(F[0]) if single else F
+
+
+def hinge_loss(layers, P, z, model: str = "mamba") -> float:
+    """Mean hinge loss (1/B) sum_n max{0, 1 - z^n F(P^n)} of eq (4) for the stack; z : scalar or (B,)."""
+    layers, P, _ = _checked(layers, P, model)
+    z = check_labels(z, P.shape[0])
+    return float(np.mean(hinge(stack_forward(layers, P, model)[0], z)))
+
+
+def gradients(layers, P, z, model: str = "mamba") -> list:
+    """Gradient of ``hinge_loss`` w.r.t. every layer's W_B, W_C, W: list of LayerParams, same shapes.
+
+    dW = 0 for the linear Transformer.  One layer: (dW_B, dW_C, dW[:, -1]) are eqs (118), (93),
+    (135) and the other columns of dW are 0.  Paper: eqs (4), (19); backward by hand (see above).
+    """
+    layers, P, _ = _checked(layers, P, model)
+    z = check_labels(z, P.shape[0])
+    F, caches = stack_forward(layers, P, model)
+    return stack_backward(mean_hinge_slope(F, z), caches)
+
+
+def initial_output_scale(P, n_layers: int, delta: float, model: str = "mamba", rng=None) -> float:
+    """Median |F| over prompts P (B, d+1, l+1) at ``init_stack(d, n_layers, delta=delta, rng=rng)``.
+
+    Measures how far above 1 (the hinge's margin) a stack starts: without a gate each layer's
+    output is cubic in its input (h_{i,j} s_{i,t}, with s quadratic in h).
+    """
+    P = check_prompts(P)[0]
+    layers = init_stack(P.shape[1] - 1, n_layers, delta=delta, rng=rng)
+    return float(np.median(np.abs(forward(layers, P, model))))

@@ -1,0 +1,257 @@
+# %% [markdown]
+# # Tutorial 8 — Backprop through the three-layer stack
+#
+# Paper: Li, Lu, Cui, Chen, Wang, *Can Mamba Learn In Context with Outliers? A Theoretical
+# Generalization Analysis* (arXiv 2510.00399), Section 4.2, Appendix B (Figures 5, 6) and
+# Appendix E.1 (eqs (88)-(90)).
+#
+# Section 4.2 trains **three-layer** Mamba and linear Transformers, but the paper does not write
+# the multi-layer model down.  `numpy_mamba.stack` uses this one (our choice, see the README):
+# every layer runs the eq (1) scan over all l+1 columns of its input, keeps **every** output
+# $o_t$, and adds it to its input (a residual).  We run the stack forward one layer at a time,
+# then backward by hand with `layer_backward`, check that one layer is exactly the paper's
+# eq (3) model with the gradients (93), (118), (135), check every gradient by finite
+# differences, and finally look at what layers 2 and 3 of a briefly trained 3-layer Mamba
+# attend to (the question of Figures 5 and 6).
+#
+# Run: `python tutorials/08_backprop_through_the_stack.py` (about 5-10 s; `NUMPY_MAMBA_QUICK=1`
+# trains for fewer steps and takes a few seconds), or step through the `# %%` cells in
+# VS Code / Spyder / PyCharm.
+
+# %%
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip install .`
+    here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+    sys.path.insert(0, str(here.parent))
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import numpy_mamba as nm
+from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.loss import mean_hinge_slope
+from numpy_mamba.scan import scan_outputs
+from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss,
+                               layer_backward, layer_forward)
+
+QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"     # fewer SGD steps in the last part
+np.set_printoptions(precision=4, suppress=True)
+
+
+# %% [markdown]
+# ## The stack
+#
+# Layer $k$ has its own parameters $W_B^{(k)}, W_C^{(k)} \in \mathbb{R}^{m \times (d+1)}$ and
+# $W^{(k)} = (w_1, \dots, w_{d+1}) \in \mathbb{R}^{(d+1) \times (d+1)}$: column $w_j$ is the gate
+# parameter of channel $j$ in eq (1), $\Delta_{j,i} = \mathrm{softplus}(w_j^\top h_i)$.
+#
+# $$H^{(0)} = P, \qquad H^{(k)} = H^{(k-1)} + O^{(k)}, \qquad F = H^{(L)}_{d+1,\,l+1},$$
+#
+# where column $t$ of $O^{(k)}$ is the output $o_t$ of the eq (1) scan (h_0 = 0, A = -I, exact
+# zero-order hold) run over the columns $h_1, \dots, h_{l+1}$ of $H^{(k-1)}$.  Unrolled as in
+# Appendix E.1, channel $j$ of one layer is
+#
+# $$o_{t,j} = \sum_{i \le t} G_{j,i,t}\, h_{i,j}\, s_{i,t}, \qquad s_{i,t} = h_i^\top W_B^\top W_C h_t,$$
+# $$G_{j,i,t} = \sigma(w_j^\top h_i) \prod_{k=i+1}^{t} \big(1 - \sigma(w_j^\top h_k)\big).$$
+#
+# For $L = 1$ and $t = l+1$, $j = d+1$ this is eq (3).  A tiny prompt, d = 3, l = 3, three layers:
+
+# %%
+rng = np.random.default_rng(0)
+d, l, n_layers = 3, 3, 3
+P = rng.normal(0, 1, (1, d + 1, l + 1))
+P[0, -1, :l] = [1.0, -1.0, 1.0]                     # labels y_1..y_l
+P[0, -1, l] = 0.0                                   # the query's label slot, eq (2)
+z = np.array([1.0])
+layers = [LayerParams(rng.normal(0, 0.4, (d + 1, d + 1)), rng.normal(0, 0.4, (d + 1, d + 1)),
+                      rng.normal(0, 0.7, (d + 1, d + 1))) for _ in range(n_layers)]
+
+H, caches = [P], []
+for k, layer in enumerate(layers, 1):
+    O, cache = layer_forward(H[-1], layer, "mamba")   # every output o_1..o_{l+1}: (1, d+1, l+1)
+    H.append(H[-1] + O)                               # the residual
+    caches.append(cache)
+    print(f"layer {k}: label row of H^({k}) = {H[-1][0, -1]}   (last entry = F so far)")
+F = H[-1][0, -1, -1]
+print(f"F = H^(3)[d+1, l+1] = {F:.6f};  stack.forward gives {forward(layers, P[0]):.6f}")
+assert abs(F - forward(layers, P[0])) < 1e-12
+
+# %% [markdown]
+# From layer 2 on, the query's label slot of the input, $H^{(k-1)}_{d+1,\,l+1}$, is no longer
+# 0: it holds F of the layers below.  So the hidden states are not prompts in the sense of
+# eq (2), and `scan.scan_outputs` (which checks that slot) refuses them.  The scan is causal,
+# though: appending one zero column changes none of $o_1, \dots, o_{l+1}$, and lets us check
+# every layer against the literal eq (1) scan.
+
+# %%
+for k, layer in enumerate(layers, 1):
+    padded = np.concatenate([H[k - 1], np.zeros((1, d + 1, 1))], axis=2)
+    o = scan_outputs(layer.W_B, layer.W_C, layer.W, padded)[:, :-1, :].transpose(0, 2, 1)
+    gap = np.abs(o - (H[k] - H[k - 1])).max()
+    print(f"layer {k}: max |O^({k}) - eq (1) scan| = {gap:.1e}")
+    assert gap < 1e-12 * max(1.0, np.abs(o).max())
+
+# %% [markdown]
+# ## Backward, one layer at a time
+#
+# The loss is the hinge of eq (4), $\ell = \max\{0, 1 - zF\}$.  At the top, only one entry of
+# $H^{(L)}$ reaches the loss:
+#
+# $$\frac{\partial \ell}{\partial H^{(L)}} = \frac{\partial \ell}{\partial F}\; e_{d+1} e_{l+1}^\top .$$
+#
+# Through the residual $H^{(k)} = H^{(k-1)} + O^{(k)}$ the same gradient reaches both $O^{(k)}$
+# and $H^{(k-1)}$:
+#
+# $$\frac{\partial \ell}{\partial O^{(k)}} = \frac{\partial \ell}{\partial H^{(k)}}, \qquad
+# \frac{\partial \ell}{\partial H^{(k-1)}} = \frac{\partial \ell}{\partial H^{(k)}}
+#   + \underbrace{\frac{\partial \ell}{\partial O^{(k)}} \frac{\partial O^{(k)}}{\partial H^{(k-1)}}}_{\texttt{layer\_backward}} .$$
+#
+# Inside a layer, $H$ enters $O$ in four places: as the value $h_{i,j}$, as the key $h_i$ and
+# the query $h_t$ of $s_{i,t}$, and in every gate through $a_{j,k} = w_j^\top h_k$, with
+#
+# $$\frac{\partial \log G_{j,i,t}}{\partial a_{j,k}} = \big(1 - \sigma(a_{j,k})\big)\,\mathbb{1}[k = i]
+#   - \sigma(a_{j,k})\,\mathbb{1}[i < k \le t].$$
+#
+# `layer_backward(dO, cache)` (numpy_mamba/layer.py) sums the four paths; the residual is the
+# caller's.  Here is the whole backward pass, written out:
+
+# %%
+dF = mean_hinge_slope(np.array([F]), z)              # d ell / dF: -z on the active side
+dH = np.zeros_like(P)
+dH[0, -1, -1] = dF[0]
+grads = []
+for k in range(n_layers, 0, -1):
+    print(f"dl/dO^({k}) has {np.count_nonzero(dH)} nonzero entries of {dH.size}")
+    dH_layer, grad = layer_backward(dH, caches[k - 1])
+    dH = dH + dH_layer                               # residual path + the layer's four paths
+    grads.insert(0, grad)
+package = gradients(layers, P, z)
+for k, (mine, theirs) in enumerate(zip(grads, package), 1):
+    gap = max(np.abs(a - b).max() for a, b in zip(mine, theirs))
+    print(f"layer {k}: max |by hand - stack.gradients| = {gap:.1e}")
+    assert gap < 1e-12
+
+# %% [markdown]
+# The top layer gets a gradient in one entry only; every layer below gets it in every entry,
+# because the layers above read all columns of its output.  (`stack.gradients` runs a
+# factored form of the same Mamba layer that avoids the (B, d+1, l+1, l+1) gate tensor; the
+# two agree to ~1e-13.)
+#
+# ## One layer is the paper's model
+#
+# With $L = 1$, $F = o_{l+1,\,d+1}$: channel $d+1$ with gate parameter $w = w_{d+1} = W_{:,\,d+1}$,
+# which is eq (3).  The gradients of $W_B$, $W_C$ and $w_{d+1}$ must be eqs (118), (93), (135).
+# The other columns of $W$ get gradient exactly 0: channel $j$'s output depends on $W$ only
+# through $w_j$, and only channel $d+1$ of $o_{l+1}$ reaches $F$.
+
+# %%
+one = layers[0]
+params = nm.Params(one.W_B, one.W_C, one.W[:, -1])
+F1, F3 = forward([one], P[0]), nm.forward(params, P[0])
+(g,) = gradients([one], P, z)
+core = nm.gradients(params, P, z)
+print(f"F: stack {F1:.12f}, eq (3) {F3:.12f}")
+print(f"max gradient gaps: W_B {np.abs(g.W_B - core.W_B).max():.1e}, W_C {np.abs(g.W_C - core.W_C).max():.1e},"
+      f" w {np.abs(g.W[:, -1] - core.w).max():.1e};  other columns of dW: max |.| = {np.abs(g.W[:, :-1]).max()}")
+assert abs(F1 - F3) < 1e-12 and np.all(g.W[:, :-1] == 0)
+assert max(np.abs(a - b).max() for a, b in [(g.W_B, core.W_B), (g.W_C, core.W_C), (g.W[:, -1], core.w)]) < 1e-12
+
+# %% [markdown]
+# ## Gradient check
+#
+# Central differences for every entry of every $W_B^{(k)}, W_C^{(k)}, W^{(k)}$ (`nm.gradcheck`
+# takes a dict of arrays), on a batch with prompts on both sides of the hinge: we scale the
+# last layer's $W_C$ (its output is linear in it) until one prompt has |F| > 2, and give that
+# prompt the label of its own sign, so $zF > 1$ there and the hinge is flat.
+
+# %%
+Pb = rng.normal(0, 1, (4, d + 1, l + 1))
+Pb[:, -1, :l] = rng.choice([-1.0, 1.0], size=(4, l))
+Pb[:, -1, l] = 0.0
+layers_b = list(layers)
+while np.abs(forward(layers_b, Pb)).max() <= 2:
+    layers_b[-1] = layers_b[-1]._replace(W_C=2 * layers_b[-1].W_C)
+Fb = forward(layers_b, Pb)
+zb = np.where(np.arange(4) == np.argmax(np.abs(Fb)), np.sign(Fb), -np.sign(Fb))
+print("z F per prompt:", zb * Fb, "(> 1: flat side of the hinge)")
+assert np.any(zb * Fb > 1) and np.any(zb * Fb < 1)
+
+
+def as_dict(stack):
+    return {f"{name}[{k}]": a for k, layer in enumerate(stack, 1) for name, a in zip(layer._fields, layer)}
+
+
+def as_layers(flat):
+    return [LayerParams(flat[f"W_B[{k}]"], flat[f"W_C[{k}]"], flat[f"W[{k}]"]) for k in range(1, n_layers + 1)]
+
+
+report = nm.gradcheck(lambda flat: hinge_loss(as_layers(flat), Pb, zb), as_dict(layers_b),
+                      as_dict(gradients(layers_b, Pb, zb)), tol=1e-7)
+print(report)
+assert report.passed
+
+# %% [markdown]
+# ## What layers 2 and 3 attend to (Figures 5 and 6)
+#
+# A three-layer Mamba trained briefly on the Section 4 data (d = 30, l = 20, p_a = 0.4 as in
+# Section 4.2) with `TrainConfig(n_layers=3)`, then run on test prompts with alpha = 0.3
+# (flipped outlier labels).  For each layer $k$ we read, from the query column:
+#
+# * the attention scores $s_{i,l+1} = h_i^\top W_B^\top W_C\, h_{query}$ of that layer's input,
+#   summed over context examples with the query's relevant pattern and over the others
+#   (Corollary 1, Figures 3 and 5);
+# * the gates $G_{d+1,\,i,\,l+1}$ of the label channel on outlier and on clean examples
+#   (Corollary 2, Figures 4 and 6).
+#
+# This is a short run of our architecture, not the paper's experiment: it shows how to read the
+# layers, and what they do after a few hundred steps.
+
+# %%
+world = nm.make_world(rng=0)
+T = 40 if QUICK else 300
+trained, history = nm.train(world, nm.TrainConfig(T=T, B=32, eta=0.05, p_a=0.4, n_layers=3), rng=1,
+                            record_every=max(T // 5, 1))
+print("training loss:", np.round(history["loss"], 3), f"({T} SGD steps)")
+test = nm.testing_batch(world, 300, 20, alpha=0.3, rng=5)
+F_test, layer_caches = forward_with_caches(trained, test.P)
+print(f"test error at alpha = 0.3: {nm.zero_one_error(F_test, test.z):.3f}")
+rows = []
+for k, c in enumerate(layer_caches, 1):
+    s = c.S[:, :-1, -1]                               # s_{i,l+1}, context examples: (n, l)
+    G = c.G[:, -1, :-1, -1]                           # G_{d+1,i,l+1}: (n, l)
+    rows.append((np.mean(np.sum(s * test.same_pattern, axis=1)), np.mean(np.sum(s * ~test.same_pattern, axis=1)),
+                 G[test.outlier].mean(), G[~test.outlier].mean()))
+print("layer   sum s (same pattern)   sum s (other)   mean gate: outlier   clean")
+for k, (same, other, g_out, g_clean) in enumerate(rows, 1):
+    print(f"  {k}     {same:12.3g}        {other:12.3g}          {g_out:.4f}        {g_clean:.4f}")
+assert np.all(np.isfinite(np.array(rows)))
+
+# %% [markdown]
+# What to look for: in every layer the scores put far more weight on examples that share the
+# query's pattern than on the others (Corollary 1's picture), and the scores grow from layer to
+# layer because each layer's input already contains the outputs below it.  The gates on outlier
+# examples are smaller than on clean ones, most clearly in layer 3; after a short run at
+# Algorithm 1's initialisation all gates are still small (each $w_j$ starts random), so the
+# contrast is weaker than in the paper's Figures 4 and 6.
+
+# %%
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
+x = np.arange(1, 4)
+rows = np.array(rows)
+ax1.bar(x - 0.2, rows[:, 0], 0.4, color="#0072B2", label="same pattern as the query")
+ax1.bar(x + 0.2, rows[:, 1], 0.4, color="0.6", label="other patterns")
+ax1.set(xlabel="layer", ylabel=r"$\sum_i s_{i,l+1}$ (mean over prompts)", title="attention-score sums, cf. Figures 3, 5")
+ax1.set_yscale("symlog")
+ax1.legend(fontsize=8)
+ax2.bar(x - 0.2, rows[:, 2], 0.4, color="#D55E00", label="with an outlier")
+ax2.bar(x + 0.2, rows[:, 3], 0.4, color="#009E73", label="clean")
+ax2.set(xlabel="layer", ylabel=r"mean $G_{d+1,i,l+1}$", title="label-channel gates at alpha = 0.3, cf. Figures 4, 6")
+ax2.legend(fontsize=8)
+for ax in (ax1, ax2):
+    ax.set_xticks(x)
+fig.tight_layout()
+show_figure(fig, "08_layers")

@@ -1,9 +1,9 @@
 """Turning a failed function into one hint (``compare.grade_function`` calls ``hint_for``).
 
 In order: an answer that is not a real float64 array (None, a tuple, complex, integers,
-float32, NaN); a wrong shape (the exercise's own shape hints first, then transposed, one
-answer per prompt, the right entries in another shape); a known mistake of the exercise that
-reproduces the answer on every problem; all zeros; a constant factor (-1: the sign) or one that
+float32, NaN); a known mistake of the exercise that reproduces the answer on every problem;
+a wrong shape (the exercise's own shape hints first, then transposed, one answer per prompt,
+the right entries in another shape); all zeros; a constant factor (-1: the sign) or one that
 changes with the problem; a known mistake on some problems; a failure on one kind of problem
 only (the exercise's ``problem_notes``); else the equation to compare with, and where it fails.
 Every branch works on any answer the child can send: nothing here may raise.
@@ -70,7 +70,8 @@ def _factor_hint(answers, refs, bad) -> str:
     pairs = [(answers[i], refs[i]) for i in bad if np.vdot(refs[i], refs[i]) > 0]
     if not pairs:
         return ""
-    factors = [float(np.vdot(S, R) / np.vdot(R, R)) for S, R in pairs]
+    with np.errstate(all="ignore"):
+        factors = [float(np.vdot(S, R) / np.vdot(R, R)) for S, R in pairs]
     if not all(np.isfinite(c) and _same(S, c * R) for c, (S, R) in zip(factors, pairs)):
         return ""
     c = factors[0]
@@ -92,18 +93,18 @@ def hint_for(prepared, name: str, answers: list, rows: list) -> str:
             return f"NaN or inf on problem '{pb.name}'. {NAN_HINT}"
         if row.note and not row.note.startswith("shape") and row.note != "not run":
             return f"on problem '{pb.name}': {_note_hint(row.note, R)}"
-    for pb, S, R, row in zip(problems, answers, refs, rows):
-        if row.note.startswith("shape"):
-            return f"on problem '{pb.name}': " + (exercise.shape_hint(name, S, R, pb) or _shape_hint(S, R))
     if not all(isinstance(S, np.ndarray) for S in answers):
         return "no answer on some problems."
     answers = [S.astype(np.float64) for S in answers]
-    bad = [i for i, row in enumerate(rows) if not row.ok]
-    failing = [problems[i].name for i in bad]
     mistaken = prepared.mistaken(name)
     for key, hint, wrong in mistaken:
         if all(_same(S, V) for S, V in zip(answers, wrong)):
             return hint
+    for pb, S, R, row in zip(problems, answers, refs, rows):
+        if row.note.startswith("shape"):
+            return f"on problem '{pb.name}': " + (exercise.shape_hint(name, S, R, pb) or _shape_hint(S, R))
+    bad = [i for i, row in enumerate(rows) if not row.ok]
+    failing = [problems[i].name for i in bad]
     if all(not np.any(answers[i]) for i in bad) and any(np.any(refs[i]) for i in bad):
         return ("all zeros where the reference is not: is a condition never true, or a sum never "
                 "accumulated (`=` instead of `+=`)?")

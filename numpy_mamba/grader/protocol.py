@@ -97,14 +97,15 @@ def send_array(fd: int, a: np.ndarray) -> None:
 
 
 def encode(value, arrays: list, depth: int = 0) -> dict:
-    """A JSON tree for ``value``, numeric arrays replaced by their index in ``arrays``."""
+    """A JSON tree for ``value``, numeric arrays replaced by their index in ``arrays``: a list
+    of numbers becomes one array, a tuple (a NamedTuple such as Params too) stays a structure."""
     if value is None:
         return {"none": True}
     if isinstance(value, (np.ndarray, np.generic, int, float, complex)):
         return _array_node(np.asarray(value), arrays)
     if isinstance(value, (tuple, list)):
         fields = getattr(value, "_fields", None) if isinstance(value, tuple) else None
-        if fields is None:
+        if isinstance(value, list):                 # a list of numbers is an array; a tuple, a structure
             try:
                 converted = np.asarray(value)
             except (ValueError, TypeError):

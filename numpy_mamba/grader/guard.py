@@ -113,8 +113,11 @@ def forbid(entries, exercise: str, allowed: str, package_dir: str) -> set:
 
 def limit(memory_bytes: int, cpu_seconds: int) -> None:
     """Hard limits: address space = what the process uses now + ``memory_bytes``; CPU; files."""
-    with open("/proc/self/status") as f:
-        vm = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
+    try:
+        with open("/proc/self/status") as f:
+            vm = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
+    except OSError:                                  # no /proc (macOS): no memory limit
+        vm = 0
     limits = [(resource.RLIMIT_FSIZE, FILE_LIMIT), (resource.RLIMIT_CORE, 0),
               (resource.RLIMIT_CPU, int(cpu_seconds))]
     if vm:

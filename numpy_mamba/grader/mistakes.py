@@ -3,7 +3,7 @@ through each mistake below (negated, transposed, times B, label leak, missing su
 the first one that reproduces the answer on every problem gives the hint (``hints.py``).
 
 ``backward`` is the mean-hinge-loss gradient of eqs (93), (118), (135) written so that each
-mistake is one switch; with the defaults it equals ``gradients.gradients`` (tests/test_grader.py).
+mistake is one switch; with the defaults it equals ``gradients.gradients`` (tests/test_grader_compare.py).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def backward(params, P, z, *, leak=False, mask="hinge", reduce="mean", gate="cor
     reduce: "mean" (correct) or "sum".  gate: how dG_i/dw is formed (see ``_gate_coefficients``).
     drop: "y" or "G" leaves the label or the gate out of the sums (see ``_parts``).
     dW_C = W_B X (eq (93)), dW_B = W_C X^T (eq (118)) with X = sum_n k_n p_query^T.
-    With the defaults this equals ``gradients.gradients`` (tests/test_grader.py).
+    With the defaults this equals ``gradients.gradients`` (tests/test_grader_compare.py).
     """
     X, c = _parts(params, P, z, leak, mask, reduce, drop)
     coeff = _gate_coefficients(gate, c, expit(gate_logits(params.w, P)))

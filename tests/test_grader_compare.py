@@ -181,6 +181,7 @@ def test_registry_identifies_files_and_refuses_clashing_declarations():
     assert [e.name for e in identify({"grad_w", "helper"})] == ["gradients"]
     assert [e.name for e in identify({"gates", "grad_w"})] == ["gating", "gradients"]
     assert [e.name for e in identify(set(), "gradients_solution")] == ["gradients"]
+    assert [e.name for e in identify({"gates", "grad_w"}, "gradients")] == ["gradients"]   # a helper 'gates'
     assert identify({"something_else"}, "homework") == []
     gates = all_exercises()["gating"]
     with pytest.raises(ValueError, match="already belong"):

@@ -115,13 +115,12 @@ def all_exercises() -> dict:
 
 
 def identify(names, stem: str = "") -> list:
-    """The exercises a file belongs to: those defining any of ``names`` (top-level names of the
-    file), else the one named like the file (``gradients.py``, ``gradients_solution.py``)."""
+    """The exercises a file belongs to: the one it is named after (``gradients.py``,
+    ``gradients_solution.py``: a helper called ``gates`` in it is not the gates exercise), else
+    every exercise one of whose functions is among ``names`` (the file's top-level names)."""
     exercises = all_exercises().values()
-    found = [e for e in exercises if set(names or ()) & set(e.function_names)]
-    if found:
-        return found
-    return [e for e in exercises if stem == e.name or stem.startswith(e.name + "_")]
+    named = [e for e in exercises if stem == e.name or stem.startswith(e.name + "_")]
+    return named or [e for e in exercises if set(names or ()) & set(e.function_names)]
 
 
 @dataclass

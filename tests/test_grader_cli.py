@@ -168,3 +168,18 @@ def test_staleness_check_notices_an_edited_or_missing_exercise(tmp_path):
     assert tool.stale(solutions, exercises) == []
     (exercises / "demo.py").write_text((exercises / "demo.py").read_text() + "# edited\n")
     assert tool.stale(solutions, exercises) == [exercises / "demo.py"]          # edited by hand
+
+
+def test_a_broken_declaration_is_the_graders_failure_exit_3(tmp_path, capsys):
+    """An exercise forbidding an entry point that does not exist cannot set up its sandbox: that
+    is the grader's fault (exit 3), never a student's 0 points."""
+    from numpy_mamba.grader.registry import EXERCISES, register
+
+    gradients = EXERCISES["gradients"]
+    register(gradients.__class__(**{**gradients.__dict__, "name": "broken_declaration",
+                                    "functions": (), "forbidden": ("numpy_mamba.model:no_such_function",)}))
+    try:
+        assert main([str(SOLUTIONS / "gradients_solution.py"), "--exercise", "broken_declaration"]) == 3
+        assert "internal error" in capsys.readouterr().err
+    finally:
+        EXERCISES.pop("broken_declaration", None)

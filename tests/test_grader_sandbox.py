@@ -24,7 +24,7 @@ SOLUTIONS = ROOT / "tutorials" / "solutions"
 
 @pytest.fixture(scope="module")
 def session():
-    return Session(0, Limits(time=20.0, memory_mb=512))
+    return Session(0, Limits(time=5.0, memory_mb=512))
 
 
 def _results(sub):

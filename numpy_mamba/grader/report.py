@@ -47,7 +47,8 @@ def function_table(result, function, exercise) -> list:
 def summary_lines(graded) -> list:
     lines = [f"{'function':<10}{'result':<15}{'max rel. error':>15}{'points':>10}", "-" * 50]
     for r in graded.results:
-        lines.append(f"{r.name:<10}{r.status:<15}{_err(r.max_rel):>15}{_points(r.points) + ' / ' + _points(r.max_points):>10}")
+        points = f"{_points(r.points)} / {_points(r.max_points)}"
+        lines.append(f"{r.name:<10}{r.status:<15}{_err(r.max_rel):>15}{points:>10}")
         if r.hint:
             lines += textwrap.wrap(clean(r.hint), 92, initial_indent="          hint: ",
                                    subsequent_indent="                ")
@@ -91,12 +92,13 @@ def status(sub) -> str:
 
 def class_table(subs, names: list) -> str:
     width = max([10] + [len(str(s.path)) for s in subs]) + 2
-    head = f"{'submission':<{width}}{'exercise':<12}{'status':<14}{'points':>9}  " + "".join(f"{n:<15}" for n in names)
+    ex_width = max([10] + [len("+".join(g.exercise.name for g in s.graded)) for s in subs]) + 2
+    head = f"{'submission':<{width}}{'exercise':<{ex_width}}{'status':<14}{'points':>9}  " + "".join(f"{n:<15}" for n in names)
     lines = [head, "-" * len(head)]
     for s in subs:
         by_name = {r.name: r.status for r in s.results}
         exercises = "+".join(g.exercise.name for g in s.graded) or "-"
-        lines.append(f"{str(s.path):<{width}}{exercises:<12}{status(s):<14}"
+        lines.append(f"{str(s.path):<{width}}{exercises:<{ex_width}}{status(s):<14}"
                      f"{_points(s.points) + '/' + _points(s.max_points):>9}  " +
                      "".join(f"{by_name.get(n, '-'):<15}" for n in names))
     for s in subs:

@@ -1,9 +1,9 @@
 """The known mistakes of the autograder: when a student's answer fails, the reference is put
 through each mistake below (negated, transposed, times B, label leak, missing suffix term, ...);
-the first one that reproduces the answer on every problem gives the hint.
+the first one that reproduces the answer on every problem gives the hint (``hints.py``).
 
 ``backward`` is the mean-hinge-loss gradient of eqs (93), (118), (135) written so that each
-mistake is one switch; with the defaults it equals ``gradients.gradients`` (tests/test_grader.py).
+mistake is one switch; with the defaults it equals ``gradients.gradients`` (tests/test_grader_compare.py).
 """
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from scipy.special import expit
 from ..model import Params, gate_logits, gating, log_gating, scores
 
 
-def _parts(params, P, z, leak=False, mask="hinge", reduce="mean"):
-    """X = sum_n k_n p_query^T with k_n = sum_i dL/ds_i p_i, and c_i = dL/dG_i * G_i."""
+def _parts(params, P, z, leak=False, mask="hinge", reduce="mean", drop=""):
+    """X = sum_n k_n p_query^T with k_n = sum_i dL/ds_i p_i, and c_i = dL/dG_i * G_i.
+
+    drop="y": the label y_i left out of the sums (|y_i|: 1 on the context, 0 on the query);
+    drop="G": the gate G_i left out of the sums.  F (and so the hinge mask) stays correct."""
     B = P.shape[0]
     y = P[:, -1, :].copy()                                    # (B, l+1)
     if leak:
@@ -24,21 +27,24 @@ def _parts(params, P, z, leak=False, mask="hinge", reduce="mean"):
     F = np.sum(G * y * s, axis=1)                             # (B,)
     on = {"hinge": 1.0 - z * F > 0, "paper": np.abs(F) < 1, "none": np.ones(B, bool)}[mask]
     r = np.where(on, -z, 0.0) / (B if reduce == "mean" else 1.0)
-    key_sum = np.einsum("bdl,bl->bd", P, r[:, None] * G * y)  # (B, d+1)
+    y_sum = np.abs(y) if drop == "y" else y
+    G_sum = np.ones_like(G) if drop == "G" else G
+    key_sum = np.einsum("bdl,bl->bd", P, r[:, None] * G_sum * y_sum)   # (B, d+1)
     X = key_sum.T @ P[:, :, -1]                               # (d+1, d+1)
-    return X, r[:, None] * y * s * G
+    return X, r[:, None] * y_sum * s * G_sum
 
 
-def backward(params, P, z, *, leak=False, mask="hinge", reduce="mean", gate="correct") -> Params:
+def backward(params, P, z, *, leak=False, mask="hinge", reduce="mean", gate="correct", drop="") -> Params:
     """Mean-hinge-loss gradients with optional mistakes switched on.
 
     leak=True: the query treated as a context example with label y_{l+1} := z.
     mask: "hinge" (1 - zF > 0, correct), "paper" (F in (-1, 1)), "none" (no mask).
     reduce: "mean" (correct) or "sum".  gate: how dG_i/dw is formed (see ``_gate_coefficients``).
+    drop: "y" or "G" leaves the label or the gate out of the sums (see ``_parts``).
     dW_C = W_B X (eq (93)), dW_B = W_C X^T (eq (118)) with X = sum_n k_n p_query^T.
-    With the defaults this equals ``gradients.gradients`` (tests/test_grader.py).
+    With the defaults this equals ``gradients.gradients`` (tests/test_grader_compare.py).
     """
-    X, c = _parts(params, P, z, leak, mask, reduce)
+    X, c = _parts(params, P, z, leak, mask, reduce, drop)
     coeff = _gate_coefficients(gate, c, expit(gate_logits(params.w, P)))
     return Params(params.W_C @ X.T, params.W_B @ X, np.einsum("bdl,bl->d", P, coeff))
 
@@ -102,6 +108,12 @@ COMMON_MISTAKES = (
     ("no_mask", "the hinge's inactive side: where 1 - zF <= 0 the loss is 0 on a flat piece and its "
      "gradient is 0; you kept those prompts.",
      lambda pb, ref, name: getattr(backward(pb.params, pb.P, pb.z, mask="none"), name)),
+    ("no_label", "the label y_i is missing: F = sum_i G_i y_i s_i, so every term of the gradient "
+     "keeps its y_i (and the query's term vanishes because y_{l+1} = 0).",
+     lambda pb, ref, name: getattr(backward(pb.params, pb.P, pb.z, drop="y"), name)),
+    ("no_gate", "the gate G_i is missing: F = sum_i G_i y_i s_i, so every term keeps its G_i "
+     "(without it this is the linear Transformer's gradient, Section 3.4).",
+     lambda pb, ref, name: getattr(backward(pb.params, pb.P, pb.z, drop="G"), name)),
 )
 
 

@@ -1,4 +1,4 @@
-"""The autograder's seeded problems (used by ``run.py``, ``python -m numpy_mamba grade``).
+"""The autograder's seeded problems, shared by the gates and the gradients exercises.
 
 Every exercise function is run on the same small seeded problems, each chosen to expose one
 difficulty: a plain batch, l = 1 with B = 1, m != d+1 (a transposed answer then has the wrong
@@ -8,7 +8,8 @@ Section 3.2.  A student's answer is compared with
   * the package: ``gradients.gradients`` (eqs (93), (118), (135)) or ``model.gating`` (eq (3));
   * an independent check: central finite differences of the mean hinge loss (gradients), or
     F computed from the student's gates against the literal eq (1) scan (gates).
-The known mistakes that turn a failure into a hint live in ``mistakes.py``.
+(see ``exercises/``).  The known mistakes that turn a failure into a hint live in ``mistakes.py``;
+``PROBLEM_NOTES`` says what to check when an answer fails on one kind of problem only.
 """
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ from ..loss import hinge_loss
 from ..model import Params, init_params, log_gating, scores
 
 KINK_MARGIN = 1e-3      # every prompt keeps |1 - zF| above this, so finite differences are smooth
+PROBLEM_NOTES = {       # problem-name prefix -> what to check when only that problem fails
+    "saturated": "numerics with saturated gates (|w^T p| ~ 40): use expit / log-space products; "
+                 "never divide by a product of (1 - sigma).",
+    "inactive": "the hinge: gradient 0 where 1 - zF <= 0, slope -z wherever 1 - zF > 0 (also for "
+                "misclassified prompts with |F| >= 1).",
+    "l = 1": "an off-by-one in the sums over i or s: with l = 1 there is one context example.",
+    "m = 4": "shapes: your code assumes m = d+1 (square W_B, W_C).",
+}
 
 
 @dataclass(frozen=True)

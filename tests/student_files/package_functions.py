@@ -1,4 +1,5 @@
-"""The package's own functions, vectorised and literal: the grader must pass them."""
+"""Cheat: the package's own functions, vectorised and literal.  In the sandbox each is a stub,
+so every function fails with "not allowed in this exercise"."""
 from numpy_mamba import gating, gradients, gradients_literal
 
 

@@ -21,7 +21,10 @@ the paper states them under).  Check your answers:
 
 The grader compares them with the package's analytic gradients and with central finite
 differences, on problems that include l = 1, saturated gates and prompts on both sides of the
-hinge, and names the mistake when it recognises one.
+hinge, and names the mistake when it recognises one.  You may use numpy, scipy,
+``numpy_mamba.gating`` and the rest of the forward pass (``numpy_mamba.model``, ``numpy_mamba.loss``);
+while grading, the package's gradients (``numpy_mamba.gradients``, ``numpy_mamba.gradcheck``)
+refuse to run: the point is your own derivation.
 """
 import numpy as np
 from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)

@@ -1,0 +1,152 @@
+"""What an exercise declares, and the registry ``EXERCISES`` that every part of the grader reads.
+
+An exercise is declared in one place: one module in ``grader/exercises/`` that passes one
+``Exercise(...)`` to ``register`` (every module there is imported by ``all_exercises``; the two
+hand-outs are ``exercises/gating.py`` and ``exercises/gradients.py``).  It names
+
+  * its functions, each with signature, equation and points;
+  * the package entry points a submission may not call (``"module:function"``; in the child
+    process they are replaced by stubs that raise "not allowed in this exercise", and their
+    source files cannot be read) and, in words, what the hand-out allows;
+  * how to draw the seeded problems, how to build one call's arguments from a problem, the
+    reference answer, how to compare an answer with it, and the known mistakes behind a hint.
+
+Nothing here is specific to (params, P, z): ``inputs``, ``reference`` and ``compare`` receive
+the problem object the exercise's own ``problems`` returned, so an exercise whose functions take
+``(dO, cache)`` and return ``(dH, LayerParams)`` declares its own three and reuses the rest.
+"""
+from __future__ import annotations
+
+import importlib
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+
+class Function(NamedTuple):
+    """One function the student writes: name, signature, what it computes, points."""
+
+    name: str
+    signature: str
+    equation: str
+    points: float
+
+
+class Reference(NamedTuple):
+    """The reference answer to one call, and an independent check of any answer.
+
+    ``value``: the package's answer (an ndarray for the hand-outs).
+    ``independent(answer) -> float``: relative error of a (validated, right-shaped) answer
+    against a check that does not use the package's formula (finite differences, a scan).
+    """
+
+    value: Any
+    independent: Callable[[Any], float]
+
+
+@dataclass(frozen=True)
+class Row:
+    """The outcome of one function on one problem, as the report shows it."""
+
+    problem: str
+    err_reference: float = float("inf")
+    err_independent: float = float("inf")
+    note: str = ""                       # why there is no error to show: "shape (3,), expected (6,)", ...
+    ok: bool = False
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """Everything the grader needs to know about one hand-out (see the module docstring).
+
+    problems(seed) -> list of problems (each with a ``name``); inputs(function, problem) -> the
+    call's positional arguments (plain arrays and package containers: they are pickled to the
+    child); reference(function, problem) -> Reference; compare(function, problem, answer,
+    reference, exercise) -> Row; mistakes(function) -> [(key, hint, fn(problem) -> mistaken
+    answer)]; shape_hint(function, answer, reference value, problem) -> str or "".
+    """
+
+    name: str                                   # the hand-out's file stem: tutorials/exercises/NAME.py
+    functions: tuple
+    forbidden: tuple                            # "numpy_mamba.module:function" entries
+    allowed: str                                # what the hand-out's header lets the student use
+    independent_check: str                      # column title of the independent check
+    problems: Callable
+    inputs: Callable
+    reference: Callable
+    compare: Callable
+    mistakes: Callable = lambda name: []
+    shape_hint: Callable = lambda name, answer, value, problem: ""
+    problem_notes: dict = field(default_factory=dict)   # problem-name prefix -> what to check
+    tol_reference: float = 1e-8
+    tol_independent: float = 1e-6
+
+    @property
+    def function_names(self) -> tuple:
+        return tuple(f.name for f in self.functions)
+
+    @property
+    def max_points(self) -> float:
+        return float(sum(f.points for f in self.functions))
+
+
+EXERCISES: dict = {}
+
+
+def register(exercise: Exercise) -> Exercise:
+    """Add ``exercise`` to ``EXERCISES``; a function name may belong to one exercise only, so a
+    file's functions tell which exercise it is."""
+    taken = {n: e.name for e in EXERCISES.values() if e.name != exercise.name for n in e.function_names}
+    clash = [n for n in exercise.function_names if n in taken]
+    if clash:
+        raise ValueError(f"exercise {exercise.name!r}: function(s) {clash} already belong to "
+                         f"{sorted({taken[n] for n in clash})}; function names must be unique.")
+    for entry in exercise.forbidden:
+        if entry.count(":") != 1:
+            raise ValueError(f"exercise {exercise.name!r}: forbidden entry {entry!r} is not 'module:function'.")
+    EXERCISES[exercise.name] = exercise
+    return exercise
+
+
+def all_exercises() -> dict:
+    """{name: Exercise} for every declaration in ``grader/exercises/`` (imported on first use)."""
+    importlib.import_module(f"{__package__}.exercises")
+    return EXERCISES
+
+
+def identify(names, stem: str = "") -> list:
+    """The exercises a file belongs to: the one it is named after (``gradients.py``,
+    ``gradients_solution.py``: a helper called ``gates`` in it is not the gates exercise), else
+    every exercise one of whose functions is among ``names`` (the file's top-level names)."""
+    exercises = all_exercises().values()
+    named = [e for e in exercises if stem == e.name or stem.startswith(e.name + "_")]
+    return named or [e for e in exercises if set(names or ()) & set(e.function_names)]
+
+
+@dataclass
+class Prepared:
+    """One exercise at one seed, computed once per grading run and shared by every submission:
+    the problems, each call's pickled arguments, the reference answers, and (lazily) every known
+    mistake applied to every problem, so grading a class recomputes none of them."""
+
+    exercise: Exercise
+    seed: int
+    problems: list
+    calls: dict                                 # function -> [(problem name, pickled args)]
+    references: dict                            # function -> [Reference per problem]
+    _mistaken: dict = field(default_factory=dict)
+
+    def mistaken(self, name: str) -> list:
+        """[(key, hint, [mistaken answer per problem])] for function ``name``."""
+        if name not in self._mistaken:
+            self._mistaken[name] = [(key, hint, [fn(pb) for pb in self.problems])
+                                    for key, hint, fn in self.exercise.mistakes(name)]
+        return self._mistaken[name]
+
+
+def prepare(exercise: Exercise, seed: int) -> Prepared:
+    problems = list(exercise.problems(seed))
+    calls = {f.name: [(pb.name, pickle.dumps(tuple(exercise.inputs(f.name, pb)))) for pb in problems]
+             for f in exercise.functions}
+    references = {f.name: [exercise.reference(f.name, pb) for pb in problems] for f in exercise.functions}
+    return Prepared(exercise, seed, problems, calls, references)

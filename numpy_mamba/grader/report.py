@@ -1,0 +1,153 @@
+"""What the grader writes: the student's text report, the class table, CSV and results.json.
+
+    text_report(sub)    one table per function, a summary with points and hints, what the file printed
+    class_table(subs)   one line per submission, then every failing function's hint
+    write_csv(...)      one row per submission: per function status, max relative error, points, hint
+    gradescope(sub)     Gradescope's results.json: score, and tests[] with name/score/max_score/output
+"""
+from __future__ import annotations
+
+import csv
+import math
+import re
+import textwrap
+
+OUTPUT_SHOWN = 1500             # characters of what a file printed shown in a report
+
+
+def clean(text: str, limit: int = OUTPUT_SHOWN) -> str:
+    """Printable text only (no terminal control sequences), at most ``limit`` characters."""
+    text = re.sub(r"[^\n\t\x20-\x7e\u00a0-\uffff]", "?", text)
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
+
+
+def _err(x: float) -> str:
+    return "-" if math.isnan(x) else "inf" if math.isinf(x) else f"{x:.1e}"
+
+
+def _points(x: float) -> str:
+    return f"{x:g}"
+
+
+def function_table(result, function, exercise) -> list:
+    """The per-problem table of one function (empty when it has no rows)."""
+    if not result.rows:
+        return []
+    lines = [f"{function.signature}    {function.equation}",
+             f"  {'problem':<32}{'vs package':>12}{exercise.independent_check:>17}  result"]
+    for row in result.rows:
+        if row.note:
+            lines.append(f"  {row.problem:<32}{clean(row.note, 40):>29}  FAIL")
+        else:
+            lines.append(f"  {row.problem:<32}{_err(row.err_reference):>12}{_err(row.err_independent):>17}  "
+                         f"{'ok' if row.ok else 'FAIL'}")
+    return lines + [""]
+
+
+def summary_lines(graded) -> list:
+    lines = [f"{'function':<10}{'result':<15}{'max rel. error':>15}{'points':>10}", "-" * 50]
+    for r in graded.results:
+        points = f"{_points(r.points)} / {_points(r.max_points)}"
+        lines.append(f"{r.name:<10}{r.status:<15}{_err(r.max_rel):>15}{points:>10}")
+        if r.hint:
+            lines += textwrap.wrap(clean(r.hint), 92, initial_indent="          hint: ",
+                                   subsequent_indent="                ")
+    return lines
+
+
+def text_report(sub, seed: int) -> str:
+    """The report a student reads for one file (import errors and a missing exercise included)."""
+    out = [f"grading {sub.path} (seed {seed})", ""]
+    if sub.problem:
+        return "\n".join(out + [clean(sub.problem)])
+    for graded in sub.graded:
+        ex = graded.exercise
+        out.append(f"exercise '{ex.name}' ({', '.join(ex.function_names)}); the hand-out allows {ex.allowed}")
+        out.append("")
+        if graded.import_error:
+            out += [f"could not import {sub.path}:", clean(graded.import_error), ""]
+            continue
+        functions = {f.name: f for f in ex.functions}
+        for r in graded.results:
+            out += function_table(r, functions[r.name], ex)
+        out += summary_lines(graded)
+        out.append(f"(tolerances: {ex.tol_reference:g} vs the package, {ex.tol_independent:g} vs the check)")
+        out.append("")
+    out.append(f"points: {_points(sub.points)} / {_points(sub.max_points)}")
+    if sub.output_bytes:
+        shown = clean(sub.output)
+        out += ["", f"your file printed {sub.output_bytes} bytes; the grader shows at most the first "
+                f"{min(len(shown), OUTPUT_SHOWN)} characters:", textwrap.indent(shown, "  | ")]
+    return "\n".join(out)
+
+
+def status(sub) -> str:
+    """One word for a submission's state in the class table and the CSV."""
+    if not sub.imported:
+        return "import error"
+    if sub.problem:
+        return "no exercise"
+    return "passed" if sub.passed else "failed"
+
+
+def class_table(subs, names: list) -> str:
+    width = max([10] + [len(str(s.path)) for s in subs]) + 2
+    ex_width = max([10] + [len("+".join(g.exercise.name for g in s.graded)) for s in subs]) + 2
+    head = f"{'submission':<{width}}{'exercise':<{ex_width}}{'status':<14}{'points':>9}  " + "".join(f"{n:<15}" for n in names)
+    lines = [head, "-" * len(head)]
+    for s in subs:
+        by_name = {r.name: r.status for r in s.results}
+        exercises = "+".join(g.exercise.name for g in s.graded) or "-"
+        lines.append(f"{str(s.path):<{width}}{exercises:<{ex_width}}{status(s):<14}"
+                     f"{_points(s.points) + '/' + _points(s.max_points):>9}  " +
+                     "".join(f"{by_name.get(n, '-'):<15}" for n in names))
+    for s in subs:
+        notes = [(r.name, r.hint) for r in s.results if r.status == "FAIL"]
+        notes += [("import", g.import_error) for g in s.graded if g.import_error]
+        notes += [("file", s.problem)] if s.problem else []
+        for name, hint in notes:
+            lines += textwrap.wrap(clean(f"{s.path}: {name}: {hint}", 400), 110, subsequent_indent="    ")
+    return "\n".join(lines)
+
+
+def write_csv(path, subs, names: list) -> None:
+    """One row per submission; per function ``NAME_status``, ``NAME_max_rel_error``, ``NAME_points``,
+    ``NAME_hint`` (empty for a function of another exercise)."""
+    columns = ["submission", "exercise", "status", "points", "max_points"]
+    columns += [f"{n}_{what}" for n in names for what in ("status", "max_rel_error", "points", "hint")]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        for s in subs:
+            row = {"submission": str(s.path), "exercise": "+".join(g.exercise.name for g in s.graded),
+                   "status": status(s), "points": _points(s.points), "max_points": _points(s.max_points)}
+            for g in s.graded:
+                for r in g.results:
+                    row.update({f"{r.name}_status": r.status, f"{r.name}_points": _points(r.points),
+                                f"{r.name}_max_rel_error": "" if math.isnan(r.max_rel) else f"{r.max_rel:.3e}",
+                                f"{r.name}_hint": clean(r.hint or g.import_error, 1000)})
+                if g.import_error:
+                    for f_ in g.exercise.functions:
+                        row.update({f"{f_.name}_status": "import error", f"{f_.name}_points": "0",
+                                    f"{f_.name}_hint": clean(g.import_error, 1000)})
+            writer.writerow(row)
+
+
+def gradescope(sub, seed: int) -> dict:
+    """Gradescope's results.json for one submission: one test per function of its exercise."""
+    tests = []
+    for g in sub.graded:
+        functions = {f.name: f for f in g.exercise.functions}
+        results = {r.name: r for r in g.results}
+        for f in g.exercise.functions:
+            r = results.get(f.name)
+            if r is None:                                       # the file did not import
+                output, score, state = f"could not import the file:\n{clean(g.import_error)}", 0.0, "failed"
+            else:
+                output = "\n".join([f"{r.status} (max rel. error {_err(r.max_rel)})"] +
+                                   function_table(r, functions[f.name], g.exercise) +
+                                   ([f"hint: {clean(r.hint)}"] if r.hint else []))
+                score, state = r.points, "passed" if r.status == "pass" else "failed"
+            tests.append({"name": f"{f.signature}    {f.equation}", "score": score,
+                          "max_score": float(f.points), "status": state, "output": output})
+    return {"score": float(sub.points), "output": text_report(sub, seed), "tests": tests}

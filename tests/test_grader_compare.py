@@ -1,0 +1,229 @@
+"""The grader's parent side, without child processes: comparison, hints, known mistakes, problems,
+the exercise registry and the child -> parent protocol.
+
+A failure here means the grader can crash on, pass, or mislabel some answer a student returns
+(or a message a child sends); the sandbox itself is tested in test_grader_sandbox.py.
+"""
+import io
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from numpy_mamba import gating, gradients
+from numpy_mamba.grader.compare import Call, Items, Other, grade_function
+from numpy_mamba.grader.mistakes import backward, gate_mistakes, mistakes_for
+from numpy_mamba.grader.problems import KINK_MARGIN
+from numpy_mamba.grader.protocol import ChildRun, Malformed, Reader, decode, encode
+from numpy_mamba.grader.registry import Exercise, Function, all_exercises, identify, prepare, register
+from numpy_mamba.model import output
+
+FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    return {name: prepare(e, 0) for name, e in all_exercises().items()}
+
+
+def _grade(prep, name, answers):
+    return grade_function(prep, name, [Call(returned=True, answer=a) for a in answers])
+
+
+def _refs(prep, name):
+    return [r.value for r in prep.references[name]]
+
+
+def test_reference_answers_pass_and_score_full_points(prepared):
+    """The package's own answers, as arrays from a child, must pass (else nothing could)."""
+    for prep in prepared.values():
+        for f in prep.exercise.functions:
+            result = _grade(prep, f.name, _refs(prep, f.name))
+            assert result.status == "pass" and result.points == f.points, (f.name, result.hint)
+
+
+def _per_prompt(pb, field):
+    return np.stack([getattr(gradients(pb.params, pb.P[n:n + 1], pb.z[n:n + 1]), field)
+                     for n in range(pb.P.shape[0])])
+
+
+# (what the student did, answer from (problem, reference), words of the hint).  On the old
+# grader every one of these raised AttributeError: 'Params' object has no attribute 'shape'.
+HONEST = [
+    ("forgot y", lambda pb, R, f: getattr(backward(pb.params, pb.P, pb.z, drop="y"), f), "label y_i is missing"),
+    ("forgot G", lambda pb, R, f: getattr(backward(pb.params, pb.P, pb.z, drop="G"), f), "gate G_i is missing"),
+    ("doubled", lambda pb, R, f: 2 * R, "constant factor 2"),
+    ("per prompt", lambda pb, R, f: _per_prompt(pb, f), "average them (axis 0)"),
+    ("all zeros", lambda pb, R, f: np.zeros_like(R), "all zeros"),
+    ("None", lambda pb, R, f: None, "returned None"),
+    ("float32", lambda pb, R, f: R.astype(np.float32), "float32, not float64"),
+    ("flattened", lambda pb, R, f: R.reshape(-1, 1), "wrong shape"),
+    ("whole Params", lambda pb, R, f: Items.of(list(gradients(pb.params, pb.P, pb.z)), "Params",
+                                                ("W_B", "W_C", "w")), "return only the gradient"),
+    ("complex", lambda pb, R, f: R + 0j, "complex dtype"),
+    ("integers", lambda pb, R, f: R.astype(np.int64), "int64, not float64"),
+    ("a string", lambda pb, R, f: Other("a builtins.str"), "returned a builtins.str"),
+    ("NaN", lambda pb, R, f: R * np.nan, "NaN or inf on problem"),
+]
+
+
+@pytest.mark.parametrize("what, make, words", HONEST, ids=[h[0] for h in HONEST])
+@pytest.mark.parametrize("name", list(FIELDS))
+def test_honest_gradient_mistakes_fail_with_their_hint(prepared, name, what, make, words):
+    prep = prepared["gradients"]
+    answers = [make(pb, R, FIELDS[name]) for pb, R in zip(prep.problems, _refs(prep, name))]
+    result = _grade(prep, name, answers)
+    assert result.status == "FAIL" and result.points == 0, f"{what}: passed"
+    assert words in result.hint, f"{name}, {what}: hint {result.hint!r}"
+
+
+def test_generic_hints_work_for_the_gates_too(prepared):
+    prep = prepared["gating"]
+    refs = _refs(prep, "gates")
+    assert "wrong sign" in _grade(prep, "gates", [-R for R in refs]).hint
+    assert "constant factor 0.5" in _grade(prep, "gates", [R / 2 for R in refs]).hint
+    assert "transposed" in _grade(prep, "gates", [R.T for R in refs]).hint
+    assert "dropped the query column" in _grade(prep, "gates", [R[:, :-1] for R in refs]).hint
+
+
+def _perturb(rng, R):
+    """A random wrong answer near R: scaled, shifted, permuted, reshaped, noised or retyped."""
+    kind = rng.integers(8)
+    if kind == 0:
+        return R * rng.choice([-1, 1]) * rng.uniform(1.001, 3.0) ** rng.choice([-1, 1])
+    if kind == 1:
+        return R + rng.choice([-1, 1]) * rng.uniform(1e-6, 1.0) * (np.abs(R).max() + 1e-3)
+    if kind == 2:
+        return np.roll(R.ravel(), int(rng.integers(1, R.size))).reshape(R.shape) if R.size > 1 else R + 1.0
+    if kind == 3:
+        return R.reshape(R.shape[::-1]) if R.ndim == 2 and R.shape[0] != R.shape[1] else R[None]
+    if kind == 4:
+        return R + rng.standard_normal(R.shape) * (np.abs(R).max() + 1e-3) * 10.0 ** rng.uniform(-6, 0)
+    if kind == 5:
+        return R.astype(rng.choice([np.float32, np.float16, np.int32, np.complex128, np.bool_]))
+    if kind == 6:
+        return np.full_like(R, rng.choice([np.inf, -np.inf, np.nan, 1e308]))
+    return np.zeros((0,) + R.shape[1:])
+
+
+def test_random_perturbations_never_raise_and_never_pass(prepared):
+    """300 wrong answers (one problem or all perturbed): the comparison and the hints must
+    neither raise nor pass any of them."""
+    rng = np.random.default_rng(0)
+    names = [(prep, f.name) for prep in prepared.values() for f in prep.exercise.functions]
+    for trial in range(300):
+        prep, name = names[trial % len(names)]
+        answers = _refs(prep, name)
+        hit = range(len(answers)) if trial % 2 else [int(rng.integers(len(answers)))]
+        for k in hit:
+            answers[k] = _perturb(rng, answers[k])
+        result = _grade(prep, name, answers)
+        assert result.status == "FAIL" and result.points == 0, (trial, name)
+        assert isinstance(result.hint, str) and result.hint, (trial, name)
+
+
+def test_calls_that_did_not_return_fail_with_their_error(prepared):
+    prep = prepared["gradients"]
+    stopped = [Call(error="did not finish within the time limit", note="time limit")] + [None] * 5
+    result = grade_function(prep, "grad_w", stopped)
+    assert result.status == "FAIL" and "time limit" in result.hint
+    assert [r.note for r in result.rows] == ["time limit"] + ["not run"] * 5
+    stub = grade_function(prep, "grad_w", [Call(error="NotImplementedError: x", stub=True)] + [None] * 5)
+    assert stub.status == "not attempted" and "still a stub" in stub.hint
+
+
+def test_backward_reference_equals_package_gradients(prepared):
+    """The mistakes are built on backward(); if it drifted from the package, hints would lie."""
+    for pb in prepared["gradients"].problems:
+        mine, ref = backward(pb.params, pb.P, pb.z), gradients(pb.params, pb.P, pb.z)
+        for a, b in zip(mine, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=pb.name)
+
+
+def test_every_known_mistake_differs_from_the_truth_somewhere(prepared):
+    """Else a correct answer could be reported as that mistake, or the mistake would pass."""
+    problems = prepared["gradients"].problems
+
+    def differs(V, R):
+        return V.shape != R.shape or np.linalg.norm(V - R) > 1e-3 * np.linalg.norm(R)
+
+    for name in ("W_B", "W_C", "w"):
+        for key, _, mistaken in mistakes_for(name):
+            refs = [gradients(pb.params, pb.P, pb.z) for pb in problems]
+            assert any(differs(mistaken(pb, r), getattr(r, name)) for pb, r in zip(problems, refs)), (name, key)
+    for key, _, mistaken in gate_mistakes():
+        refs = [gating(pb.params.w, pb.P) for pb in problems]
+        assert any(differs(mistaken(pb, r), r) for pb, r in zip(problems, refs)), ("gates", key)
+
+
+def test_each_known_mistake_gets_its_own_hint(prepared):
+    """An answer that IS a known mistake must be reported with that mistake's hint, not another's."""
+    for prep in prepared.values():
+        for f in prep.exercise.functions:
+            for key, hint, answers in prep.mistaken(f.name):
+                assert _grade(prep, f.name, answers).hint == hint, (f.name, key)
+
+
+def test_problems_cover_the_awkward_cases(prepared):
+    """l = 1, m != d+1, saturated gates, both sides of the hinge, and no prompt near the kink."""
+    problems = prepared["gradients"].problems
+    assert any(pb.P.shape[2] == 2 for pb in problems), "no problem with l = 1"
+    assert any(pb.params.W_B.shape[0] != pb.P.shape[1] for pb in problems), "no problem with m != d+1"
+    logits = [np.abs(np.einsum("d,bdl->bl", pb.params.w, pb.P)) for pb in problems]
+    assert any(np.any((a >= 30) & (a <= 50)) for a in logits), "no saturated gate"
+    zF = np.concatenate([pb.z * output("mamba", pb.params, pb.P) for pb in problems])
+    assert np.any(zF > 1) and np.any(zF < -1) and np.any(np.abs(zF) < 1)
+    assert np.all(np.abs(1 - zF) > KINK_MARGIN)
+
+
+def test_registry_identifies_files_and_refuses_clashing_declarations():
+    assert [e.name for e in identify({"grad_w", "helper"})] == ["gradients"]
+    assert [e.name for e in identify({"gates", "grad_w"})] == ["gating", "gradients"]
+    assert [e.name for e in identify(set(), "gradients_solution")] == ["gradients"]
+    assert [e.name for e in identify({"gates", "grad_w"}, "gradients")] == ["gradients"]   # a helper 'gates'
+    assert identify({"something_else"}, "homework") == []
+    gates = all_exercises()["gating"]
+    with pytest.raises(ValueError, match="already belong"):
+        register(Exercise("other", gates.functions, (), "", "", *[None] * 4))
+    with pytest.raises(ValueError, match="module:function"):
+        register(Exercise("other", (Function("f", "", "", 1),), ("numpy_mamba.gradients",), "", "", *[None] * 4))
+
+
+def _frames(*messages):
+    out = b""
+    for m in messages:
+        payload = m if isinstance(m, bytes) else json.dumps(m).encode()
+        out += (b"A" if isinstance(m, bytes) else b"J") + struct.pack(">I", len(payload)) + payload
+    return out
+
+
+def _npy(a, allow_pickle=False):
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, a, allow_pickle=allow_pickle)
+    return buffer.getvalue()
+
+
+def test_protocol_round_trip_and_strict_parsing():
+    """What a child sends is only ever read as numbers; anything else stops the child."""
+    arrays = []
+    tree = encode((np.eye(2), None, [1.0, 2.0], {"a": 1}), arrays)     # a tuple stays a tuple
+    value = decode(json.loads(json.dumps(tree)), arrays)
+    assert isinstance(value, Items) and np.array_equal(value[0], np.eye(2)) and value[1] is None
+    assert np.array_equal(value[2], [1.0, 2.0]) and value[3] == "a builtins.dict"
+    head = [{"event": "ready"}, {"event": "imported", "defined": {"f": "function"}},
+            {"event": "start", "function": "f", "problem": 0}]
+    run = ChildRun()
+    Reader(run).feed(_frames(*head, {"event": "result", "function": "f", "problem": 0, "answer": {"array": 0},
+                                     "arrays": 1}, _npy(np.ones(3))))
+    assert run.calls[("f", 0)].returned and np.array_equal(run.calls[("f", 0)].answer, np.ones(3))
+    bad = [[{"event": "result", "function": "f", "problem": 0, "answer": {"array": 0}, "arrays": 1},
+            _npy(np.array([object()]), allow_pickle=True)],                # a pickled object array
+           [{"event": "result", "function": "f", "problem": 0, "answer": {"eval": "1"}, "arrays": 0}],
+           [{"event": "score", "points": 10}],
+           [b"not a frame at all"]]
+    for tail in bad:
+        with pytest.raises(Malformed):
+            Reader(ChildRun()).feed(_frames(*head, *tail))
+    with pytest.raises(Malformed, match="more than"):
+        Reader(ChildRun()).feed(b"J" + struct.pack(">I", 2**31) + b"x" * (65 * 2**20))

@@ -1,0 +1,197 @@
+"""The grader with its child processes: every file in tests/student_files/ gets its expected outcome.
+
+Correct files pass (with the helpers the hand-outs allow), honest mistakes get their hint, every
+cheat fails with the reason it was stopped, and every hang, exit or crash ends within the time
+limit as a row of the report.  A failure here means a submission can pass without doing the
+exercise, or can take the grader down with it.
+"""
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numpy_mamba.grader.compare import compare_array
+from numpy_mamba.grader.grade import Limits, Session, grade_many, grade_submission
+from numpy_mamba.grader.registry import EXERCISES, Exercise, Function, Reference, Row, register
+from numpy_mamba.grader.report import text_report
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDENTS = ROOT / "tests" / "student_files"
+SOLUTIONS = ROOT / "tutorials" / "solutions"
+
+
+@pytest.fixture(scope="module")
+def session():
+    return Session(0, Limits(time=5.0, memory_mb=512))
+
+
+def _results(sub):
+    return {r.name: r for r in sub.results}
+
+
+CORRECT = [SOLUTIONS / "gating_solution.py", SOLUTIONS / "gradients_solution.py", STUDENTS / "correct_naive.py",
+           STUDENTS / "correct_common.py", STUDENTS / "correct_query_column_zero.py",
+           STUDENTS / "correct_gates_log_space.py", STUDENTS / "broken_big_print.py"]
+
+
+def test_correct_implementations_pass(session):
+    """A failure means the grader fails a mathematically correct function, or the sandbox took
+    away a helper the hand-out allows (numpy_mamba.gating, model.scores, a helper module)."""
+    for sub in grade_many(CORRECT, session, jobs=2):
+        defined = [r for r in sub.results if r.defined]
+        assert defined, f"{sub.path.name} defines no exercise function"
+        for r in defined:
+            assert r.status == "pass", f"{sub.path.name}: {r.name} -> {r.status}: {r.hint}"
+        assert sub.passed and sub.points == sum(r.max_points for r in defined)
+
+
+# (file, function, status, words that must appear in its hint)
+EXPECTED = [
+    ("broken_sign.py", "grad_W_C", "FAIL", "wrong sign"),
+    ("broken_transposed.py", "grad_W_B", "FAIL", "transposed"),
+    ("broken_label_leak.py", "grad_W_C", "FAIL", "label leak"),
+    ("broken_sum.py", "grad_W_B", "FAIL", "off by a factor of B"),
+    ("broken_no_suffix.py", "grad_w", "FAIL", "missing the suffix-product term"),
+    ("broken_paper_mask.py", "grad_w", "FAIL", "F in (-1, 1)"),
+    ("broken_gates_prefix.py", "gates", "FAIL", "product over the wrong side"),
+    ("broken_gates_no_query.py", "gates", "FAIL", "dropped the query column"),
+    ("broken_gates_unstable.py", "gates", "FAIL", "NaN or inf on problem 'saturated gates"),
+    ("broken_raises.py", "grad_W_C", "FAIL", "IndexError"),
+    ("broken_keyboard_interrupt.py", "grad_W_C", "FAIL", "KeyboardInterrupt"),
+    ("broken_keyboard_interrupt.py", "grad_W_B", "pass", ""),
+    ("broken_keyboard_interrupt.py", "grad_w", "FAIL", "SystemExit"),
+    ("broken_memory.py", "grad_W_C", "FAIL", "a submission may allocate at most 512 MB"),
+    # cheats: each stopped with its reason
+    ("package_functions.py", "gates", "FAIL", "numpy_mamba.model.gating is not allowed in this exercise"),
+    ("package_functions.py", "grad_W_C", "FAIL", "numpy_mamba.gradients.gradients is not allowed in this exercise"),
+    ("package_functions.py", "grad_W_B", "FAIL", "numpy_mamba.gradients.gradients_literal is not allowed"),
+    ("cheat_importlib_split.py", "grad_W_C", "FAIL", "numpy_mamba.gradients.gradients is not allowed"),
+    ("cheat_reload_module.py", "grad_W_B", "FAIL", "reading numpy_mamba/gradients.py"),
+    ("cheat_reload_module.py", "grad_w", "FAIL", "reading numpy_mamba/gradients.py"),
+    ("cheat_exec_solution.py", "grad_W_C", "FAIL", "reading the solutions"),
+    ("cheat_import_solution.py", "grad_W_B", "FAIL", "reading the solutions"),
+    ("cheat_disable_guard.py", "grad_W_C", "FAIL", "reading the solutions"),
+    ("cheat_stack_frames.py", "grad_W_C", "FAIL", "search the interpreter's objects"),
+    ("cheat_monkeypatch.py", "grad_W_C", "FAIL", "all zeros"),
+    ("cheat_monkeypatch.py", "grad_w", "FAIL", "all zeros"),
+    ("cheat_complex.py", "grad_W_C", "FAIL", "complex dtype"),
+    ("cheat_atexit.py", "grad_W_C", "FAIL", "matches no known mistake"),
+    ("cheat_exit_call.py", "grad_W_C", "FAIL", "the process ended while running it (exited with status 0)"),
+    ("cheat_exit_call.py", "grad_W_B", "pass", ""),
+    ("cheat_write_files.py", "grad_W_C", "FAIL", "write outside its working directory"),
+    ("cheat_write_files.py", "grad_W_B", "FAIL", "send signals to another process"),
+    ("cheat_write_files.py", "grad_w", "FAIL", "start a process"),
+]
+
+
+@pytest.fixture(scope="module")
+def graded(session):
+    files = sorted({STUDENTS / f for f, *_ in EXPECTED})
+    before = (STUDENTS / "correct_common.py").read_text()
+    subs = {sub.path.name: sub for sub in grade_many(files, session, jobs=2)}
+    assert (STUDENTS / "correct_common.py").read_text() == before, "a submission changed another's file"
+    return subs
+
+
+@pytest.mark.parametrize("filename, function, status, words", EXPECTED)
+def test_every_student_file_gets_its_outcome(graded, filename, function, status, words):
+    sub = graded[filename]
+    result = _results(sub)[function]
+    assert result.status == status, f"{filename}: {function} -> {result.status}: {result.hint}"
+    assert words in result.hint, f"{filename}: {function}: hint {result.hint!r}"
+    assert not sub.passed or status == "pass"
+
+
+@pytest.mark.parametrize("filename, words", [
+    ("cheat_patch_grader.py", "numpy_mamba.grader.compare is not available to a submission"),
+    ("cheat_exit_import.py", "the process ended while importing the file (exited with status 0)"),
+])
+def test_files_stopped_at_import_say_why(session, filename, words):
+    sub = grade_submission(STUDENTS / filename, session)
+    assert not sub.imported and sub.points == 0 and not sub.passed
+    assert words in sub.graded[0].import_error
+
+
+def test_hangs_end_within_the_time_limit():
+    """Loops at import, loops that ignore SIGALRM/SIGTERM or catch what a timeout raises: each
+    child is killed at the limit and the report says so."""
+    session = Session(0, Limits(time=2.0, memory_mb=512))
+    files = [STUDENTS / f for f in ("broken_endless.py", "broken_endless_import.py",
+                                    "broken_ignore_signals.py", "broken_catch_timeout.py")]
+    start = time.monotonic()
+    subs = grade_many(files, session, jobs=len(files))
+    assert time.monotonic() - start < 30, "a hung child was not killed at its limit"
+    endless, at_import, ignoring, catching = subs
+    assert "within the time limit (2 s" in at_import.graded[0].import_error
+    for sub, name in ((endless, "grad_w"), (ignoring, "grad_w"), (catching, "grad_W_B")):
+        result = _results(sub)[name]
+        assert result.status == "FAIL" and "did not finish within the time limit (2 s" in result.hint, sub.path
+
+
+def test_a_10_MB_print_is_trimmed_and_does_not_fail_a_correct_file(session):
+    sub = grade_submission(STUDENTS / "broken_big_print.py", session)
+    assert sub.passed and sub.output_bytes > 10_000_000
+    report = text_report(sub, 0)
+    assert len(report) < 10_000 and "your file printed" in report
+
+
+def test_unsolved_hand_outs_are_stubs_of_their_own_exercise_only(session):
+    """gradients.py must not report 'gates: not attempted' (and gating.py no gradient)."""
+    for path, names in ((ROOT / "tutorials" / "exercises" / "gradients.py", {"grad_W_C", "grad_W_B", "grad_w"}),
+                        (ROOT / "tutorials" / "exercises" / "gating.py", {"gates"})):
+        sub = grade_submission(path, session)
+        assert set(_results(sub)) == names, path.name
+        assert all(r.status == "not attempted" and "NotImplementedError" in r.hint for r in sub.results)
+        assert not sub.passed
+
+
+def test_no_leak_between_students_graded_in_one_process(session):
+    """Same module name 'helpers' next to two submissions; a cheat graded before an honest
+    wrong answer: each is graded on its own."""
+    a, b, cheat, honest, a_again = grade_many(
+        [STUDENTS / "class_a" / "gradients.py", STUDENTS / "class_b" / "gradients.py",
+         STUDENTS / "cheat_monkeypatch.py", STUDENTS / "broken_sign.py", STUDENTS / "class_a" / "gradients.py"],
+        session, jobs=1)
+    assert _results(a)["grad_W_C"].status == "pass" and _results(a_again)["grad_W_C"].status == "pass"
+    assert "wrong sign" in _results(b)["grad_W_C"].hint, "class_b was served class_a's helpers"
+    assert _results(cheat)["grad_W_C"].status == "FAIL"
+    assert "wrong sign" in _results(honest)["grad_W_C"].hint, "a previous cheat changed the next grade"
+
+
+def test_a_third_exercise_plugs_in_by_declaration(session, tmp_path):
+    """An exercise with other inputs and a tuple answer, declared in one place, is graded in the
+    sandbox like the hand-outs, and its forbidden entry point is stubbed there."""
+    class Problem:
+        def __init__(self, name, x):
+            self.name, self.x = name, x
+
+    def compare(name, pb, answer, ref, exercise):
+        if not (isinstance(answer, tuple) and len(answer) == 2):
+            return Row(pb.name, note="not a pair")
+        return compare_array(name, pb, answer[0], ref, exercise)
+
+    register(Exercise(
+        name="toy", functions=(Function("double_pair", "double_pair(x) -> (2x, x)", "toy: 2x", 2),),
+        forbidden=("numpy_mamba.loss:hinge_loss",), allowed="numpy", independent_check="vs 2x",
+        problems=lambda seed: [Problem("one", np.arange(3.0)), Problem("two", np.ones((2, 2)))],
+        inputs=lambda name, pb: (pb.x,), reference=lambda name, pb: Reference(2 * pb.x, lambda S: 0.0),
+        compare=compare))
+    try:
+        (tmp_path / "good.py").write_text("def double_pair(x):\n    return 2 * x, x\n")
+        (tmp_path / "bad.py").write_text("from numpy_mamba.loss import hinge_loss\n\n"
+                                         "def double_pair(x):\n    return hinge_loss(x, x, x), x\n")
+        good, bad = grade_many([tmp_path / "good.py", tmp_path / "bad.py"], Session(0), jobs=1)
+        assert good.passed and good.points == 2
+        assert "numpy_mamba.loss.hinge_loss is not allowed in this exercise (toy)" in _results(bad)["double_pair"].hint
+    finally:
+        EXERCISES.pop("toy", None)
+
+
+def test_helpers_next_to_a_copied_submission_and_paths_with_spaces(session, tmp_path):
+    folder = tmp_path / "a student"
+    folder.mkdir()
+    shutil.copy(STUDENTS / "_common.py", folder / "_common.py")
+    shutil.copy(STUDENTS / "correct_common.py", folder / "my gradients.py")
+    assert grade_submission(folder / "my gradients.py", session).passed

@@ -129,11 +129,11 @@ class _Progress:
               f"left ~{_duration(left)}", file=self.stream, flush=True)
 
 
-def _pool_context():
+def _pool_context(units):
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["numpy_mamba"])        # imported once, before any worker forks
+    if method == "forkserver":                              # imported once, before any worker forks
+        ctx.set_forkserver_preload(sorted({u.fn.__module__ for u in units} - {"builtins", None}))
     return ctx
 
 
@@ -192,7 +192,7 @@ def _run_pool(units, jobs: int, progress) -> dict:
     with _single_threaded_workers():
         try:
             with sigint_blocked():
-                pool = ProcessPoolExecutor(min(jobs, len(units)), mp_context=_pool_context(),
+                pool = ProcessPoolExecutor(min(jobs, len(units)), mp_context=_pool_context(units),
                                            initializer=_worker_start)
                 pending = {pool.submit(_call, u.fn, u.args, dict(u.kwargs)): u for u in units}
             while pending:

@@ -27,7 +27,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from .interrupts import Interrupted, check_interrupted, handle_interrupts, interrupts_held
 from .jobs import UnitError
@@ -83,6 +82,7 @@ def write_section(path, name: str, markdown: str) -> Path:
 def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
     """(figure, axes) like ``pyplot.subplots``, but a bare ``Figure``: saved with ``fig.savefig``,
     never shown, and no global backend or figure registry is touched."""
+    from matplotlib.figure import Figure                    # only when drawing: workers never do
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
 

@@ -69,19 +69,21 @@ def test_jobs_2_gives_the_same_numbers_as_jobs_1():
     assert _plain_json(gates.run(cfg, jobs=1, progress=False)) == _plain_json(gates.run(cfg, jobs=2, progress=False))
 
 
-def _worker_pids():
-    """Live (not zombie) children of this process's forkserver: the worker processes."""
-    from multiprocessing import forkserver
-    server = forkserver._forkserver._forkserver_pid
-    found = []
+def _live_processes():
+    """(pid, parent pid, process group) of every process that has not exited (zombies excluded), from /proc."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] != "Z" and int(fields[1]) == server:
-            found.append(int(stat.parent.name))
-    return found
+        if fields[0] != "Z":
+            yield int(stat.parent.name), int(fields[1]), int(fields[2])
+
+
+def _worker_pids():
+    """The worker processes: children of this process's forkserver."""
+    from multiprocessing import forkserver
+    return [pid for pid, parent, _ in _live_processes() if parent == forkserver._forkserver._forkserver_pid]
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to list worker processes")
@@ -296,21 +298,14 @@ def test_theory_checks_the_report_folder_too(tmp_path, monkeypatch, capsys):
 
 # ------------------------------------------------------------------ Ctrl-C on the real commands
 def _group_alive(pgid: int) -> bool:
-    """Any process of the group that is not a zombie (a zombie has exited; init reaps it)."""
-    if not Path("/proc/self/stat").exists():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
+    """Any process of the group that has not exited (a zombie has; init reaps it)."""
+    if Path("/proc/self/stat").exists():
+        return any(group == pgid for _, _, group in _live_processes())
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _interrupted_run(command: str, folder: Path, event: str, delay: float, whole_group: bool) -> dict:

@@ -223,22 +223,43 @@ def test_a_failed_move_puts_every_earlier_file_back(tmp_path, monkeypatch):
     assert _check_previous_or_complete(tmp_path, "gates", before) == "previous"
 
 
-def test_a_swallowed_sigint_still_ends_the_run_with_130(tmp_path, capsys):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_swallowed_interrupt_still_ends_the_run(signum, code, tmp_path, capsys):
     """If this fails, a KeyboardInterrupt caught by library code (it once landed in a garbage-
-    collector callback) lets the run finish with rc 0."""
+    collector callback) lets the run finish with rc 0, or SIGTERM leaves a half-written folder."""
     before = _old_content(tmp_path, "gates")
 
     def work(stage):
         _stage_files(stage)
         try:
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signum)
             time.sleep(1)
         except KeyboardInterrupt:
             pass                                           # swallowed, as in a __del__
 
-    assert run_staged("gates", tmp_path, work) == 130
+    assert run_staged("gates", tmp_path, work) == code
     assert _check_previous_or_complete(tmp_path, "gates", before) == "previous"
-    assert "nothing in" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"({signal.Signals(signum).name})" in err and "nothing in" in err
+
+
+def test_a_failing_unit_ends_the_command_with_its_error_and_leaves_out_as_it_was(tmp_path, capsys):
+    """If this fails, a unit's error is hidden, exits 0, or leaves new files beside old ones."""
+    before = _old_content(tmp_path, "gates")
+    world = theory.make_world(**theory.WORLD, rng=0)
+    bad = Unit("bad", "bad p_a", steps_to_epsilon, (world, "mamba"),
+               dict(p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0))
+
+    def work(stage, jobs):
+        _stage_files(stage)
+        run_units([Unit("ok", "ok", abs, (-1,)), bad], jobs=jobs, progress=False)
+
+    assert run_staged("gates", tmp_path, lambda stage: work(stage, 2)) == 1
+    err = capsys.readouterr().err
+    assert "'bad p_a' failed in a worker" in err and "ValueError" in err and "nothing in" in err
+    with pytest.raises(ValueError, match="p_a"):                 # --jobs 1: the error itself
+        run_staged("gates", tmp_path, lambda stage: work(stage, 1))
+    assert _check_previous_or_complete(tmp_path, "gates", before) == "previous"
 
 
 def test_the_report_section_is_merged_into_the_report_as_it_is_at_the_end(tmp_path):

@@ -218,6 +218,11 @@ def run_staged(command: str, out, work, *, report=None, stream=None) -> int:
             return f"{command}: {what} after the new results were complete and in place in {out}"
         return f"{command}: {what} before its results were complete: nothing in {out} was changed"
 
+    def clean_up():
+        with interrupts_held():                             # a second Ctrl-C cannot cut this short
+            if stage is not None:
+                stage.discard()
+
     with handle_interrupts():
         try:
             stage = Staging(out, command, report)
@@ -227,19 +232,15 @@ def run_staged(command: str, out, work, *, report=None, stream=None) -> int:
             print(f"{command}: error: {exc}", file=err)
             return 2
         except KeyboardInterrupt as exc:
-            code = exc.exit_code if isinstance(exc, Interrupted) else 130
-            with interrupts_held():
-                stage and stage.discard()
+            clean_up()
             print(unchanged(f"interrupted ({exc or 'SIGINT'})"), file=err)
-            return code
+            return exc.exit_code if isinstance(exc, Interrupted) else 130
         except UnitError as exc:
-            with interrupts_held():
-                stage.discard()
+            clean_up()
             print(f"{command}: error: {exc}\n{unchanged('stopped')}", file=err)
             return 1
         except BaseException:
-            with interrupts_held():
-                stage and stage.discard()
+            clean_up()
             print(unchanged("failed"), file=err)
             raise
     return 0

@@ -3,7 +3,11 @@
     __init__.py  the command table and the dispatcher (``main``)
     train.py     ``train``: a short SGD run (Algorithm 1) that prints its loss falling
     bench.py     ``bench``: time one SGD step; ratio against PyTorch autograd when installed
-    output.py    writing results: JSON, named sections of REPORT.md, figures; show_figure for the tutorials
+    output.py    writing results: JSON, named sections of REPORT.md, figures without pyplot;
+                 show_figure for the tutorials
+    staging.py   all-or-nothing output folders (``run_staged``): --out checked before computing
+    jobs.py      ``--jobs``: independent units (seeds, settings) in worker processes
+    interrupts.py  Ctrl-C and SIGTERM: recorded, raised, never swallowed
     args.py      argparse types every command shares (positive_int, probability, ...): usage errors
 
 ``reproduce``, ``theory``, ``gates`` and ``grade`` live with their families (numpy_mamba.reproduce,
@@ -40,5 +44,8 @@ def main(argv=None) -> int:
     if name not in COMMANDS:
         print(f"unknown command {name!r}.\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    try:
+        return int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0)
+    except KeyboardInterrupt:                   # outside a command's own handling (importing it, ...)
+        print(f"{name}: interrupted (SIGINT)", file=sys.stderr)
+        return 130

@@ -4,6 +4,8 @@ figures drawn without pyplot (so a command never changes the caller's matplotlib
 
 Each command (``reproduce``, ``theory``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
+
+All-or-nothing output folders (``run_staged``) are in ``staging.py``.
 """
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
 REPORT_TITLE = "# numpy_mamba: reproduction and theory report\n"
 FIGDIR_VARIABLE = "NUMPY_MAMBA_FIGDIR"          # where show_figure saves, when set
@@ -45,25 +46,31 @@ def save_json(path, obj) -> Path:
     return path
 
 
+_SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)\n<!-- END \1 -->\n?", re.S)
+
+
+def merge_section(text: str, name: str, markdown: str) -> str:
+    """``text`` (a report) with its section ``name`` replaced by ``markdown`` (or appended)."""
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    block = f"{begin}\n{markdown.strip()}\n{end}\n"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
+    if pattern.search(text):
+        return pattern.sub(lambda _: block, text)
+    return text.rstrip("\n") + "\n\n" + block
+
+
 def write_section(path, name: str, markdown: str) -> Path:
     """Replace (or append) the section ``name`` of the Markdown report at ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-    block = f"{begin}\n{markdown.strip()}\n{end}\n"
-    text = path.read_text() if path.exists() else REPORT_TITLE
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: block, text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
+    path.write_text(merge_section(path.read_text() if path.exists() else REPORT_TITLE, name, markdown))
     return path
 
 
 def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
     """(figure, axes) like ``pyplot.subplots``, but a bare ``Figure``: saved with ``fig.savefig``,
     never shown, and no global backend or figure registry is touched."""
+    from matplotlib.figure import Figure                    # only when drawing: workers never do
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
 

@@ -5,10 +5,12 @@ and how strongly each trained gate weights outlier examples against clean ones.
 
 Writes figures/gates_error_vs_alpha.png, figures/gates_training.png, figures/gates.json and the
 "gates" section of figures/REPORT.md.  ``--quick`` is a seconds-long smoke run (tests).
+``--jobs N`` trains N models at a time in worker processes (same numbers for every N).
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .._models import PAPER_MODELS
+from ..cli.jobs import Unit, add_jobs_argument, run_units
+from ..cli.staging import run_staged
 from ..data import make_world, testing_batch, training_batch
 from .families import GATES
 from .scan import gate_recurrent_forward
@@ -82,27 +86,42 @@ def gate_weight_ratio(model, params, batch) -> float:
     return float(share(gated) / share(s))
 
 
+def _world(cfg: dict, seed: int):
+    return make_world(cfg["d"], cfg["M1"], cfg["M2"], cfg["V"], cfg["beta"], rng=np.random.default_rng([seed, 0]))
+
+
+def _eval_batch(world, cfg: dict, seed: int):
+    return training_batch(world, cfg["n_eval"], cfg["l_tr"], p_a=cfg["p_a"], K=cfg["K"], kappa_a=cfg["kappa_a"],
+                          rng=np.random.default_rng([seed, 3]))
+
+
+def train_model(world, cfg: dict, seed: int, model: str, eval_batch, progress: bool = False) -> tuple:
+    """Train ``model`` from its Algorithm 1 init on seed ``seed``'s minibatch stream (the same for
+    every model); record the loss on ``eval_batch``.  Returns (params, history)."""
+    config = TrainConfig(T=cfg["T"], B=cfg["B"], eta=cfg["eta"], l_tr=cfg["l_tr"], p_a=cfg["p_a"], K=cfg["K"],
+                         kappa_a=cfg["kappa_a"], delta=cfg["delta"])
+    params0 = init_for(model, world.d, None, cfg["delta"], np.random.default_rng([seed, 1]))
+
+    def record(step, params):
+        loss = float(np.mean(hinge(output(model, params, eval_batch.P), eval_batch.z)))
+        scalars = {f: float(getattr(params, f)) for f in ("a", "gamma", "tau") if f in params._fields}
+        return {"eval_loss": loss, **scalars}
+
+    bar = Progress(cfg["T"], f"seed {seed} {model}") if progress else False
+    return train(world, config, model, rng=np.random.default_rng([seed, 2]), params=params0,
+                 record_every=cfg["record_every"], record=record, progress=bar)
+
+
 def train_all(world, cfg: dict, seed: int, progress: bool) -> dict:
-    """Train every model from its Algorithm 1 init on the same minibatch stream; record eval loss."""
-    eval_batch = training_batch(world, cfg["n_eval"], cfg["l_tr"], p_a=cfg["p_a"], K=cfg["K"],
-                                kappa_a=cfg["kappa_a"], rng=np.random.default_rng([seed, 3]))
-    runs = {}
-    for model in MODELS:
-        config = TrainConfig(T=cfg["T"], B=cfg["B"], eta=cfg["eta"],
-                             l_tr=cfg["l_tr"], p_a=cfg["p_a"], K=cfg["K"], kappa_a=cfg["kappa_a"],
-                             delta=cfg["delta"])
-        params0 = init_for(model, world.d, None, cfg["delta"], np.random.default_rng([seed, 1]))
+    """Train every model of ``MODELS`` on the same minibatch stream; {model: (params, history)}."""
+    eval_batch = _eval_batch(world, cfg, seed)
+    return {model: train_model(world, cfg, seed, model, eval_batch, progress) for model in MODELS}
 
-        def record(step, params, model=model):
-            loss = float(np.mean(hinge(output(model, params, eval_batch.P), eval_batch.z)))
-            scalars = {f: float(getattr(params, f)) for f in ("a", "gamma", "tau") if f in params._fields}
-            return {"eval_loss": loss, **scalars}
 
-        bar = Progress(cfg["T"], f"seed {seed} {model}") if progress else False
-        params, history = train(world, config, model, rng=np.random.default_rng([seed, 2]), params=params0,
-                                record_every=cfg["record_every"], record=record, progress=bar)
-        runs[model] = (params, history)
-    return runs
+def _train_unit(cfg: dict, seed: int, model: str) -> tuple:
+    """One unit of ``run``: one model on one seed."""
+    world = _world(cfg, seed)
+    return train_model(world, cfg, seed, model, _eval_batch(world, cfg, seed))
 
 
 def iterations_to(history: dict, eps: float):
@@ -111,48 +130,68 @@ def iterations_to(history: dict, eps: float):
     return int(history["step"][below[0]]) if below.size else None
 
 
-def run(cfg: dict, progress: bool = False) -> dict:
-    """The Section 4.1 / Figure 2 protocol for all of ``MODELS``, seed by seed.
+def _test_unit(cfg: dict, seed: int, trained: dict) -> dict:
+    """One unit of ``run``: every trained model of one seed on the same testing prompts (Definition 2).
+    Returns {model: {"gate_ratio", "clean_error_training_tasks", "clean_error_unseen_tasks",
+    "error": {"kappa_a_prime=K/rule": [error per alpha]}}}."""
+    world = _world(cfg, seed)
+    out = {model: {"error": {}} for model in trained}
+    ratio_batch = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=0.5, K_prime=cfg["K_prime"],
+                                kappa_a_prime=cfg["kappa_a_prime"][0], rng=np.random.default_rng([seed, 5]))
+    for model, params in trained.items():
+        out[model]["gate_ratio"] = gate_weight_ratio(model, params, ratio_batch)
+    for k, which in enumerate(("training", "unseen")):           # alpha = 0: where clean errors occur
+        tasks = world.training_tasks() if which == "training" else world.unseen_tasks()
+        clean = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=0.0, K_prime=cfg["K_prime"],
+                              tasks=tasks, rng=np.random.default_rng([seed, 6, k]))
+        for model, params in trained.items():
+            out[model][f"clean_error_{which}_tasks"] = zero_one_error(output(model, params, clean.P), clean.z)
+    for ki, kappa in enumerate(cfg["kappa_a_prime"]):
+        for li, rule in enumerate(LABELLINGS):
+            key = f"kappa_a_prime={kappa:g}/{rule}"
+            for ai, alpha in enumerate(cfg["alphas"]):
+                batch = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=alpha, K_prime=cfg["K_prime"],
+                                      kappa_a_prime=kappa, label_rule=rule, target=cfg["target"],
+                                      rng=np.random.default_rng([seed, 4, ki, li, ai]))
+                for model, params in trained.items():
+                    out[model]["error"].setdefault(key, []).append(zero_one_error(output(model, params, batch.P),
+                                                                                  batch.z))
+    return out
 
-    Per seed: one world (Section 3.2), every model trained by Algorithm 1 on the same minibatches,
-    then tested on the same testing prompts (Definition 2) for each kappa_a', labelling and alpha.
+
+def run(cfg: dict, jobs: int = 1, progress=True) -> dict:
+    """The Section 4.1 / Figure 2 protocol for all of ``MODELS``.
+
+    Per seed: one world (Section 3.2), every model trained by Algorithm 1 on the same minibatches
+    (one unit per seed and model), then tested on the same testing prompts (Definition 2) for
+    each kappa_a', labelling and alpha (one unit per seed), ``jobs`` units at a time.
     Returns plain data: errors (seeds, alphas) per key, convergence steps, loss curves, gate ratios.
     """
+    seeds = cfg["seeds"]
+    trained = run_units([Unit((seed, m), f"train {m} seed {seed}", _train_unit, (cfg, seed, m))
+                         for seed in seeds for m in MODELS], jobs, "gates: training", progress)
+    tests = [Unit(seed, f"test seed {seed}", _test_unit, (cfg, seed, {m: trained[(seed, m)][0] for m in MODELS}))
+             for seed in seeds]
+    tested = run_units(tests + [Unit("checks", "consistency checks", consistency_checks)], jobs,
+                       "gates: testing", progress)
     results = {m: {"error": {}, "converge": {str(e): [] for e in cfg["epsilons"]}, "eval_loss": [],
                    "gate_ratio": [], "final_gate_scalars": [], "clean_error_training_tasks": [],
                    "clean_error_unseen_tasks": []} for m in MODELS}
-    steps = None
-    for seed in cfg["seeds"]:
-        world = make_world(cfg["d"], cfg["M1"], cfg["M2"], cfg["V"], cfg["beta"], rng=np.random.default_rng([seed, 0]))
-        runs = train_all(world, cfg, seed, progress)
-        for model, (params, history) in runs.items():
-            r = results[model]
-            steps = history["step"]
+    for seed in seeds:
+        for model in MODELS:
+            r, (_, history), t = results[model], trained[(seed, model)], tested[seed][model]
             r["eval_loss"].append(history["eval_loss"])
             for eps in cfg["epsilons"]:
                 r["converge"][str(eps)].append(iterations_to(history, eps))
             r["final_gate_scalars"].append({k: float(history[k][-1]) for k in ("a", "gamma", "tau") if k in history})
-        ratio_batch = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=0.5, K_prime=cfg["K_prime"],
-                                    kappa_a_prime=cfg["kappa_a_prime"][0], rng=np.random.default_rng([seed, 5]))
-        for model, (params, _) in runs.items():
-            results[model]["gate_ratio"].append(gate_weight_ratio(model, params, ratio_batch))
-        for k, which in enumerate(("training", "unseen")):           # alpha = 0: where clean errors occur
-            tasks = world.training_tasks() if which == "training" else world.unseen_tasks()
-            clean = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=0.0, K_prime=cfg["K_prime"],
-                                  tasks=tasks, rng=np.random.default_rng([seed, 6, k]))
-            for model, (params, _) in runs.items():
-                results[model][f"clean_error_{which}_tasks"].append(zero_one_error(output(model, params, clean.P), clean.z))
-        for ki, kappa in enumerate(cfg["kappa_a_prime"]):
-            for li, rule in enumerate(LABELLINGS):
-                key = f"kappa_a_prime={kappa:g}/{rule}"
-                for ai, alpha in enumerate(cfg["alphas"]):
-                    batch = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=alpha, K_prime=cfg["K_prime"],
-                                          kappa_a_prime=kappa, label_rule=rule, target=cfg["target"],
-                                          rng=np.random.default_rng([seed, 4, ki, li, ai]))
-                    for model, (params, _) in runs.items():
-                        errs = results[model]["error"].setdefault(key, np.zeros((len(cfg["seeds"]), len(cfg["alphas"]))))
-                        errs[cfg["seeds"].index(seed), ai] = zero_one_error(output(model, params, batch.P), batch.z)
-    return {"settings": cfg, "steps": steps, "models": results}
+            for field in ("gate_ratio", "clean_error_training_tasks", "clean_error_unseen_tasks"):
+                r[field].append(t[field])
+            for key, errors in t["error"].items():
+                r["error"].setdefault(key, []).append(errors)
+    for r in results.values():
+        r["error"] = {key: np.asarray(errors) for key, errors in r["error"].items()}     # (seeds, alphas)
+    steps = trained[(seeds[-1], MODELS[-1])][1]["step"]
+    return {"settings": cfg, "steps": steps, "models": results, "checks": tested["checks"]}
 
 
 def main(argv=None) -> int:
@@ -164,17 +203,25 @@ def main(argv=None) -> int:
                         help="output folder (default figures/; with --quick a new temporary folder, so a "
                              "smoke run never overwrites the committed results)")
     parser.add_argument("--quiet", action="store_true",
-                        help="no training progress on stderr (a full run prints step, loss, elapsed, time left)")
+                        help="no progress on stderr (otherwise one line per finished unit, with time left)")
+    add_jobs_argument(parser)
     args = parser.parse_args(argv)
-    from .plots import write_outputs                          # matplotlib only when writing
     start = time.perf_counter()
     cfg = settings(args.quick)
-    result = run(cfg, progress=not (args.quiet or args.quick))
-    result["checks"] = consistency_checks()
-    result["seconds"] = time.perf_counter() - start
     out = Path(args.out or (tempfile.mkdtemp(prefix="gates_quick_") if args.quick else "figures"))
-    paths = write_outputs(result, out, quick=args.quick)
-    print(f"gates: {len(MODELS)} models x {len(cfg['seeds'])} seeds in {result['seconds']:.1f}s")
-    for path in paths:
-        print(f"  wrote {path}")
-    return 0
+    written = []
+
+    def work(stage):
+        from .plots import write_outputs                      # matplotlib only when writing
+        result = run(cfg, jobs=args.jobs, progress=not args.quiet)
+        result["timings_seconds"] = {"total": round(time.perf_counter() - start, 1), "workers (--jobs)": args.jobs}
+        if not args.quiet:
+            print(f"[gates] writing figures, JSON and the report section of {out}", file=sys.stderr, flush=True)
+        written.extend(out / Path(p).name for p in write_outputs(result, stage.dir, quick=args.quick))
+
+    code = run_staged("gates", out, work)
+    if code == 0:
+        print(f"gates: {len(MODELS)} models x {len(cfg['seeds'])} seeds in {time.perf_counter() - start:.1f}s")
+        for path in written:
+            print(f"  wrote {path}")
+    return code

@@ -1,14 +1,19 @@
 """Theorems 1-4 measured: iterations to converge (eqs (9), (14)) and the tolerated outlier
 fraction (Theorem 2 (c), Theorem 4 (c), (d)).
 
-Each function takes the world, a settings dict (see ``theory.SETTINGS``) and returns a plain
-dict of settings, raw measurements, fitted slopes and a verdict, ready for JSON.
+Each function takes the world and a settings dict (see ``theory.SETTINGS``) and returns a
+``Plan``: independent units (one training run each, seeded by its own seed stream) and how to
+assemble their results into a plain dict of settings, raw measurements, fitted slopes and a
+verdict, ready for JSON.  ``cli.jobs.run_plans`` runs the units, in worker processes or not.
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
 from .._models import PAPER_MODELS as MODELS
+from ..cli.jobs import Plan, Unit
 from ..data import World
 from ..sgd import DivergenceError, TrainConfig, train
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
@@ -39,19 +44,35 @@ def _summary(slopes):
     return float(np.mean(slopes)), float(np.std(slopes, ddof=1)) if len(slopes) > 1 else 0.0
 
 
-def convergence_vs_p_a(world: World, s: dict, progress=print) -> dict:
+def _steps_units(world: World, s: dict, grid_key: str) -> list:
+    """One ``steps_to_epsilon`` unit per (model, seed, grid value) of ``s[grid_key]`` (p_a or l_tr)."""
+    units = []
+    for model in MODELS:
+        for seed in s["seeds"]:
+            for v in s[grid_key]:
+                setting = {"p_a": v, "l_tr": s["l_tr"]} if grid_key == "p_a_grid" else {"p_a": s["p_a"], "l_tr": v}
+                units.append(Unit((model, seed, v), f"steps to eps {model} {grid_key[:-5]}={v} seed {seed}",
+                                  steps_to_epsilon, (world, model),
+                                  dict(setting, eta=s["eta"], delta=s["delta"], eps=s["eps"],
+                                       T_max=s["T_max"][model], seed=seed, B=s["B"])))
+    return units
+
+
+def convergence_vs_p_a(world: World, s: dict) -> Plan:
     """Theorems 1 and 3: T_M, T_T = Theta((1 - p_a)^-1 ...).  Slope of log T on log 1/(1-p_a)."""
+    return Plan(_steps_units(world, s, "p_a_grid"), partial(_convergence_vs_p_a, s))
+
+
+def _convergence_vs_p_a(s: dict, measured: dict) -> dict:
     grid, seeds = s["p_a_grid"], s["seeds"]
     x = [1.0 / (1.0 - p) for p in grid]
     out = {"settings": s, "x_inv_one_minus_p_a": x, "T": {}, "slope": {}, "verdict": {}}
     for model in MODELS:
         T, last = [], []
         for seed in seeds:
-            runs = [steps_to_epsilon(world, model, p_a=p, l_tr=s["l_tr"], eta=s["eta"], delta=s["delta"],
-                                     eps=s["eps"], T_max=s["T_max"][model], seed=seed, B=s["B"]) for p in grid]
+            runs = [measured[(model, seed, p)] for p in grid]
             T.append([r["T"] for r in runs])
             last.append([r["loss_end"] for r in runs])
-            progress(f"  convergence vs p_a: {model} seed {seed}: T = {T[-1]}")
         out.setdefault("loss_end", {})[model] = last
         slopes = _per_seed_slopes(x, T)
         mean, sd = _summary(slopes)
@@ -66,20 +87,17 @@ def convergence_vs_p_a(world: World, s: dict, progress=print) -> dict:
     return out
 
 
-def convergence_vs_l_tr(world: World, s: dict, progress=print) -> dict:
+def convergence_vs_l_tr(world: World, s: dict) -> Plan:
     """Theorem 3 vs 1: T_M / T_T = Theta(l_tr).  Slopes of log T_M, log T_T, log(T_M/T_T) on log l_tr
     (claims 0, -1 and +1)."""
+    return Plan(_steps_units(world, s, "l_tr_grid"), partial(_convergence_vs_l_tr, s))
+
+
+def _convergence_vs_l_tr(s: dict, measured: dict) -> dict:
     grid, seeds = s["l_tr_grid"], s["seeds"]
     out = {"settings": s, "l_tr": grid, "T": {}, "slope": {}, "verdict": {}}
     for model in MODELS:
-        T = []
-        for seed in seeds:
-            row = [steps_to_epsilon(world, model, p_a=s["p_a"], l_tr=l, eta=s["eta"], delta=s["delta"],
-                                    eps=s["eps"], T_max=s["T_max"][model], seed=seed, B=s["B"])["T"]
-                   for l in grid]
-            T.append(row)
-            progress(f"  convergence vs l_tr: {model} seed {seed}: T = {row}")
-        out["T"][model] = T
+        out["T"][model] = [[measured[(model, seed, l)]["T"] for l in grid] for seed in seeds]
     ratio = [[(m / t if (m is not None and t is not None and t >= 1) else None) for m, t in zip(rm, rt)]
              for rm, rt in zip(out["T"]["mamba"], out["T"]["linear_transformer"])]
     out["ratio_T_M_over_T_T"] = ratio
@@ -103,28 +121,35 @@ def _trained(world, s, model, p_a, seed):
     return params, float(np.mean(history["loss"][-10:]))
 
 
-def tolerated_alpha(world: World, s: dict, progress=print) -> tuple[dict, dict]:
+def _alpha_run(world: World, s: dict, model: str, p_a: float, seed: int) -> list:
+    """One unit of ``tolerated_alpha``: train, then the error curves at every kappa_a' and l_ts."""
+    alphas, thr = s["alphas"], s["threshold"]
+    params, final_loss = _trained(world, s, model, p_a, seed)
+    runs = []
+    for kappa in s["kappa_a_prime"]:
+        for l_ts in s["l_ts_grid"]:
+            err = (error_curve(world, model, params, alphas=alphas, l_ts=l_ts, kappa_a_prime=kappa,
+                               B_test=s["B_test"], seed=seed) if params is not None else None)
+            runs.append({
+                "model": model, "p_a": p_a, "seed": seed, "kappa_a_prime": kappa, "l_ts": l_ts,
+                "final_train_loss": final_loss, "errors": err,
+                "alpha_star": largest_tolerated(alphas, err, thr) if err is not None else None,
+                "predicted": min(1.0, p_a * s["l_tr"] / l_ts)})
+    return runs
+
+
+def tolerated_alpha(world: World, s: dict) -> Plan:
     """Theorems 2 and 4: the largest alpha at which the test error stays below ``threshold``,
     against p_a l_tr / l_ts for Mamba (claim: alpha* >= min(1, p_a l_tr / l_ts)) and against 1/2
-    for the linear Transformer (claim: alpha* < 1/2).  Returns (results, trained models)."""
-    alphas, thr = s["alphas"], s["threshold"]
-    out = {"settings": s, "runs": [], "verdict": {}}
-    models = {}
-    for model in MODELS:
-        for p_a in s["p_a_train"][model]:
-            for seed in s["seeds"]:
-                params, final_loss = _trained(world, s, model, p_a, seed)
-                models[(model, p_a, seed)] = params
-                for kappa in s["kappa_a_prime"]:
-                    for l_ts in s["l_ts_grid"]:
-                        err = (error_curve(world, model, params, alphas=alphas, l_ts=l_ts, kappa_a_prime=kappa,
-                                           B_test=s["B_test"], seed=seed) if params is not None else None)
-                        out["runs"].append({
-                            "model": model, "p_a": p_a, "seed": seed, "kappa_a_prime": kappa, "l_ts": l_ts,
-                            "final_train_loss": final_loss, "errors": err,
-                            "alpha_star": largest_tolerated(alphas, err, thr) if err is not None else None,
-                            "predicted": min(1.0, p_a * s["l_tr"] / l_ts)})
-                progress(f"  tolerated alpha: {model} p_a={p_a} seed {seed} done")
+    for the linear Transformer (claim: alpha* < 1/2).  One unit per (model, p_a, seed)."""
+    keys = [(model, p_a, seed) for model in MODELS for p_a in s["p_a_train"][model] for seed in s["seeds"]]
+    units = [Unit(k, f"tolerated alpha {k[0]} p_a={k[1]} seed {k[2]}", _alpha_run, (world, s, *k)) for k in keys]
+    return Plan(units, partial(_tolerated_alpha, s, keys))
+
+
+def _tolerated_alpha(s: dict, keys: list, measured: dict) -> dict:
+    alphas = s["alphas"]
+    out = {"settings": s, "runs": [r for k in keys for r in measured[k]], "verdict": {}}
     mamba = [r for r in out["runs"] if r["model"] == "mamba" and r["alpha_star"] is not None]
     lt = [r for r in out["runs"] if r["model"] != "mamba" and r["alpha_star"] is not None]
     step = float(np.min(np.diff(alphas)))
@@ -147,30 +172,44 @@ def tolerated_alpha(world: World, s: dict, progress=print) -> tuple[dict, dict]:
                                else "holds in part" if frac >= 0.5 else "does not hold here")
     out["verdict"]["linear_transformer"] = ("not measured" if not lt else "holds"
                                             if out["lt_alpha_star_max"] <= 0.5 + step else "does not hold here")
-    return out, models
+    return out
 
 
-def lt_context_needed(world: World, s: dict, models: dict, progress=print) -> dict:
+def _lt_context_run(world: World, s: dict, seed: int):
+    """One unit of ``lt_context_needed``: the linear Transformer of ``tolerated_alpha`` at p_a =
+    ``lt_p_a`` (trained again from the same seed stream, so the same parameters), then its
+    error at every alpha and l_ts.  None if training diverged."""
+    model = "linear_transformer"
+    params, _ = _trained(world, s, model, s["lt_p_a"], seed)
+    if params is None:
+        return None
+    need, errs = [], []
+    for alpha in s["lt_alphas"]:
+        e = [float(error_curve(world, model, params, alphas=[alpha], l_ts=l, kappa_a_prime=s["kappa_a_prime"][0],
+                               B_test=s["B_test"], seed=seed)[0]) for l in s["lt_l_ts_grid"]]
+        ok = [l for l, v in zip(s["lt_l_ts_grid"], e) if v <= s["threshold"]]
+        need.append(ok[0] if ok else None)
+        errs.append(e)
+    return {"seed": seed, "l_ts_needed": need, "errors": errs, "x": [(0.5 - a) ** -2 * a for a in s["lt_alphas"]]}
+
+
+def lt_context_needed(world: World, s: dict) -> Plan:
     """Theorem 4 (d), eq (15): the smallest l_ts at which the linear Transformer's test error is
     below ``threshold``, for alpha -> 1/2; claim l_ts ~ (1/2 - alpha)^-2 alpha (slope 1)."""
-    out = {"settings": s, "alphas": s["lt_alphas"], "l_ts_grid": s["lt_l_ts_grid"], "runs": []}
+    seeds = s["seeds"] if s["lt_p_a"] in s["p_a_train"]["linear_transformer"] else []
+    return Plan([Unit(seed, f"LT context needed seed {seed}", _lt_context_run, (world, s, seed)) for seed in seeds],
+                partial(_lt_context_needed, s))
+
+
+def _lt_context_needed(s: dict, measured: dict) -> dict:
+    out = {"settings": s, "alphas": s["lt_alphas"], "l_ts_grid": s["lt_l_ts_grid"],
+           "runs": [r for r in measured.values() if r is not None]}
     slopes = []
-    for (model, p_a, seed), params in models.items():
-        if model != "linear_transformer" or params is None or p_a != s["lt_p_a"]:
-            continue
-        need, errs = [], []
-        for alpha in s["lt_alphas"]:
-            e = [float(error_curve(world, model, params, alphas=[alpha], l_ts=l, kappa_a_prime=s["kappa_a_prime"][0],
-                                   B_test=s["B_test"], seed=seed)[0]) for l in s["lt_l_ts_grid"]]
-            ok = [l for l, v in zip(s["lt_l_ts_grid"], e) if v <= s["threshold"]]
-            need.append(ok[0] if ok else None)
-            errs.append(e)
-        x = [(0.5 - a) ** -2 * a for a in s["lt_alphas"]]
-        keep = [k for k, n in enumerate(need) if n is not None]
+    for r in out["runs"]:
+        keep = [k for k, n in enumerate(r["l_ts_needed"]) if n is not None]
         if len(keep) >= 3:
-            slopes.append(fit_slope(np.asarray(x)[keep], np.asarray([need[k] for k in keep], float))[0])
-        out["runs"].append({"seed": seed, "l_ts_needed": need, "errors": errs, "x": x})
-        progress(f"  LT context needed: seed {seed}: l_ts = {need}")
+            slopes.append(fit_slope(np.asarray(r["x"])[keep],
+                                    np.asarray([r["l_ts_needed"][k] for k in keep], float))[0])
     mean, sd = _summary(slopes)
     out["slope"] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
     out["verdict"] = _verdict(mean, sd, 1.0, tol=0.35, n=len(slopes))

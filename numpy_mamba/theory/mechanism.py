@@ -1,37 +1,54 @@
 """The mechanism of the trained Mamba (Section 3.5) and the lemmas behind it, measured:
 Corollary 1 (attention sums, eq (16)), Corollary 2 (gates, eqs (17), (18)), Lemmas 4-5
 (projections of w and w^T p, eqs (33)-(38)) and Lemma 6 (eq (39)).
+
+As in claims.py, each experiment returns a ``Plan`` of independent units and their assembly.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from ..cli.jobs import Plan, Unit
 from ..data import World, make_world, testing_batch, training_batch
 from ..sgd import TrainConfig, train
+from .claims import _trained
 from .measure import fit_slope, gate_statistics, lemma6_sum, projections, score_sums
 
 
-def attention_sums(world: World, s: dict, models: dict, progress=print) -> dict:
+def _attention_run(world: World, s: dict, seed: int):
+    """One unit of ``attention_sums``: the Mamba of ``tolerated_alpha`` at p_a = ``cor1_p_a``
+    (trained again from the same seed stream, so the same parameters) on testing prompts."""
+    params, _ = _trained(world, s, "mamba", s["cor1_p_a"], seed)
+    if params is None:
+        return None
+    batch = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 11]))
+    same, diff = score_sums(params, batch)
+    a, b = batch.task[:, 0], batch.task[:, 1]
+    dist = np.minimum((a - b) % world.M1, (b - a) % world.M1)
+    by_dist = {int(k): {"median_different": float(np.median(diff[dist == k])), "n": int(np.sum(dist == k))}
+               for k in np.unique(dist)}
+    return {"seed": seed, "same": same.tolist(), "different": diff.tolist(), "distance": dist.tolist(),
+            "median_same": float(np.median(same)), "different_by_distance": by_dist,
+            "fraction_same_at_least_1": float(np.mean(same >= 1.0)),
+            "fraction_different_below_tenth_of_median_same": float(np.mean(diff <= 0.1 * np.median(same)))}
+
+
+def attention_sums(world: World, s: dict) -> Plan:
     """Corollary 1, eq (16): per testing prompt, the sum of attention scores over same-pattern
     examples (claim >= Theta(1)) and over different-pattern examples (claim <= Theta((1-p_a)^-1
     eps), a signed upper bound).  The different-pattern sums are split by how far the two
     patterns of the prompt's task are apart on the cycle of training tasks (Condition 1):
     distance 1 = they form a training task (Lemma 3 (26): pushed negative), >= 2 = they do not
     (Lemma 3 (25): claimed untouched)."""
-    out = {"settings": s, "runs": []}
-    for (model, p_a, seed), params in models.items():
-        if model != "mamba" or params is None or p_a != s["cor1_p_a"]:
-            continue
-        batch = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 11]))
-        same, diff = score_sums(params, batch)
-        a, b = batch.task[:, 0], batch.task[:, 1]
-        dist = np.minimum((a - b) % world.M1, (b - a) % world.M1)
-        by_dist = {int(k): {"median_different": float(np.median(diff[dist == k])), "n": int(np.sum(dist == k))}
-                   for k in np.unique(dist)}
-        out["runs"].append({"seed": seed, "same": same.tolist(), "different": diff.tolist(), "distance": dist.tolist(),
-                            "median_same": float(np.median(same)), "different_by_distance": by_dist,
-                            "fraction_same_at_least_1": float(np.mean(same >= 1.0)),
-                            "fraction_different_below_tenth_of_median_same": float(np.mean(diff <= 0.1 * np.median(same)))})
+    seeds = s["seeds"] if s["cor1_p_a"] in s["p_a_train"]["mamba"] else []
+    return Plan([Unit(seed, f"Corollary 1 seed {seed}", _attention_run, (world, s, seed)) for seed in seeds],
+                partial(_attention_sums, s))
+
+
+def _attention_sums(s: dict, measured: dict) -> dict:
+    out = {"settings": s, "runs": [r for r in measured.values() if r is not None]}
     if out["runs"]:
         ms = float(np.mean([r["median_same"] for r in out["runs"]]))
         small = float(np.mean([r["fraction_different_below_tenth_of_median_same"] for r in out["runs"]]))
@@ -39,26 +56,31 @@ def attention_sums(world: World, s: dict, models: dict, progress=print) -> dict:
         out["verdict"] = {"same_at_least_theta_1": "holds" if ms >= 1.0 else "does not hold here",
                           "different_small": ("holds" if small >= 0.95 else "holds in part" if small >= 0.5
                                               else "does not hold here")}
-    progress(f"  Corollary 1: {out.get('verdict')}")
     return out
 
 
-def gates_vs_M1(s: dict, progress=print) -> dict:
+def _M1_run(s: dict, M1: int, seed: int) -> dict:
+    """One unit of ``gates_vs_M1``: train Mamba on a world with M1 relevant patterns, measure its gates."""
+    world = make_world(d=s["d"], M1=M1, M2=s["M2"], V=s["V"], beta=s["beta"], rng=s["world_seed"])
+    config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
+    params, _ = train(world, config, "mamba", rng=np.random.default_rng([seed, 4, M1]))
+    test = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 12]))
+    tr = training_batch(world, s["B_test"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([seed, 13]))
+    return {"M1": M1, "seed": seed, "test": gate_statistics(params, test), "train": gate_statistics(params, tr)}
+
+
+def gates_vs_M1(s: dict) -> Plan:
     """Corollary 2 and Lemma 5 across M1: train Mamba on a world with M1 relevant patterns and
     measure, on testing prompts, the mean gate on outlier examples (claim O(poly(M1)^-1)), the
     gate of the j-th closest clean example (claim >= Theta(2^-(j-1))), and on training prompts
-    w^T p with outliers (claim <~ -log M1) and without (claim >~ -Theta(1))."""
-    out = {"settings": s, "M1": s["M1_grid"], "runs": []}
-    for M1 in s["M1_grid"]:
-        world = make_world(d=s["d"], M1=M1, M2=s["M2"], V=s["V"], beta=s["beta"], rng=s["world_seed"])
-        for seed in s["seeds"]:
-            config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
-            params, _ = train(world, config, "mamba", rng=np.random.default_rng([seed, 4, M1]))
-            test = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 12]))
-            tr = training_batch(world, s["B_test"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([seed, 13]))
-            st, sr = gate_statistics(params, test), gate_statistics(params, tr)
-            out["runs"].append({"M1": M1, "seed": seed, "test": st, "train": sr})
-        progress(f"  Corollary 2 / Lemma 5: M1 = {M1} done")
+    w^T p with outliers (claim <~ -log M1) and without (claim >~ -Theta(1)).  One unit per (M1, seed)."""
+    units = [Unit((M1, seed), f"Corollary 2 M1={M1} seed {seed}", _M1_run, (s, M1, seed))
+             for M1 in s["M1_grid"] for seed in s["seeds"]]
+    return Plan(units, partial(_gates_vs_M1, s))
+
+
+def _gates_vs_M1(s: dict, measured: dict) -> dict:
+    out = {"settings": s, "M1": s["M1_grid"], "runs": list(measured.values())}
     runs = out["runs"]
     G_out = [r["test"]["G_outlier"] for r in runs]
     slope_G = fit_slope([r["M1"] for r in runs], G_out)[0]
@@ -96,10 +118,8 @@ def gates_vs_M1(s: dict, progress=print) -> dict:
     return out
 
 
-def training_trajectory(world: World, s: dict, progress=print) -> dict:
-    """Lemmas 4-6 along one training run: projections of w on v*_s, mu_j, nu_k; mean w^T p on a
-    fixed batch for examples with / without outliers and the query; and the Lemma 6 sum
-    sum_i G_{i,l+1}(w)(l - i + 1) on fixed batches of several context lengths l."""
+def _trajectory_run(world: World, s: dict) -> dict:
+    """The one unit of ``training_trajectory``: the training run and its record."""
     held = training_batch(world, s["B_held"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([s["seed"], 21]))
     l6 = {l: training_batch(world, s["B_held"], l, p_a=s["p_a"], rng=np.random.default_rng([s["seed"], 22, l]))
           for l in s["lemma6_l_grid"]}
@@ -122,10 +142,15 @@ def training_trajectory(world: World, s: dict, progress=print) -> dict:
                          kappa_a=s.get("kappa_a", 2.0))
     _, hist = train(world, config, "mamba", rng=np.random.default_rng([s["seed"], 20]),
                     record_every=s["record_every"], record=record)
-    out = analyse_trajectory({"settings": s, "history": {k: np.asarray(v).tolist() for k, v in hist.items()}},
-                             world.M1, world.beta, world.V)
-    progress(f"  Lemmas 4-6 trajectory: {out['verdict']}")
-    return out
+    return {"settings": s, "history": {k: np.asarray(v).tolist() for k, v in hist.items()}}
+
+
+def training_trajectory(world: World, s: dict) -> Plan:
+    """Lemmas 4-6 along one training run: projections of w on v*_s, mu_j, nu_k; mean w^T p on a
+    fixed batch for examples with / without outliers and the query; and the Lemma 6 sum
+    sum_i G_{i,l+1}(w)(l - i + 1) on fixed batches of several context lengths l."""
+    return Plan([Unit("run", "Lemmas 4-6 trajectory", _trajectory_run, (world, s))],
+                lambda measured: analyse_trajectory(measured["run"], world.M1, world.beta, world.V))
 
 
 def _r2(y, fit) -> float:

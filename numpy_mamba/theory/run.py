@@ -5,19 +5,23 @@ of figures/REPORT.md.
 The theorems hold up to constants, so each check measures a trend (a slope on log-log axes,
 a sign, an order of magnitude) and gives a one-line verdict computed from the numbers:
 "holds", "holds in trend" or "does not hold here".  ``--quick`` runs the same code on tiny
-grids (for the tests); its numbers are not meant to be read.
+grids (for the tests); its numbers are not meant to be read.  ``--jobs N`` runs the independent
+training runs N at a time in worker processes (same numbers for every N).
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from ..data import make_world
+from ..cli.jobs import add_jobs_argument, run_plans
 from ..cli.output import save_json, write_section
+from ..cli.staging import run_staged
 from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
 from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
 from . import plots, report as report_text
@@ -62,34 +66,32 @@ def quick_settings() -> dict:
     return s
 
 
-def run(settings: dict, out: Path, report: Path | None, log=print) -> dict:
-    """Run every check, write figures/JSON into ``out`` and the "theory" section of ``report``."""
-    out.mkdir(parents=True, exist_ok=True)
+# the experiments, in the order their results are reported; their names in the timings
+EXPERIMENTS = {"convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Theorems 1/3 vs l_tr",
+               "alpha": "Theorems 2/4: tolerated alpha", "lt_context": "Theorem 4 (d): context needed",
+               "attention": "Corollary 1", "gates": "Corollary 2 / Lemma 5 vs M1",
+               "trajectory": "Lemmas 4-6 trajectory"}
+
+
+def run(settings: dict, jobs: int = 1, progress=True) -> tuple[dict, dict]:
+    """Run every check (``jobs`` training runs at a time); return (results, timings in seconds:
+    per experiment its units' compute time summed, "total" the wall time)."""
     world = make_world(**WORLD, rng=settings["world_seed"])
     t0 = time.perf_counter()
-    results, timings = {}, {}
-
-    def timed(name, fn, *args):
-        start = time.perf_counter()
-        log(f"[theory] {name} ...")
-        value = fn(*args, progress=log)
-        timings[name] = round(time.perf_counter() - start, 1)
-        return value
-
-    results["convergence_p_a"] = timed("Theorems 1/3 vs p_a", convergence_vs_p_a, world, settings["p_a"])
-    results["convergence_l_tr"] = timed("Theorems 1/3 vs l_tr", convergence_vs_l_tr, world, settings["l_tr"])
-    results["alpha"], models = timed("Theorems 2/4: tolerated alpha", tolerated_alpha, world, settings["alpha"])
-    results["lt_context"] = timed("Theorem 4 (d): context needed", lt_context_needed, world, settings["alpha"], models)
-    results["attention"] = timed("Corollary 1", attention_sums, world, settings["alpha"], models)
-    results["gates"] = timed("Corollary 2 / Lemma 5 vs M1", gates_vs_M1, settings["M1"])
-    results["trajectory"] = timed("Lemmas 4-6 trajectory", training_trajectory, world, settings["trajectory"])
-
-    timings["total"] = round(time.perf_counter() - t0, 1)
-    write_outputs(results, timings, settings, out, report, log)
-    return results
+    plans = {"convergence_p_a": convergence_vs_p_a(world, settings["p_a"]),
+             "convergence_l_tr": convergence_vs_l_tr(world, settings["l_tr"]),
+             "alpha": tolerated_alpha(world, settings["alpha"]),
+             "lt_context": lt_context_needed(world, settings["alpha"]),
+             "attention": attention_sums(world, settings["alpha"]),
+             "gates": gates_vs_M1(settings["M1"]),
+             "trajectory": training_trajectory(world, settings["trajectory"])}
+    results, seconds = run_plans(plans, jobs=jobs, name="theory", progress=progress)
+    timings = {EXPERIMENTS[k]: seconds[k] for k in EXPERIMENTS}
+    timings.update({"total": round(time.perf_counter() - t0, 1), "workers (--jobs)": jobs})
+    return results, timings
 
 
-def write_outputs(results: dict, timings: dict, settings: dict, out: Path, report: Path | None, log=print) -> None:
+def write_outputs(results: dict, timings: dict, settings: dict, out: Path, report: Path | None) -> None:
     """Figures, JSON and the report section from measured ``results`` (also used by --replot)."""
     files = {
         "convergence": plots.convergence(results["convergence_p_a"], results["convergence_l_tr"],
@@ -109,11 +111,10 @@ def write_outputs(results: dict, timings: dict, settings: dict, out: Path, repor
                                                  summary=report_text.summary(results)))
     if report is not None:
         write_section(report, "theory", report_text.markdown(results, timings, settings, files))
-    log(f"[theory] done in {timings['total']} s; figures and JSON in {out}")
 
 
-def replot(out: Path, report: Path | None) -> None:
-    """Redraw the figures and the report section from the JSON files of an earlier run in ``out``."""
+def replot(out: Path, dest: Path, report: Path | None) -> None:
+    """Redraw the figures and the report section into ``dest`` from the JSON of an earlier run in ``out``."""
     load = lambda name: json.loads((out / f"theory_{name}.json").read_text())
     try:
         conv, alpha, summary = load("convergence"), load("alpha"), load("summary")
@@ -126,7 +127,7 @@ def replot(out: Path, report: Path | None) -> None:
                 "alpha": results["alpha"]["settings"], "M1": results["gates"]["settings"],
                 "trajectory": results["trajectory"]["settings"], "world_seed": conv["world_seed"],
                 "command": conv["command"]}
-    write_outputs(results, summary["timings_seconds"], settings, out, report)
+    write_outputs(results, summary["timings_seconds"], settings, dest, report)
 
 
 def main(argv=None) -> int:
@@ -140,13 +141,23 @@ def main(argv=None) -> int:
     parser.add_argument("--replot", action="store_true",
                         help="redraw figures and the report from the JSON of an earlier run in OUT (no training)")
     parser.add_argument("--no-report", action="store_true", help="do not touch the report")
+    add_jobs_argument(parser)
     args = parser.parse_args(argv)
     settings = quick_settings() if args.quick else copy.deepcopy(SETTINGS)
     settings["command"] = "python -m numpy_mamba theory" + (" --quick" if args.quick else "")
     out = Path(args.out or (tempfile.mkdtemp(prefix="theory_quick_") if args.quick else "figures"))
-    report = None if args.no_report else Path(args.report) if args.report else out / "REPORT.md"
-    if args.replot:
-        replot(out, report)
-    else:
-        run(settings, out, report)
-    return 0
+    report = Path(args.report) if args.report else None
+    start = time.perf_counter()
+
+    def work(stage):
+        section = None if args.no_report else stage.report
+        if args.replot:
+            return replot(out, stage.dir, section)
+        results, timings = run(settings, jobs=args.jobs)
+        print(f"[theory] writing figures, JSON and the report section of {out}", file=sys.stderr, flush=True)
+        write_outputs(results, timings, settings, stage.dir, section)
+
+    code = run_staged("theory", out, work, report=report)
+    if code == 0:
+        print(f"[theory] done in {time.perf_counter() - start:.1f} s; figures and JSON in {out}")
+    return code

@@ -1,0 +1,402 @@
+"""Running the experiments: ``--jobs N`` (numbers independent of N), all-or-nothing output
+folders, Ctrl-C, failing workers, and ``--out`` checked before anything is computed.
+
+The interruption test starts ``python -m numpy_mamba theory|gates --quick`` in its own process
+group and sends SIGINT at seeded random moments (while starting, while computing, while writing):
+the output folder must hold either exactly its previous content or the complete new content.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numpy_mamba.cli import jobs, output, staging
+from numpy_mamba.cli.jobs import Unit, UnitError, run_units
+from numpy_mamba.cli.output import save_json, write_section
+from numpy_mamba.cli.staging import run_staged
+from numpy_mamba.gates import compare as gates
+from numpy_mamba.theory import run as theory
+from numpy_mamba.theory.measure import steps_to_epsilon
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUTS = {"theory": [f"theory_{n}.{e}" for n in ("convergence", "alpha", "attention", "gates", "lemmas")
+                      for e in ("png", "json")] + ["theory_summary.json", "REPORT.md"],
+           "gates": ["gates.json", "gates_error_vs_alpha.png", "gates_training.png", "REPORT.md"]}
+
+
+def echo_after(value, seconds: float):
+    """A unit for the tests: ``value`` after ``seconds``."""
+    time.sleep(seconds)
+    return value
+
+
+def _plain_json(obj) -> str:
+    return json.dumps(output._plain(obj), sort_keys=True)
+
+
+# ------------------------------------------------------------------ parallel units
+def test_results_come_back_in_unit_order_whatever_finishes_first():
+    """If this fails, results are assembled in completion order: --jobs N would shuffle numbers."""
+    units = [Unit(k, f"unit {k}", echo_after, (k, d)) for k, d in enumerate([0.6, 0.0, 0.3, 0.0])]
+    err = io.StringIO()
+    assert list(run_units(units, jobs=2, name="t", progress=err).items()) == [(k, k) for k in range(4)]
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "[t] 4 units, 2 worker processes" and len(lines) == 5, lines
+    assert re.fullmatch(r"\[t\] 4/4 units done \(unit \d\) elapsed \d+s, left ~\d+s", lines[-1]), lines[-1]
+
+
+def test_jobs_2_gives_the_same_numbers_as_jobs_1():
+    """If this fails, a unit's numbers depend on which process ran it or on the other units
+    (randomness not from its own seed stream, or results assembled out of order)."""
+    s = theory.quick_settings()
+    one, timing1 = theory.run(s, jobs=1, progress=False)
+    two, timing2 = theory.run(s, jobs=2, progress=False)
+    assert _plain_json(one) == _plain_json(two)
+    assert timing1["workers (--jobs)"] == 1 and timing2["workers (--jobs)"] == 2
+    cfg = gates.settings(quick=True)
+    assert _plain_json(gates.run(cfg, jobs=1, progress=False)) == _plain_json(gates.run(cfg, jobs=2, progress=False))
+
+
+def _live_processes():
+    """(pid, parent pid, process group) of every process that has not exited (zombies excluded), from /proc."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            yield int(stat.parent.name), int(fields[1]), int(fields[2])
+
+
+def _worker_pids():
+    """The worker processes: children of this process's forkserver."""
+    from multiprocessing import forkserver
+    return [pid for pid, parent, _ in _live_processes() if parent == forkserver._forkserver._forkserver_pid]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to list worker processes")
+def test_a_failing_unit_stops_the_run_with_its_traceback_and_no_worker_left():
+    """If this fails, a worker's error is lost, the run hangs on a 60 s unit still running, or
+    workers survive the failed run."""
+    world = theory.make_world(**theory.WORLD, rng=0)
+    bad = Unit("bad", "bad p_a", steps_to_epsilon, (world, "mamba"),
+               dict(p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0))
+    units = [Unit("slow", "slow", time.sleep, (60,)), bad] + [Unit(k, "", time.sleep, (60,)) for k in range(4)]
+    start = time.perf_counter()
+    with pytest.raises(UnitError) as info:
+        run_units(units, jobs=2, name="t", progress=False)
+    assert time.perf_counter() - start < 30, "the run waited for the 60 s unit instead of stopping"
+    message = str(info.value)
+    assert "'bad p_a' failed in a worker" in message and "Traceback" in message and "ValueError" in message
+    assert "p_a" in message.splitlines()[-1], "the worker's own error message must be in the report"
+    for _ in range(50):
+        if not _worker_pids():
+            break
+        time.sleep(0.1)
+    assert not _worker_pids(), "worker processes survived the failed run"
+
+
+STOP_WHILE_SENDING = """
+from numpy_mamba.cli.jobs import Unit, run_units
+class Stop:
+    def write(self, text):
+        if "units done" in text:
+            raise KeyboardInterrupt             # the parent is interrupted after the first result
+    def flush(self):
+        pass
+try:
+    run_units([Unit(k, str(k), bytes, (4_000_000,)) for k in range(6)], jobs=2, progress=Stop())
+except KeyboardInterrupt:
+    print("stopped")
+"""
+
+
+def test_stopping_while_workers_send_big_results_does_not_hang_at_exit():
+    """If this fails, a worker killed half-way through sending a result (more than a pipe buffer)
+    leaves the pool's manager thread waiting for the rest, and the process never exits."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", STOP_WHILE_SENDING], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "stopped", done.stderr
+    assert "leaked" not in done.stderr, done.stderr
+
+
+def test_units_that_cannot_reach_a_worker_are_refused_for_every_jobs():
+    """If this fails, --jobs 1 accepts a unit that --jobs 2 cannot run (a lambda)."""
+    for n in (1, 2):
+        with pytest.raises(ValueError, match="'square' cannot be sent to a worker"):
+            run_units([Unit(0, "square", lambda x: x * x, (2,)), Unit(1, "b", abs, (1,))], jobs=n, progress=False)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_jobs_must_be_a_positive_whole_number(value, capsys):
+    """If this fails, --jobs 0 (or -1, or a word) starts no workers or crashes with a traceback."""
+    with pytest.raises(SystemExit) as info:
+        theory.main(["--quick", "--jobs", value])
+    assert info.value.code == 2 and "expected a whole number >= 1" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ all or nothing
+def _old_content(folder: Path, command: str) -> dict:
+    """A previous run's folder: the command's files, another command's JSON and report section."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS[command]:
+        (folder / name).write_text(f"OLD {name}\n")
+    (folder / "fig2.json").write_text("OLD reproduce output\n")
+    write_section(folder / "REPORT.md", "reproduce", "KEEP reproduce")
+    write_section(folder / "REPORT.md", command, "OLD section")
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def _check_previous_or_complete(folder: Path, command: str, before: dict) -> str:
+    """'previous' or 'complete'; fails if the folder is anything in between."""
+    now = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert not [n for n in now if n.startswith(staging.STAGING_PREFIX)], f"staging folder left in {folder}"
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(staging.STAGING_PREFIX)]
+    if now == before:
+        return "previous"
+    assert set(now) == set(before), f"files added or lost: {set(now) ^ set(before)}"
+    assert now["fig2.json"] == before["fig2.json"], "another command's file was touched"
+    stale = [n for n in OUTPUTS[command] if now[n] == before[n]]
+    assert not stale, f"a mix of old and new files: {stale} still old"
+    for name in OUTPUTS[command]:
+        if name.endswith(".json"):
+            json.loads(now[name])
+        if name.endswith(".png"):
+            assert now[name][:8] == b"\x89PNG\r\n\x1a\n", name
+    report = now["REPORT.md"].decode()
+    assert "KEEP reproduce" in report and "OLD section" not in report and f"<!-- END {command} -->" in report
+    return "complete"
+
+
+def _stage_files(stage, n=3):
+    for k in range(n):
+        save_json(stage.dir / f"gates_{k}.json", {"k": k})
+    write_section(stage.report, "gates", "NEW section")
+
+
+def test_a_signal_during_the_final_moves_is_raised_after_them(tmp_path, monkeypatch, capsys):
+    """If this fails, a Ctrl-C landing between two os.replace calls leaves a half-moved folder."""
+    (tmp_path / "gates_0.json").write_text("OLD")
+    real = os.replace
+    calls = []
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        real(src, dst)
+
+    monkeypatch.setattr(staging.os, "replace", replace)
+    assert run_staged("gates", tmp_path, _stage_files) == 130
+    assert json.loads((tmp_path / "gates_2.json").read_text()) == {"k": 2} and len(calls) == 4
+    assert "NEW section" in (tmp_path / "REPORT.md").read_text()
+    assert "after the new results were complete and in place" in capsys.readouterr().err
+
+
+def test_a_failed_move_puts_every_earlier_file_back(tmp_path, monkeypatch):
+    """If this fails, an error in the middle of the final moves leaves new files beside old ones."""
+    before = _old_content(tmp_path, "gates")
+    real, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(staging.os, "replace", replace)
+    with pytest.raises(OSError, match="No space"):
+        run_staged("gates", tmp_path, lambda stage: [(stage.dir / n).write_text("NEW") for n in OUTPUTS["gates"][:3]])
+    assert _check_previous_or_complete(tmp_path, "gates", before) == "previous"
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_swallowed_interrupt_still_ends_the_run(signum, code, tmp_path, capsys):
+    """If this fails, a KeyboardInterrupt caught by library code (it once landed in a garbage-
+    collector callback) lets the run finish with rc 0, or SIGTERM leaves a half-written folder."""
+    before = _old_content(tmp_path, "gates")
+
+    def work(stage):
+        _stage_files(stage)
+        try:
+            os.kill(os.getpid(), signum)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            pass                                           # swallowed, as in a __del__
+
+    assert run_staged("gates", tmp_path, work) == code
+    assert _check_previous_or_complete(tmp_path, "gates", before) == "previous"
+    err = capsys.readouterr().err
+    assert f"({signal.Signals(signum).name})" in err and "nothing in" in err
+
+
+def test_a_failing_unit_ends_the_command_with_its_error_and_leaves_out_as_it_was(tmp_path, capsys):
+    """If this fails, a unit's error is hidden, exits 0, or leaves new files beside old ones."""
+    before = _old_content(tmp_path, "gates")
+    world = theory.make_world(**theory.WORLD, rng=0)
+    bad = Unit("bad", "bad p_a", steps_to_epsilon, (world, "mamba"),
+               dict(p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0))
+
+    def work(stage, jobs):
+        _stage_files(stage)
+        run_units([Unit("ok", "ok", abs, (-1,)), bad], jobs=jobs, progress=False)
+
+    assert run_staged("gates", tmp_path, lambda stage: work(stage, 2)) == 1
+    err = capsys.readouterr().err
+    assert "'bad p_a' failed in a worker" in err and "ValueError" in err and "nothing in" in err
+    with pytest.raises(ValueError, match="p_a"):                 # --jobs 1: the error itself
+        run_staged("gates", tmp_path, lambda stage: work(stage, 1))
+    assert _check_previous_or_complete(tmp_path, "gates", before) == "previous"
+
+
+def test_the_report_section_is_merged_into_the_report_as_it_is_at_the_end(tmp_path):
+    """If this fails, a section another command wrote while this one ran is lost."""
+    write_section(tmp_path / "REPORT.md", "gates", "OLD section")
+
+    def work(stage):
+        write_section(tmp_path / "REPORT.md", "reproduce", "written meanwhile")
+        write_section(stage.report, "gates", "NEW section")
+
+    assert run_staged("gates", tmp_path, work) == 0
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "written meanwhile" in text and "NEW section" in text and "OLD section" not in text
+
+
+# ------------------------------------------------------------------ --out checked first
+def _unwritable_folders(tmp_path):
+    cases = {"existing file": tmp_path / "file.txt", "below a file": tmp_path / "file.txt" / "sub"}
+    (tmp_path / "file.txt").write_text("x")
+    if Path("/proc").is_dir():
+        cases["/proc/x"] = Path("/proc/numpy_mamba_x")
+    if Path("/sys/kernel").is_dir():                       # refuses new entries even to root
+        cases["read-only folder"] = Path("/sys/kernel")
+    if os.name == "posix" and os.geteuid() != 0:           # root ignores permission bits
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        cases["chmod 555 folder"] = ro
+        cases["below a chmod 555 folder"] = ro / "new"
+    return cases
+
+
+@pytest.mark.parametrize("command", ["theory", "gates"])
+def test_an_unwritable_out_is_a_one_line_error_before_any_computing(command, tmp_path, monkeypatch, capsys):
+    """If this fails, --out is found unwritable only after the experiments ran (or with a traceback)."""
+    def computing(*args, **kwargs):
+        raise AssertionError("computing started before --out was checked")
+
+    monkeypatch.setattr(theory, "run_plans", computing)
+    monkeypatch.setattr(gates, "run_units", computing)
+    main = theory.main if command == "theory" else gates.main
+    cases = _unwritable_folders(tmp_path)
+    assert len(cases) >= 4
+    for case, out in cases.items():
+        assert main(["--quick", "--out", str(out)]) == 2, case
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"{command}: error: ") and str(out) in err[0], (case, err)
+    assert not list(tmp_path.glob(f"**/{staging.STAGING_PREFIX}*")) and (tmp_path / "file.txt").read_text() == "x"
+
+
+def test_theory_checks_the_report_folder_too(tmp_path, monkeypatch, capsys):
+    """If this fails, an unwritable --report is found out after the computing."""
+    monkeypatch.setattr(theory, "run_plans", lambda *a, **k: pytest.fail("computing started"))
+    (tmp_path / "file.txt").write_text("x")
+    assert theory.main(["--out", str(tmp_path / "out"), "--report", str(tmp_path / "file.txt" / "R.md")]) == 2
+    assert "--report" in capsys.readouterr().err and not (tmp_path / "out").exists(), "a folder it made was left"
+
+
+# ------------------------------------------------------------------ Ctrl-C on the real commands
+def _group_alive(pgid: int) -> bool:
+    """Any process of the group that has not exited (a zombie has; init reaps it)."""
+    if Path("/proc/self/stat").exists():
+        return any(group == pgid for _, _, group in _live_processes())
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _interrupted_run(command: str, folder: Path, event: str, delay: float, whole_group: bool) -> dict:
+    """Run the command; ``delay`` s after the first stderr line matching ``event``, send SIGINT."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    argv = ["numpy_mamba", command, "--quick", "--jobs", "2", "--out", str(folder)]
+    # as from a terminal, even when these tests run in a background job (which ignores SIGINT)
+    start = (f"import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             f"sys.argv = {argv!r}; runpy.run_module('numpy_mamba', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", start], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True, env=env, start_new_session=True)
+    sent, lines = [], []
+
+    def interrupt():
+        if proc.poll() is None:
+            (os.killpg if whole_group else os.kill)(proc.pid, signal.SIGINT)
+            sent.append(time.perf_counter())
+
+    timer = None
+    for line in proc.stderr:
+        lines.append(line.rstrip())
+        if timer is None and re.search(event, line):
+            timer = threading.Timer(delay, interrupt)
+            timer.start()
+    try:
+        rc = proc.wait(timeout=120)
+    finally:
+        if timer:
+            timer.cancel()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stopped = time.perf_counter()
+    deadline = time.perf_counter() + 10
+    while _group_alive(proc.pid) and time.perf_counter() < deadline:
+        time.sleep(0.1)
+    return {"rc": rc, "stderr": lines, "sent": sent, "stop_s": stopped - sent[0] if sent else None,
+            "survivors": _group_alive(proc.pid)}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups and SIGINT to a group are POSIX")
+def test_ctrl_c_at_random_moments_leaves_the_previous_or_the_complete_results(tmp_path):
+    """If this fails, an interrupted run left a mixed or partial folder, a staging folder, a
+    process behind, a swallowed interrupt (rc 0 with old files) or no message."""
+    rng = random.Random(14)
+    scenarios = [  # (command, event on stderr, delay range, SIGINT to the whole group?)
+        ("gates", r"\] \d+ units, ", 0.6, True),                # pool starting, first units
+        ("gates", r"3/\d+ units done", 0.6, False),             # training; parent only
+        ("gates", r"writing figures", 2.5, True),               # writing, or just after the end
+        ("theory", r"5/\d+ units done", 1.0, True),             # computing
+        ("theory", r"writing figures", 4.0, True),              # writing, or just after the end
+    ]
+    befores = {k: _old_content(tmp_path / f"run{k}" / "out", command) for k, (command, *_) in enumerate(scenarios)}
+    delays = [rng.uniform(0, top) for _, _, top, _ in scenarios]
+    with ThreadPoolExecutor(len(scenarios)) as pool:
+        runs = list(pool.map(lambda k: _interrupted_run(scenarios[k][0], tmp_path / f"run{k}" / "out",
+                                                          scenarios[k][1], delays[k], scenarios[k][3]),
+                             range(len(scenarios))))
+    for k, ((command, event, *_), r) in enumerate(zip(scenarios, runs)):
+        where = f"{command} interrupted after {event!r}: rc {r['rc']}, stderr tail {r['stderr'][-3:]}"
+        state = _check_previous_or_complete(tmp_path / f"run{k}" / "out", command, befores[k])
+        assert not r["survivors"], f"processes of the run survived: {where}"
+        if r["rc"] in (0, -signal.SIGINT):    # finished; or the SIGINT came as the interpreter exited
+            assert state == "complete", where
+            continue
+        assert r["rc"] == 130, where
+        assert r["sent"], f"rc 130 without a SIGINT: {where}"
+        assert r["stop_s"] < 20, f"did not stop promptly: {where}"
+        last = r["stderr"][-1]
+        assert re.fullmatch(rf"{command}: interrupted \(SIGINT\)( (before|after) .*)?", last), where
+        assert not [l for l in r["stderr"] if "Traceback" in l], f"a traceback on Ctrl-C: {where}"
+        if " before " in last or " after " in last:
+            assert state == ("previous" if " before " in last else "complete"), where

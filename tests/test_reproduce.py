@@ -84,12 +84,14 @@ def test_report_has_a_verdict_per_claim(quick_run):
     text = (quick_run[0] / "REPORT.md").read_text()
     assert "<!-- BEGIN reproduce -->" in text and "<!-- END reproduce -->" in text
     section = text.split("<!-- BEGIN reproduce -->")[1]
-    for claim in ("Fig 2: Mamba", "linear Transformer's error is large", "Fig 3 / Corollary 1",
-                  "Corollary 2 (i)", "Corollary 2 (ii)", "Table 1 numbers", "unseen", "three-layer"):
+    for claim in ("Fig 2: Mamba", "linear Transformer's error rises once alpha passes 1/2", "Corollary 1",
+                  "Corollary 2 (i)", "Corollary 2 (ii)", "Table 1 numbers", "reversed pairs", "three-layer",
+                  "Fig 5", "Fig 6", "Step size"):
         assert claim in section, f"REPORT.md section lacks {claim!r}"
     verdicts = [v for v in ("**reproduced**", "**partly**", "**not**") for _ in range(section.count(v))]
-    assert len(verdicts) >= 9, "every claim row needs a verdict"
-    assert "QUICK" in section, "a quick run must say so in the report"
+    assert len(verdicts) >= 11, "every claim row needs a verdict"
+    assert section.count("**not run**") == 5, "Figures 5, 6 and the three-layer Figures 3-4 / Table 1 are not run"
+    assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in the section header"
 
 
 def test_same_seed_same_numbers_and_other_seed_other_world():

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..data import make_world
 from ..cli.output import save_json, write_section
+from ..reproduce.common import SMOKE
 from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
 from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
 from . import plots, report as report_text
@@ -59,6 +60,8 @@ def quick_settings() -> dict:
                       lt_alphas=[0.2, 0.3, 0.4], lt_l_ts_grid=[5, 20, 80])
     s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100)
     s["trajectory"].update(T=100, B_held=64, record_every=10, lemma6_l_grid=[10, 20])
+    for part in ("p_a", "l_tr", "alpha", "M1", "trajectory"):   # figures and report stamp a smoke run
+        s[part]["quick"] = True
     return s
 
 
@@ -149,4 +152,6 @@ def main(argv=None) -> int:
         replot(out, report)
     else:
         run(settings, out, report)
+    if args.quick:
+        print(f"*** {SMOKE} ***")
     return 0

@@ -93,7 +93,7 @@ def test_table1_pattern_criteria():
 
 
 def test_step_size_rule_picks_lowest_heldout_loss_and_excludes_diverged_runs():
-    losses = {0.01: [0.5, 0.4], 0.1: [0.1, 0.3], 0.2: [0.05, None]}   # 0.2 diverges on seed 1
+    losses = {0.01: [0.5, 0.4], 0.1: [0.1, 0.3], 0.2: [0.05, None], 0.5: [1e18, 0.01]}   # 0.2, 0.5 diverge
 
     def score(fields, seed):
         v = losses[fields["eta"]][seed]
@@ -101,10 +101,11 @@ def test_step_size_rule_picks_lowest_heldout_loss_and_excludes_diverged_runs():
             raise DivergenceError("diverged")
         return v
 
-    sel = choose({"eta": (0.01, 0.1, 0.2)}, score, seeds=[0, 1])
+    sel = choose({"eta": (0.01, 0.1, 0.2, 0.5)}, score, seeds=[0, 1])
     assert sel["chosen"] == {"eta": 0.1}
     rows = {r["fields"]["eta"]: r for r in sel["candidates"]}
     assert rows[0.2]["diverged"] and rows[0.2]["mean"] is None and rows[0.1]["mean"] == pytest.approx(0.2)
+    assert rows[0.5]["diverged"] and rows[0.5]["losses"] == [None, 0.01], "a finite blow-up is a diverged run"
     assert choose({"eta": (0.01, 0.1, 0.2)}, lambda f, s: 1.0, [0])["chosen"] == {"eta": 0.01}, "ties: first"
     with pytest.raises(ValueError, match="every candidate"):
         choose({"eta": (0.1,)}, lambda f, s: float("nan"), [0])

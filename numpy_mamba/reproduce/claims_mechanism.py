@@ -127,7 +127,7 @@ def _table1_claims(res: dict) -> list:
              "less; Mamba beats the LT at FQ and R", "FQ 99.84 > R 99.04 >> CQ 73.28 for Mamba; LT within 0.3 points",
              f"main setting ({_name(main)}): {main_checks}",
              f"{_v(pat['level'])} (rule, per (labelling, kappa_a'): all three criteria hold; reproduced if in every "
-             f"setting). All three {where_text(pat)}." + note]]
+             f"setting). All three criteria together: {where_text(pat)}." + note]]
 
 
 CLAIMS = {"fig2": _fig2_claims, "fig3": _fig3_claims, "fig4": _fig4_claims, "table1": _table1_claims}

@@ -50,7 +50,7 @@ class Settings:
     seeds: int = 10
     T: int = 2000
     B: int = 64
-    eta_grid: tuple = (0.01, 0.02, 0.05, 0.1, 0.2)
+    eta_grid: tuple = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
     select_seeds: int = 3
     K: float = 0.5
     record_every: int = 10
@@ -79,7 +79,7 @@ class Settings:
 
 
 FULL = Settings()
-QUICK = Settings(seeds=2, T=300, select_seeds=1, record_every=25, n_test=200, n_probe=64, n_heldout=256,
+QUICK = Settings(seeds=2, T=300, select_seeds=1, eta_grid=(0.01, 0.1, 0.5), record_every=25, n_test=200, n_probe=64, n_heldout=256,
                  alphas=(0.0, 0.3, 0.5, 0.7, 0.8, 0.9), quick=True)
 
 

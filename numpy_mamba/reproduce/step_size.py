@@ -9,7 +9,9 @@ The rule (``choose``), written before any run it is applied to:
    minibatch stream (the seed's own streams, disjoint from those of the experiments), and is
    scored by the hinge loss (eq (4)) on a held-out batch of training prompts (Definition 1,
    tasks T_tr) drawn from the seed's own stream.
-3. A candidate whose run diverges (non-finite loss or parameters) in any seed is excluded.
+3. A candidate whose run diverges in any seed is excluded: non-finite loss or parameters, or a
+   held-out loss above ``DIVERGED_ABOVE`` (the hinge loss at initialisation is about 1; a run
+   that ends 100 times above it has blown up even if its numbers are still finite).
 4. The candidate with the lowest mean held-out loss over the selection seeds is chosen; ties go
    to the earlier candidate in grid order.
 
@@ -30,10 +32,11 @@ from ..loss import hinge
 from ..model import output
 from ..sgd import DivergenceError, TrainConfig, train
 
+DIVERGED_ABOVE = 100.0
 RULE = ("for each candidate, train from the same initialisation on the same minibatch stream for every "
         "selection seed; score by the hinge loss (eq (4)) on held-out training prompts (Definition 1, own seed "
-        "stream) at the end of training; exclude candidates that diverge in any seed; choose the lowest mean "
-        "held-out loss (ties: the earlier candidate)")
+        "stream) at the end of training; exclude candidates that diverge in any seed (non-finite, or held-out "
+        f"loss above {DIVERGED_ABOVE:g}); choose the lowest mean held-out loss (ties: the earlier candidate)")
 
 
 def candidates(grid: Mapping[str, Sequence]) -> list[dict]:
@@ -49,7 +52,7 @@ def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], flo
 
     grid : field -> candidate values.  heldout_loss(fields, seed) trains with ``fields`` on selection
     seed ``seed`` and returns the held-out hinge loss; it may raise ``DivergenceError`` (or return
-    a non-finite number) for a diverged run.  seeds : the selection seeds.
+    a non-finite number, or one above DIVERGED_ABOVE) for a diverged run.  seeds : the selection seeds.
 
     Returns {"rule", "grid", "seeds", "candidates": [{"fields", "losses" (per seed, None where
     diverged), "mean" (None if excluded), "diverged": bool}], "chosen": fields of the winner}.
@@ -66,7 +69,7 @@ def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], flo
                 value = float(heldout_loss(dict(fields), seed))
             except DivergenceError:
                 value = float("nan")
-            losses.append(value if np.isfinite(value) else None)
+            losses.append(value if np.isfinite(value) and value <= DIVERGED_ABOVE else None)
         diverged = any(v is None for v in losses)
         rows.append({"fields": dict(fields), "losses": losses, "diverged": diverged,
                      "mean": None if diverged else float(np.mean(losses))})

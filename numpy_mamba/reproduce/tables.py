@@ -117,7 +117,10 @@ def step_size_table(results: dict) -> str:
             continue
         for model in MODELS:
             sel = res["step_size"][model]
-            lines += ["", f"**{label} (p_a = {res['p_a']}), {SHORT[model]}: eta = {sel['chosen']['eta']:g} chosen**", ""]
+            eta, grid = sel["chosen"]["eta"], sel["grid"]["eta"]
+            edge = (" (the edge of the grid: a step size beyond it might score lower; the grid was fixed before the "
+                    "run and is not extended after seeing results)" if eta in (min(grid), max(grid)) else "")
+            lines += ["", f"**{label} (p_a = {res['p_a']}), {SHORT[model]}: eta = {eta:g} chosen{edge}**", ""]
             lines += _md(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]]
                          + ["mean", ""], table_rows(sel))
     return "\n".join(lines)

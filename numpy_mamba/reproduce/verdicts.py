@@ -35,13 +35,16 @@ def where_it_holds(cases: Mapping[str, bool]) -> dict:
 
 
 def where_text(result: dict, what: str = "") -> str:
-    """'holds in: a; b. fails in: c' from ``where_it_holds``'s result."""
-    parts = []
-    if result["holds_in"]:
-        parts.append(f"holds{what} in: {'; '.join(result['holds_in'])}")
-    if result["fails_in"]:
-        parts.append(f"fails{what} in: {'; '.join(result['fails_in'])}")
-    return ". ".join(parts)
+    """Where a case-by-case claim holds, from ``where_it_holds``'s result: the shorter of the two
+    lists is named and the other counted ('fails in: c. holds in the other 8 cases')."""
+    holds, fails = result["holds_in"], result["fails_in"]
+    if not fails:
+        return f"holds{what} in all {len(holds)} case(s)" + (f": {'; '.join(holds)}" if len(holds) <= 3 else "")
+    if not holds:
+        return f"fails{what} in all {len(fails)} case(s)" + (f": {'; '.join(fails)}" if len(fails) <= 3 else "")
+    if len(fails) <= len(holds):
+        return f"fails{what} in: {'; '.join(fails)}. Holds{what} in the other {len(holds)} case(s)"
+    return f"holds{what} only in: {'; '.join(holds)}. Fails{what} in the other {len(fails)} case(s)"
 
 
 GROUP_LABEL = {"training": "training partner", "reversed": "reversed pair"}

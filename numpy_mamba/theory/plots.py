@@ -53,7 +53,7 @@ def _scatter_T(ax, x, T_by_seed, color, label, T_max=None, jitter=0.0):
     missed = [xi * (1 + jitter * (k - 1)) for k, T in enumerate(T_by_seed) for xi, t in zip(x, T) if t is None]
     if missed and T_max is not None:
         ax.plot(missed, [T_max] * len(missed), "^", color=color, mfc="none", ms=9, mew=1.5,
-                label=f"{label.split(' (')[0]}: never reached eps within {T_max} steps (drawn at the cap)")
+                label=f"{label.split(' (')[0]}: eps not reached in {T_max} steps (drawn at the cap)")
     med = [np.median([T[i] for T in T_by_seed if T[i] is not None]) if any(T[i] is not None for T in T_by_seed)
            else np.nan for i in range(len(x))]
     ax.plot(x, med, "-", color=color, lw=1.5)
@@ -66,7 +66,7 @@ def _slope_label(model, sl):
 def convergence(res_p, res_l, path: Path) -> Path:
     """theory_convergence.png: steps to eps vs 1/(1-p_a) and vs l_tr, and T_M / T_T vs l_tr (Theorems 1, 3)."""
     sp, sl_ = res_p["settings"], res_l["settings"]
-    fig, axes = subplots(1, 3, figsize=(16, 5.6))
+    fig, axes = subplots(1, 3, figsize=(16, 6.4))
     ax = axes[0]
     x = res_p["x_inv_one_minus_p_a"]
     for model in ("mamba", "linear_transformer"):
@@ -76,14 +76,12 @@ def convergence(res_p, res_l, path: Path) -> Path:
             label="slope 1 (claim)")
     ax.set(xscale="log", yscale="log", xlabel=r"$1 / (1 - p_a)$", ylabel=f"steps until held-out loss < {sp['eps']}",
            title=rf"Theorems 1, 3: T vs $p_a$ ($l_{{tr}}$ = {sp['l_tr']})")
-    ax.legend(fontsize=8.5)
     ax = axes[1]
     for model in ("mamba", "linear_transformer"):
         _scatter_T(ax, res_l["l_tr"], res_l["T"][model], COLOR[model], _slope_label(model, res_l["slope"][model]),
                    T_max=sl_["T_max"][model])
     ax.set(xscale="log", yscale="log", xlabel=r"$l_{tr}$ (context examples in training prompts)",
            ylabel=f"steps until held-out loss < {sl_['eps']}", title=rf"T vs $l_{{tr}}$ ($p_a$ = {sl_['p_a']})")
-    ax.legend(fontsize=8.5)
     ax = axes[2]
     sl = res_l["slope"]["ratio"]
     lab = f"measured (slope {sl['mean']:.2f} ± {sl['sd']:.2f})" if sl["mean"] is not None else "measured"
@@ -93,12 +91,13 @@ def convergence(res_p, res_l, path: Path) -> Path:
     if first:
         ax.plot(l, l / l[0] * np.median(first), ":", color="grey", label=r"slope 1 (claim: $T_M / T_T \sim l_{tr}$)")
     missing = sum(r is None for row in res_l["ratio_T_M_over_T_T"] for r in row)
+    if missing:
+        ax.plot([], [], " ", label=f"{missing} (l_tr, seed) runs without a ratio (a model did not reach eps)")
     ax.set(xscale="log", yscale="log", xlabel=r"$l_{tr}$", ylabel=r"$T_M / T_T$",
-           title="Ratio of iterations, Mamba / linear Transformer"
-           + (f" ({missing} runs without a ratio)" if missing else ""))
-    ax.legend(fontsize=8.5)
+           title="Ratio of iterations, Mamba / linear Transformer")
     for a in axes:
         _plain_log_ticks(a)
+        a.legend(fontsize=8.5, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     axes[0].set_xticks(x, [f"{v:.3g}" for v in x])
     for a in axes[1:]:
         a.set_xticks(res_l["l_tr"], [str(v) for v in res_l["l_tr"]])
@@ -107,13 +106,13 @@ def convergence(res_p, res_l, path: Path) -> Path:
               f"eps = {sp['eps']} on 128 fixed held-out training prompts (checked before every step); step caps "
               f"Mamba {sp['T_max']['mamba']}, linear Transformer {sp['T_max']['linear_transformer']}; "
               f"{len(sp['seeds'])} seeds (points), line: median over the seeds that reached eps.")
-    return _finish(fig, path, sp, footer)
+    return _finish(fig, path, sp, footer, bottom=0.07)
 
 
 def tolerated(res, lt_need, path: Path) -> Path:
     """theory_alpha.png: error vs alpha, alpha* vs p_a l_tr / l_ts, and l_ts needed vs (1/2 - alpha)^-2 alpha (Theorems 2, 4)."""
     s = res["settings"]
-    fig, axes = subplots(1, 3, figsize=(16, 5.6))
+    fig, axes = subplots(1, 3, figsize=(16, 6.6))
     ax = axes[0]
     l_show, seed0 = s["l_ts_grid"][min(1, len(s["l_ts_grid"]) - 1)], s["seeds"][0]
     styles = {s["kappa_a_prime"][0]: "-", s["kappa_a_prime"][-1]: "--"}
@@ -144,7 +143,7 @@ def tolerated(res, lt_need, path: Path) -> Path:
     ax.plot([], [], "o", color="grey", label=rf"filled: $\kappa_a'$ = {k0:g}; open: {s['kappa_a_prime'][-1]:g}")
     ax.set(xscale="log", xlabel=r"$p_a l_{tr} / l_{ts}$", ylabel=rf"$\alpha^*$: largest $\alpha$ with error <= {s['threshold']}",
            title=r"Tolerated outlier fraction $\alpha^*$ (one point per seed)", ylim=(0, 1.02))
-    ax.legend(fontsize=8.5, loc="lower right")
+    ax.legend(fontsize=8.5, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     _plain_log_ticks(ax)
     ax = axes[2]
     for k, r in enumerate(lt_need["runs"]):
@@ -164,7 +163,7 @@ def tolerated(res, lt_need, path: Path) -> Path:
               f"flipped outlier labels, {s['B_test']} prompts per point, l_ts in {s['l_ts_grid']}; alpha grid step "
               f"{s['alphas'][1] - s['alphas'][0]:.2g}. Right: p_a = {s['lt_p_a']}, kappa_a' = {s['kappa_a_prime'][0]:g}, "
               f"l_ts up to {s['lt_l_ts_grid'][-1]}.")
-    return _finish(fig, path, s, footer)
+    return _finish(fig, path, s, footer, bottom=0.07)
 
 
 def attention(res, path: Path) -> Path:
@@ -186,6 +185,7 @@ def attention(res, path: Path) -> Path:
     s = res["settings"]
     ax.set(xlabel=r"sum of attention scores $p_i^\top W_B^\top W_C\, p_{query}$ over the group",
            ylabel="testing prompts", title=rf"Corollary 1 (Mamba trained at $p_a$ = {s['cor1_p_a']})")
+    ax.set_ylim(0, 1.65 * ax.get_ylim()[1])                        # room for the legend above the bars
     ax.legend(fontsize=8.5, loc="upper left")
     footer = (f"Training: p_a = {s['cor1_p_a']}, T = {s['T']}, eta = {s['eta']}, delta = {s['delta']}, B = {s['B']}, "
               f"l_tr = {s['l_tr']}. Test: l_ts = {s['l_ts']}, alpha = {s['alpha']}, kappa_a' = 2, K' = 1.5, flipped labels, "
@@ -232,7 +232,7 @@ def gates(res, path: Path) -> Path:
     ax.legend(fontsize=8.5)
     ax.set_xticks(M1, [str(m) for m in M1])
     fig.suptitle(rf"Corollary 2 and Lemma 5: Mamba trained at $p_a$ = {s['p_a']}, tested at $\kappa_a'$ = 2, "
-                 rf"$\alpha$ = {s['alpha']} (reproduce's fig4 uses $p_a$ = 0.4, $\kappa_a'$ = 8: its gate ratios are smaller)")
+                 rf"$\alpha$ = {s['alpha']} (reproduce's fig4: $p_a$ = 0.4, $\kappa_a'$ = 8, so its values differ)")
     footer = (f"Training: p_a = {s['p_a']}, T = {s['T']}, eta = {s['eta']}, delta = {s['delta']}, B = {s['B']}, "
               f"l_tr = {s['l_tr']}, kappa_a = 2, M1 in {s['M1_grid']} (one world each), {len(s['seeds'])} seeds. "
               f"Test (Definition 2): kappa_a' = 2, K' = 1.5, flipped labels, alpha = {s['alpha']}, l_ts = {s['l_ts']}, "
@@ -270,8 +270,10 @@ def trajectory(res, path: Path) -> Path:
     if "lemma6" in res:
         ax.axvspan(0, res["lemma6"]["window_t"], color="grey", alpha=0.2, lw=0,
                    label=f"Lemma 6's range (constants 1): t <= {res['lemma6']['window_t']:.0f}")
-    ax.set(xlabel="SGD step t", ylabel=r"$G_1 l + G_2 (l-1) + \ldots + G_l$ (Lemma 6 sum)", title="Lemma 6 (dotted: 95th percentile)")
-    ax.legend(fontsize=8.5)
+    ax.set_xscale("symlog", linthresh=10)                           # so the lemma's short range is visible
+    ax.set(xlabel="SGD step t (linear up to 10, log beyond)", ylabel=r"$G_1 l + G_2 (l-1) + \ldots + G_l$ (Lemma 6 sum)",
+           title="Lemma 6 (dotted: 95th percentile)")
+    ax.legend(fontsize=8.5, loc="upper left")
     footer = (f"One Mamba run: seed {s['seed']}, p_a = {s['p_a']}, kappa_a = {s.get('kappa_a', 2.0):g}, T = {s['T']}, "
               f"eta = {s['eta']}, delta = {s['delta']}, B = {s['B']}, l_tr = {s['l_tr']}; recorded every "
               f"{s['record_every']} steps on {s['B_held']} fixed training prompts (Lemma 6: {s['B_held']} prompts per l).")

@@ -6,6 +6,7 @@ import json
 import numpy as np
 
 from ..reproduce.common import SMOKE
+from .claims import convergence_verdict, judge_tolerated
 from ..reproduce.verdicts import COROLLARY1_RULE, corollary1_text
 
 
@@ -78,8 +79,20 @@ def _alpha_table(res) -> list[str]:
     return rows
 
 
+def rejudge(results) -> dict:
+    """Apply the current verdict rules of Theorems 1-4 and Remark 5 to the saved raw numbers
+    (idempotent; lets ``theory --replot`` of an older run use them)."""
+    p = results["convergence_p_a"]
+    for model in p["T"]:
+        p["verdict"][model], p.setdefault("verdict_detail", {})[model] = convergence_verdict(
+            p["settings"]["p_a_grid"], p["T"][model], p["slope"][model])
+    judge_tolerated(results["alpha"])
+    return results
+
+
 def summary(results) -> dict:
     """The headline numbers and verdicts, one entry per claim (also saved as JSON)."""
+    rejudge(results)
     p, l, a = results["convergence_p_a"], results["convergence_l_tr"], results["alpha"]
     g, t = results["gates"], results["trajectory"]
     return {
@@ -104,6 +117,7 @@ def summary(results) -> dict:
 
 
 def markdown(results, timings, settings, files) -> str:
+    rejudge(results)
     p, l, a, lt = results["convergence_p_a"], results["convergence_l_tr"], results["alpha"], results["lt_context"]
     att, g, t = results["attention"], results["gates"], results["trajectory"]
     cmd = settings.get("command", "python -m numpy_mamba theory")
@@ -207,8 +221,8 @@ def markdown(results, timings, settings, files) -> str:
         f"{t['final']['wp_clean']:.2f}.",
         f"- Lemma 6 (eq (39): sum_i G_i (l - i + 1) <= Theta(1) for t below the lemma's range, t <= "
         f"{t['lemma6']['window_t']:.0f} with all constants 1). **Checked only in that window: the first "
-        f"{t['lemma6'].get('checked_steps', t['lemma6']['window_t']):.0f} of {t['lemma6'].get('total_steps', settings['trajectory']['T'])} "
-        f"training steps.** Largest mean there by l: "
+        f"{t['lemma6']['window_t']:.0f} of {settings['trajectory']['T']} training steps "
+        f"({t['lemma6'].get('checked_steps', 'n/a')} recorded points).** Largest mean there by l: "
         f"{_d({k: v['max_mean_in_window'] for k, v in t['lemma6']['by_l'].items()})} -> **{t['verdict']['lemma6_in_window']}** "
         f"in the window (rule: at most 3 and spread over l at most 1). Outside the window (the rest of the run, which "
         f"the lemma does not claim): {_d({k: v['max_mean_whole_run'] for k, v in t['lemma6']['by_l'].items()})} -> "

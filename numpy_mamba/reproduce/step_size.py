@@ -108,7 +108,7 @@ def table_rows(selection: dict) -> list[list[str]]:
     rows = []
     for r in selection["candidates"]:
         name = ", ".join(f"{k} = {v:g}" for k, v in r["fields"].items())
-        per_seed = ["diverged" if v is None else f"{v:.4f}" for v in r["losses"]]
-        mean = "excluded (diverged)" if r["mean"] is None else f"{r['mean']:.4f}"
+        per_seed = ["diverged" if v is None else f"{v:.2e}" for v in r["losses"]]
+        mean = "excluded (diverged)" if r["mean"] is None else f"{r['mean']:.2e}"
         rows.append([name, *per_seed, mean, "**chosen**" if r["fields"] == selection["chosen"] else ""])
     return rows

@@ -118,8 +118,12 @@ def step_size_table(results: dict) -> str:
         for model in MODELS:
             sel = res["step_size"][model]
             eta, grid = sel["chosen"]["eta"], sel["grid"]["eta"]
-            edge = (" (the edge of the grid: a step size beyond it might score lower; the grid was fixed before the "
-                    "run and is not extended after seeing results)" if eta in (min(grid), max(grid)) else "")
+            edge = ""
+            if eta == max(grid) == 1.0:
+                edge = " (the top of the grid: the largest eta Theorems 1 and 3 allow)"
+            elif eta in (min(grid), max(grid)):
+                edge = (" (an edge of the grid; the grid was widened once after a first run chose its edges, see "
+                        "Settings, and is not widened again)")
             lines += ["", f"**{label} (p_a = {res['p_a']}), {SHORT[model]}: eta = {eta:g} chosen{edge}**", ""]
             lines += _md(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]]
                          + ["mean", ""], table_rows(sel))

@@ -31,6 +31,7 @@ def test_quick_run_writes_figures_json_and_report(tmp_path):
         assert max(c["max_gradcheck_rel_err"].values()) < 1e-7, model
     report = (tmp_path / "REPORT.md").read_text()
     assert "<!-- BEGIN gates -->" in report and all(f"| {m} |" in report for m in MODELS)
+    assert "SMOKE RUN" in report.split("<!-- BEGIN gates -->")[1].splitlines()[1], "a quick run must say so"
 
 
 def test_every_model_sees_the_same_training_prompts(monkeypatch):

@@ -1,5 +1,7 @@
 """``python -m numpy_mamba reproduce``: the quick pipeline end to end, plus the pieces that
 compute its numbers (intervals, gate profiles, score sums, seeding, JSON writing)."""
+import contextlib
+import io
 import json
 import math
 import time
@@ -28,7 +30,10 @@ RATE_KEYS = {"rate", "ci95", "ci95_low", "ci95_high", "seed_mean", "seed_min", "
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
     wall, cpu = time.perf_counter(), time.process_time()
-    code = experiments.main(["--quick", "--out", str(out)])
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = experiments.main(["--quick", "--out", str(out)])
+    (out / "stdout.txt").write_text(stdout.getvalue())
     return out, code, time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -84,12 +89,40 @@ def test_report_has_a_verdict_per_claim(quick_run):
     text = (quick_run[0] / "REPORT.md").read_text()
     assert "<!-- BEGIN reproduce -->" in text and "<!-- END reproduce -->" in text
     section = text.split("<!-- BEGIN reproduce -->")[1]
-    for claim in ("Fig 2: Mamba", "linear Transformer's error is large", "Fig 3 / Corollary 1",
-                  "Corollary 2 (i)", "Corollary 2 (ii)", "Table 1 numbers", "unseen", "three-layer"):
+    for claim in ("Fig 2: Mamba", "linear Transformer's error rises once alpha passes 1/2", "Corollary 1",
+                  "Corollary 2 (i)", "Corollary 2 (ii)", "Table 1 numbers", "reversed pairs", "three-layer",
+                  "Fig 5", "Fig 6", "Step size"):
         assert claim in section, f"REPORT.md section lacks {claim!r}"
     verdicts = [v for v in ("**reproduced**", "**partly**", "**not**") for _ in range(section.count(v))]
-    assert len(verdicts) >= 9, "every claim row needs a verdict"
-    assert "QUICK" in section, "a quick run must say so in the report"
+    assert len(verdicts) >= 11, "every claim row needs a verdict"
+    assert section.count("**not run**") == 5, "Figures 5, 6 and the three-layer Figures 3-4 / Table 1 are not run"
+    assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in the section header"
+
+
+def test_quick_stdout_is_stamped_and_summarises_the_verdicts(quick_run):
+    text = (quick_run[0] / "stdout.txt").read_text()
+    lines = text.splitlines()
+    summary = lines[next(k for k, line in enumerate(lines) if "SMOKE RUN" in line):]
+    assert "SMOKE RUN" in summary[0] and "SMOKE RUN" in summary[-1], "a quick run's summary must say it is a smoke run"
+    assert "step size chosen per model" in text and "Corollary 1" in text and "not run" in text
+
+
+def test_eta_is_chosen_by_the_rule_and_used_for_training(quick_run):
+    for name, p_a in (("fig2", QUICK.p_a_fig2), ("table1", QUICK.p_a_mechanism)):
+        doc = json.loads((quick_run[0] / f"{name}.json").read_text())
+        for model in ("mamba", "linear_transformer"):
+            sel = doc["step_size"][model]
+            assert sel["grid"]["eta"] == list(QUICK.eta_grid) and len(sel["candidates"]) == len(QUICK.eta_grid)
+            kept = [r for r in sel["candidates"] if r["mean"] is not None]
+            assert sel["chosen"] == min(kept, key=lambda r: r["mean"])["fields"], "chosen is not the lowest held-out loss"
+            assert doc["eta"][model] == sel["chosen"]["eta"]
+            assert all(t["eta"] == sel["chosen"]["eta"] for t in doc["training"][model]), "trained with another eta"
+
+
+def test_step_size_selection_uses_worlds_of_its_own():
+    from numpy_mamba.reproduce.common import selection_world, world_for
+    for k in range(3):
+        assert all(not np.allclose(selection_world(k).mu, world_for(s).mu) for s in range(20))
 
 
 def test_same_seed_same_numbers_and_other_seed_other_world():

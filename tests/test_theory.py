@@ -75,11 +75,12 @@ def test_steps_to_epsilon_counts_from_zero_and_rejects_bad_input():
         steps_to_epsilon(world, "transformer", p_a=0.1, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0)
 
 
-def test_theory_quick_writes_figures_json_and_only_its_report_section(tmp_path):
+def test_theory_quick_writes_figures_json_and_only_its_report_section(tmp_path, capsys):
     report = tmp_path / "REPORT.md"
     report.write_text("# r\n\n<!-- BEGIN reproduce -->\nKEEP ME\n<!-- END reproduce -->\n\n"
                       "<!-- BEGIN theory -->\nOLD-PLACEHOLDER\n<!-- END theory -->\n")
     assert theory.main(["--quick", "--out", str(tmp_path), "--report", str(report)]) == 0
+    assert "SMOKE RUN" in capsys.readouterr().out.splitlines()[-1], "a quick run must say so on stdout"
     for name in ("convergence", "alpha", "attention", "gates", "lemmas"):
         assert (tmp_path / f"theory_{name}.png").stat().st_size > 10_000, f"theory_{name}.png missing or empty"
         data = json.loads((tmp_path / f"theory_{name}.json").read_text())   # save_json refuses NaN
@@ -90,6 +91,9 @@ def test_theory_quick_writes_figures_json_and_only_its_report_section(tmp_path):
     text = report.read_text()
     assert "KEEP ME" in text and "OLD-PLACEHOLDER" not in text, "only the theory section may change"
     assert "### Theorems 1 and 3" in text and "theory_convergence.png" in text
+    section = text.split("<!-- BEGIN theory -->")[1]
+    assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in its section header"
+    assert summary["cor1_by_task_group"]["by_group"].keys() == {"training", "reversed", "distance_2", "distance_3"}
 
 
 def test_theory_rejects_unknown_options():
@@ -101,3 +105,61 @@ def test_quick_settings_do_not_change_the_full_settings():
     before = json.dumps(theory.SETTINGS, sort_keys=True)
     theory.quick_settings()
     assert json.dumps(theory.SETTINGS, sort_keys=True) == before
+
+
+def test_convergence_verdict_names_the_p_a_where_no_run_converged():
+    from numpy_mamba.theory.claims import convergence_verdict
+    slope = {"mean": 1.0, "sd": 0.05, "claim": 1.0, "per_seed": [1.0, 1.0]}
+    grid = [0.0, 0.4, 0.7]
+    assert convergence_verdict(grid, [[10, 20, 40], [11, 19, 41]], slope)[0] == "holds"
+    verdict, detail = convergence_verdict(grid, [[10, 20, None], [11, 19, None]], slope)
+    assert verdict == "holds in part" and "no seed reached eps at p_a = 0.7" in detail, (
+        "a p_a where T is infinite contradicts T = Theta((1-p_a)^-1) and must not be dropped silently")
+    steep = dict(slope, mean=2.7, sd=0.9)
+    assert convergence_verdict(grid, [[10, 20, None]], steep)[0] == "holds in part"
+
+
+def _alpha_run(model, p_a, l_ts, seed, alpha_star):
+    return {"model": model, "p_a": p_a, "kappa_a_prime": 2.0, "l_ts": l_ts, "seed": seed, "alpha_star": alpha_star,
+            "predicted": min(1.0, p_a * 20 / l_ts)}
+
+
+def test_theorem2_and_remark5_verdicts_are_per_case():
+    from numpy_mamba.theory.claims import judge_tolerated
+    runs = [_alpha_run("mamba", 0.6, 20, s, 0.7) for s in (0, 1)] + [_alpha_run("mamba", 0.6, 10, s, 0.5) for s in (0, 1)]
+    runs += [_alpha_run("linear_transformer", 0.6, l, s, 0.4) for l in (10, 20) for s in (0, 1)]
+    out = judge_tolerated({"settings": {"alphas": [0.0, 0.05, 0.1]}, "runs": runs})
+    assert out["verdict"]["mamba"] == "holds in part" and "fails in: p_a = 0.6, kappa_a' = 2, l_ts = 10" in (
+        out["verdict_detail"]["mamba"])
+    assert out["verdict"]["remark5"] == "holds" and out["verdict"]["linear_transformer"] == "holds"
+    runs[-1]["alpha_star"] = 0.8                                       # LT beats Mamba in one seed at l_ts = 20
+    out = judge_tolerated({"settings": {"alphas": [0.0, 0.05, 0.1]}, "runs": runs})
+    assert out["verdict"]["remark5"] == "holds in part" and out["verdict"]["linear_transformer"] == "does not hold here"
+
+
+def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
+    from numpy_mamba.reproduce.verdicts import corollary1, word
+    from numpy_mamba.reproduce.common import task_group_names
+    from numpy_mamba.theory.mechanism import judge_attention
+    rng = np.random.default_rng(0)
+    group = np.repeat(np.arange(4), 25)
+    same, diff = rng.normal(50, 5, 100), np.where(group == 2, 20.0, -20.0) + rng.normal(0, 1, 100)
+    out = judge_attention({"runs": [{"same": same, "different": diff, "group": group, "median_same": 50.0}]}, 6)
+    shared = corollary1(same, diff, group, task_group_names(6))
+    assert out["verdict"]["corollary1"] == word(shared["level"], "theory") == "holds in part"
+    assert word(shared["level"], "reproduce") == "partly"
+
+
+def test_lemma6_verdict_says_what_happens_outside_its_window():
+    from numpy_mamba.theory.mechanism import analyse_trajectory
+    steps = np.arange(0, 201, 10)
+    grow = {10: np.linspace(0.7, 2.5, steps.size), 40: np.linspace(0.7, 7.1, steps.size)}
+    hist = {"step": steps, **{f"proj_{k}": -np.outer(steps, np.ones(3)) * 1e-3 for k in ("v_star", "mu")},
+            "proj_nu": np.zeros((steps.size, 3)), "wp_outlier": -np.ones(steps.size), "wp_clean": -np.ones(steps.size)}
+    for l, v in grow.items():
+        hist[f"lemma6_mean_l{l}"] = v
+    s = {"eta": 0.02, "p_a": 0.6, "kappa_a": 2.0, "lemma6_l_grid": [10, 40]}
+    out = analyse_trajectory({"settings": s, "history": hist}, M1=6)
+    assert out["verdict"]["lemma6_in_window"] == "holds"
+    assert out["verdict"]["lemma6_outside_window"].startswith("not claimed there; grows with l")
+    assert out["lemma6"]["checked_steps"] < out["lemma6"]["total_steps"]

@@ -12,6 +12,8 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from ..cli.output import save_json, subplots, write_section
+from ..reproduce.common import SMOKE
+from ..reproduce.plots import smoke_stamp
 
 # Okabe-Ito colours and distinct markers, one per model
 STYLE = {
@@ -56,7 +58,7 @@ def summarise(result: dict) -> dict:
     return summary
 
 
-def plot_error_vs_alpha(result, summary, path: Path) -> Path:
+def plot_error_vs_alpha(result, summary, path: Path, quick: bool = False) -> Path:
     cfg = result["settings"]
     kappas, alphas = cfg["kappa_a_prime"], np.asarray(cfg["alphas"])
     fig, axes = subplots(len(kappas), 3, figsize=(14, 4.2 * len(kappas)), sharey=True, squeeze=False)
@@ -70,22 +72,23 @@ def plot_error_vs_alpha(result, summary, path: Path) -> Path:
                 x = alphas + (k - 2.5) * 0.004                     # small offsets: bars stay visible
                 ax.errorbar(x, s["error_mean"][key], yerr=s["error_halfwidth95"][key], color=colour,
                             marker=marker, ms=5, capsize=2, lw=1.5, label=label)
-            ax.set_title(f"{titles[rule]}, test outlier size kappa_a' = {kappa:g}")
-            ax.set_xlabel("fraction of test examples with outliers, alpha")
+            ax.set_title(rf"{titles[rule]}, test outlier size $\kappa_a'$ = {kappa:g}")
+            ax.set_xlabel(r"fraction of test examples with outliers, $\alpha$")
             ax.grid(alpha=0.3)
         axes[row, 0].set_ylabel("ICL test error (fraction of prompts)")
-    axes[0, 0].legend(loc="upper left", fontsize=8)
+    axes[0, 0].legend(loc="upper left", fontsize=9)
     n = len(cfg["seeds"])
     bars = "95% t-interval over seeds" if n >= 2 else "95% Wilson binomial interval"
-    fig.suptitle(f"Gates of Appendix E.6 vs Mamba and the linear Transformer: test error vs alpha "
-                 f"(l_tr = l_ts = {cfg['l_tr']}, p_a = {cfg['p_a']}, {n} seed(s), {cfg['n_test']} test "
-                 f"prompts each; bars: {bars})", fontsize=11)
+    fig.suptitle(rf"Gates of Appendix E.6 vs Mamba and the linear Transformer: test error vs $\alpha$ "
+                 rf"($l_{{tr}} = l_{{ts}}$ = {cfg['l_tr']}, $p_a$ = {cfg['p_a']}, $\eta$ = {cfg['eta']} for every model, "
+                 f"{n} seed(s), {cfg['n_test']} test prompts each; bars: {bars})", fontsize=11)
     fig.tight_layout()
+    smoke_stamp(fig, quick)
     fig.savefig(path, dpi=110)
     return path
 
 
-def plot_training(result, summary, path: Path) -> Path:
+def plot_training(result, summary, path: Path, quick: bool = False) -> Path:
     cfg = result["settings"]
     fig, (ax, bx) = subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
     steps = np.asarray(result["steps"])
@@ -98,17 +101,23 @@ def plot_training(result, summary, path: Path) -> Path:
     ax.set_xlabel("SGD step t")
     ax.set_ylabel("hinge loss on a fixed set of training prompts")
     ax.set_title(f"(a) training loss (mean over {len(cfg['seeds'])} seed(s)); dotted: epsilons {cfg['epsilons']}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     ax.grid(alpha=0.3, which="both")
     names = list(summary)
     ratios = [summary[m]["gate_ratio_mean"] for m in names]
-    bx.bar(range(len(names)), ratios, color=[STYLE[m][0] for m in names])
+    bx.bar(range(len(names)), ratios, color=[STYLE[m][0] for m in names], alpha=0.6)
+    for k, m in enumerate(names):                                    # one point per seed: the seed spread
+        per_seed = np.asarray(result["models"][m]["gate_ratio"], dtype=float)
+        bx.plot(k + np.linspace(-0.15, 0.15, per_seed.size), per_seed, "o", color="black", ms=3.5,
+                label="one seed" if k == 0 else None)
     bx.axhline(1.0, color="black", lw=1)
     bx.set_xticks(range(len(names)), [STYLE[m][2].split(" (")[0] for m in names], rotation=30, ha="right")
     bx.set_ylabel("outliers' share of |terms|, gated / ungated")
     bx.set_title(f"(b) outlier suppression by the trained gate\n"
-                 f"(alpha = 0.5, kappa_a' = {cfg['kappa_a_prime'][0]:g}; 1 = none)")
+                 rf"($\alpha$ = 0.5, $\kappa_a'$ = {cfg['kappa_a_prime'][0]:g}; 1 = none; bar: mean over seeds)")
+    bx.legend(fontsize=9, loc="lower left")
     fig.tight_layout()
+    smoke_stamp(fig, quick)
     fig.savefig(path, dpi=110)
     return path
 
@@ -117,14 +126,16 @@ def _fmt(mean, half):
     return f"{mean:.3f} ± {half:.3f}"
 
 
-def report_markdown(result, summary) -> str:
+def report_markdown(result, summary, quick: bool = False) -> str:
     cfg = result["settings"]
     a_idx = cfg["alphas"].index(0.7) if 0.7 in cfg["alphas"] else len(cfg["alphas"]) - 1
     alpha = cfg["alphas"][a_idx]
     k2, k8 = cfg["kappa_a_prime"][0], cfg["kappa_a_prime"][-1]
     eps_hi, eps_lo = (str(e) for e in cfg["epsilons"])
     lines = [
-        "## Other gates of Appendix E.6 (python -m numpy_mamba gates)", "",
+        "## Other gates of Appendix E.6 (python -m numpy_mamba gates)" + (f" -- {SMOKE}" if quick else ""), "",
+        *([f"**{SMOKE}.** These outputs only show that the pipeline runs; do not read any number below as a "
+           "result.", ""] if quick else []),
         f"Six models trained on the same training prompts and seeds (Section 4: d = {cfg['d']}, M1 = "
         f"{cfg['M1']}, M2 = {cfg['M2']}, V = {cfg['V']}, beta = {cfg['beta']:g}, delta = {cfg['delta']}, "
         f"kappa_a = {cfg['kappa_a']:g}, p_a = {cfg['p_a']}, l_tr = l_ts = {cfg['l_tr']}; ours: eta = "
@@ -219,8 +230,10 @@ def write_outputs(result: dict, out: Path, quick: bool = False) -> list:
             for key, v in s[field].items():
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{model} {field} {key} holds a NaN: refusing to report it.")
-    paths = [plot_error_vs_alpha(result, summary, out / "gates_error_vs_alpha.png"),
-             plot_training(result, summary, out / "gates_training.png"),
+    paths = [plot_error_vs_alpha(result, summary, out / "gates_error_vs_alpha.png", quick),
+             plot_training(result, summary, out / "gates_training.png", quick),
              save_json(out / "gates.json", {**result, "summary": summary, "quick": quick})]
-    paths.append(write_section(out / "REPORT.md", "gates", report_markdown(result, summary)))
+    paths.append(write_section(out / "REPORT.md", "gates", report_markdown(result, summary, quick)))
+    if quick:
+        print(f"*** {SMOKE} ***")
     return paths

@@ -2,12 +2,15 @@
 
 The paper gives d, M1, M2, V, beta, delta, kappa_a, l_tr = l_ts and p_a; it does not give the
 step size eta, batch B, steps T, K, K' or kappa_a'.  Ours are in ``Settings`` and justified
-in figures/REPORT.md ("reproduce").  Seeds: training seed s uses the world
-``default_rng([s, 0])``; every other stream is ``default_rng([s, k, ...])`` with its own k.
+in figures/REPORT.md ("reproduce"); eta is chosen per model by the rule of ``step_size.py``.
+Seeds: training seed s uses the world ``default_rng([s, 0])``; every other stream is
+``default_rng([s, k, ...])`` with its own k.  Step-size selection seed k uses worlds and streams
+``default_rng([k, 8, ...])`` (k = 8 is used by no experiment), so it never sees a test prompt.
 """
 from __future__ import annotations
 
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -20,11 +23,13 @@ from ..loss import hinge, misclassified
 from ..model import output
 from ..cli.output import save_json
 from ..sgd import Progress, TrainConfig, train
+from .step_size import choose, heldout_loss_after_training
 
 MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}
 # Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, delta = 0.2, kappa_a = 2, l_tr = l_ts = 20.
 PAPER = dict(d=30, M1=6, M2=10, V=3, beta=3.0, delta=0.2, kappa_a=2.0, l_tr=20, l_ts=20)
+SMOKE = "SMOKE RUN (--quick), reduced sizes: the numbers mean nothing"
 ONE_LAYER_NOTE = ("NOTE: one-layer models of eq (3), as analysed by the theory; the paper's Figures 3-4 "
                   "and Table 1 use three-layer models")
 
@@ -33,7 +38,9 @@ ONE_LAYER_NOTE = ("NOTE: one-layer models of eq (3), as analysed by the theory; 
 class Settings:
     """Everything the reproduction chooses that the paper leaves open, plus run size.
 
-    T, B, eta, K : Algorithm 1 and Definition 1 (theory: eta <= 1, K <= 1/2).
+    T, B, K : Algorithm 1 and Definition 1 (theory: K <= 1/2).
+    eta_grid, select_seeds : the step sizes eta tried per model and the selection seeds of the
+    rule in ``step_size.py`` (theory: eta <= 1).
     kappa_a_primes, K_primes : the test grid of Definition 2 (theory: kappa_a' >= kappa_a, K' > 1);
     main_kappa_a_prime, main_K_prime : the setting of the headline figures.
     n_test : test prompts per seed and point; n_probe : fixed test prompts of Fig 3;
@@ -43,7 +50,8 @@ class Settings:
     seeds: int = 10
     T: int = 2000
     B: int = 64
-    eta: float = 0.1
+    eta_grid: tuple = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+    select_seeds: int = 3
     K: float = 0.5
     record_every: int = 10
     n_test: int = 4000
@@ -65,13 +73,13 @@ class Settings:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def train_config(self, p_a: float) -> TrainConfig:
-        return TrainConfig(T=self.T, B=self.B, eta=self.eta, l_tr=PAPER["l_tr"], p_a=p_a,
+    def train_config(self, p_a: float, eta: float) -> TrainConfig:
+        return TrainConfig(T=self.T, B=self.B, eta=eta, l_tr=PAPER["l_tr"], p_a=p_a,
                            K=self.K, kappa_a=PAPER["kappa_a"], delta=PAPER["delta"])
 
 
 FULL = Settings()
-QUICK = Settings(seeds=2, T=300, record_every=25, n_test=200, n_probe=64, n_heldout=256,
+QUICK = Settings(seeds=2, T=300, select_seeds=1, eta_grid=(0.01, 0.1, 0.5), record_every=25, n_test=200, n_probe=64, n_heldout=256,
                  alphas=(0.0, 0.3, 0.5, 0.7, 0.8, 0.9), quick=True)
 
 
@@ -91,6 +99,26 @@ def world_for(seed: int):
                       rng=np.random.default_rng([seed, 0]))
 
 
+def selection_world(k: int):
+    """The world of step-size selection seed ``k``: a Section 4 world from stream [k, 8, 9], never
+    one of the experiments' worlds."""
+    return make_world(PAPER["d"], PAPER["M1"], PAPER["M2"], PAPER["V"], PAPER["beta"],
+                      rng=np.random.default_rng([k, 8, 9]))
+
+
+def select_eta(settings: Settings, p_a: float) -> dict:
+    """The rule of ``step_size.py`` for each model at training outlier fraction ``p_a``:
+    {model: selection record} with the chosen fields under "chosen" (here {"eta": ...})."""
+    out = {}
+    for m, model in enumerate(MODELS):
+        score = heldout_loss_after_training(selection_world, settings.train_config(p_a, settings.eta_grid[0]),
+                                            model, settings.n_heldout, stream=(8, round(100 * p_a), m + 1))
+        print(f"[step size] {model}, p_a = {p_a}: {len(settings.eta_grid)} etas x {settings.select_seeds} "
+              "selection seed(s)", file=sys.stderr, flush=True)
+        out[model] = choose({"eta": settings.eta_grid}, score, range(settings.select_seeds))
+    return out
+
+
 def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng) -> dict:
     """Hinge loss (eq (4)) and 0-1 error (eq (5)) on ``n`` fresh prompts of Definition 1,
     from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T)."""
@@ -104,16 +132,15 @@ def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng) -
     return out
 
 
-def train_logged(world, settings: Settings, p_a: float, model: str, seed: int, stream: int,
+def train_logged(world, settings: Settings, config: TrainConfig, model: str, seed: int, stream: int,
                  label: str, record=None):
     """Algorithm 1 with progress on stderr; returns (params, history, summary dict)."""
-    config = settings.train_config(p_a)
     start = time.perf_counter()
     params, history = train(world, config, model, rng=np.random.default_rng([seed, stream, MODELS.index(model)]),
                             record_every=settings.record_every, record=record,
                             progress=Progress(config.T, label, every=5.0))
     last = max(1, len(history["loss"]) // 10)
-    summary = {"seed": seed, "train_seconds": time.perf_counter() - start,
+    summary = {"seed": seed, "eta": config.eta, "train_seconds": time.perf_counter() - start,
                "final_minibatch_loss": float(np.mean(history["loss"][-last:])),
                "final_minibatch_error": float(np.mean(history["error"][-last:]))}
     summary["pattern_scores"] = pattern_scores(world, params)
@@ -138,6 +165,33 @@ def wrong_counts(F, z, seen) -> tuple[int, int]:
     """Numbers of misclassified prompts (z F <= 0, eq (5)) among seen and unseen tasks."""
     wrong = misclassified(F, z)
     return int(np.sum(wrong & seen)), int(np.sum(wrong & ~seen))
+
+
+def task_group_names(M1: int) -> tuple:
+    """Names of the task groups of ``task_groups``: ("training", "reversed", "distance_2", ...)."""
+    return ("training", "reversed") + tuple(f"distance_{k}" for k in range(2, M1 // 2 + 1))
+
+
+def task_groups(tasks, M1: int) -> np.ndarray:
+    """Group of each task (a, b) by where b sits on the cycle of training tasks (Condition 1: the
+    training tasks are (a, a+1)); (n, 2) -> int (n,).
+
+    0 "training": b = a+1, a training task; 1 "reversed": b = a-1, the same two patterns as a
+    training task with the labels swapped; k >= 2 "distance_k": the two patterns are k steps
+    apart on the cycle, never paired in training.
+    """
+    tasks = np.asarray(tasks)
+    step = (tasks[:, 1] - tasks[:, 0]) % M1
+    if np.any(step == 0):
+        raise ValueError("a task needs two different patterns; got a row with a == b.")
+    distance = np.minimum(step, M1 - step)
+    return np.where(step == 1, 0, np.where(step == M1 - 1, 1, distance))
+
+
+def group_wrong_counts(F, z, group, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(wrong, n) per task group: misclassified prompts (eq (5)) and prompts; two (n_groups,) int arrays."""
+    wrong = misclassified(F, z)
+    return (np.bincount(group[wrong], minlength=n_groups), np.bincount(group, minlength=n_groups))
 
 
 def clopper_pearson(k, n, level: float = 0.95):

@@ -12,21 +12,23 @@ import sys
 import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
-from .common import (MODELS, PAPER, Settings, rate_summary, train_logged, world_for,
-                                 wrong_counts)
+from .common import (MODELS, PAPER, Settings, group_wrong_counts, rate_summary, select_eta, task_group_names,
+                     task_groups, train_logged, world_for)
 from ..model import output
 from ..sgd import Progress
 
-SUBSETS = ("seen", "unseen", "all")
+GROUPS = task_group_names(PAPER["M1"])          # training, reversed, distance_2, distance_3
+SUBSETS = ("seen", "unseen", "all") + GROUPS[1:]  # seen = the training tasks; unseen = every other group
 
 
 def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
     """Wrong counts on ``n_test`` prompts of Definition 2 per (labelling, kappa_a', K', alpha).
 
-    Returns (wrong, n): wrong[model] is an int array (3 labellings, n_kappa, n_K, n_alpha, 2)
-    with the last axis (seen tasks, unseen tasks); n is (3, n_kappa, n_K, n_alpha, 2).
+    Returns (wrong, n): wrong[model] is an int array (3 labellings, n_kappa, n_K, n_alpha, G)
+    whose last axis is the task group of ``common.task_groups`` (GROUPS: training, reversed,
+    distance 2, distance 3); n is the number of prompts, same shape.
     """
-    shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(settings.K_primes), len(settings.alphas), 2)
+    shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(settings.K_primes), len(settings.alphas), len(GROUPS))
     wrong = {model: np.zeros(shape, dtype=int) for model in params_by_model}
     n = np.zeros(shape, dtype=int)
     for r, rule in enumerate(LABEL_RULES):
@@ -37,20 +39,22 @@ def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
                     batch = testing_batch(world, settings.n_test, PAPER["l_ts"], alpha=alpha,
                                           K_prime=K_prime, kappa_a_prime=kappa_a_prime,
                                           label_rule=rule, target=settings.target, rng=rng)
-                    seen = world.is_training_task(batch.task)
-                    n[r, k, c, a] = seen.sum(), (~seen).sum()
+                    group = task_groups(batch.task, world.M1)
                     for model, params in params_by_model.items():
                         F = output(model, params, batch.P)
-                        wrong[model][r, k, c, a] = wrong_counts(F, batch.z, seen)
+                        wrong[model][r, k, c, a], n[r, k, c, a] = group_wrong_counts(F, batch.z, group, len(GROUPS))
     return wrong, n
 
 
 def run(settings: Settings) -> dict:
-    """Train both models for every seed at p_a = 0.6 and evaluate the whole test grid.
+    """Choose eta per model (``step_size.py``), train both models for every seed at p_a = 0.6 and
+    evaluate the whole test grid.
 
-    Returns the JSON-ready result: settings, per-seed wrong counts and prompt counts, training
-    summaries, and pooled rates (with 95% Clopper-Pearson intervals) per subset.
+    Returns the JSON-ready result: settings, the step-size selection, per-seed wrong counts and
+    prompt counts, training summaries, and pooled rates (95% Clopper-Pearson intervals) per subset.
     """
+    selection = select_eta(settings, settings.p_a_fig2)
+    eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
     wrong = {m: [] for m in MODELS}
     counts, training = [], {m: [] for m in MODELS}
     overall = Progress(settings.seeds, "fig2: seeds done (loss: Mamba's final minibatch loss)", every=0.0)
@@ -59,7 +63,8 @@ def run(settings: Settings) -> dict:
         params_by_model = {}
         for model in MODELS:
             label = f"fig2 {model} seed {seed + 1}/{settings.seeds}"
-            params, history, summary = train_logged(world, settings, settings.p_a_fig2, model, seed, 1, label)
+            params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_fig2, eta[model]),
+                                                    model, seed, 1, label)
             summary["loss_curve"] = history["loss"]
             summary["steps"] = history["step"]
             training[model].append(summary)
@@ -71,13 +76,14 @@ def run(settings: Settings) -> dict:
             wrong[model].append(w[model])
         counts.append(n)
         overall.update(seed + 1, training["mamba"][-1]["final_minibatch_loss"], force=True)
-    n = np.stack(counts)                                                   # (S, 3, k, c, a, 2)
+    n = np.stack(counts)                                                   # (S, 3, k, c, a, G)
     result = {"experiment": "fig2", "settings": settings.to_dict(), "paper": PAPER,
-              "p_a": settings.p_a_fig2, "label_rules": list(LABEL_RULES), "subsets": list(SUBSETS),
-              "axes": "seed, label_rule, kappa_a_prime, K_prime, alpha, (seen, unseen)",
+              "p_a": settings.p_a_fig2, "eta": eta, "step_size": selection,
+              "label_rules": list(LABEL_RULES), "subsets": list(SUBSETS), "task_groups": list(GROUPS),
+              "axes": f"seed, label_rule, kappa_a_prime, K_prime, alpha, task group ({', '.join(GROUPS)})",
               "n_prompts": n, "training": training, "wrong": {}, "error": {}}
     for model in MODELS:
-        w = np.stack(wrong[model])                                         # (S, 3, k, c, a, 2)
+        w = np.stack(wrong[model])                                         # (S, 3, k, c, a, G)
         result["wrong"][model] = w
         result["error"][model] = summarise(w, n)
     return result
@@ -86,16 +92,23 @@ def run(settings: Settings) -> dict:
 SUMMARY_KEYS = ("rate", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max")
 
 
+def subset_counts(x) -> dict:
+    """Counts (..., G) over task groups -> {subset: (...)} for every name in SUBSETS."""
+    x = np.asarray(x)
+    out = {"seen": x[..., 0], "unseen": x[..., 1:].sum(-1), "all": x.sum(-1)}
+    out.update({name: x[..., g] for g, name in enumerate(GROUPS) if g >= 1})
+    return out
+
+
 def summarise(w, n) -> dict:
     """Pooled error per label rule and subset: for each key of SUMMARY_KEYS a nested list
     indexed [kappa_a'][K'][alpha] (95% Clopper-Pearson interval; per-seed mean, min, max)."""
-    full_w = np.concatenate([w, w.sum(-1, keepdims=True)], axis=-1)       # add "all"
-    full_n = np.concatenate([n, n.sum(-1, keepdims=True)], axis=-1)
+    sw, sn = subset_counts(w), subset_counts(n)
     out = {}
     for r, rule in enumerate(LABEL_RULES):
         out[rule] = {}
-        for s, subset in enumerate(SUBSETS):
-            summary = rate_summary(full_w[:, r, ..., s], full_n[:, r, ..., s])   # (k, c, a) each
+        for subset in SUBSETS:
+            summary = rate_summary(sw[subset][:, r], sn[subset][:, r])      # (k, c, a) each
             out[rule][subset] = {key: summary[key] for key in SUMMARY_KEYS}
     return out
 

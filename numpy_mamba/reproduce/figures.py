@@ -11,43 +11,58 @@ from matplotlib.figure import Figure
 
 from ..cli.output import subplots
 from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
-from .plots import CLEAN, COLOR, GREY, OUTLIER, _footnote, _save, _settings_line, training_curves
+from .plots import CLEAN, GREY, OUTLIER, _footnote, _save, _settings_line, training_curves
+
+
+GROUP_STYLE = {"training": ("#D55E00", "-", "training partner (a training task)"),
+               "reversed": ("#CC79A7", "--", "reversed training pair"),
+               "distance_2": ("#56B4E9", "-", "2 steps apart (never a training task)"),
+               "distance_3": ("#000000", ":", "3 steps apart (never a training task)")}
+SCORE_LABEL = r"sum of attention scores $p_i^\top W_B^\top W_C\, p_{query}$"
 
 
 def fig3(result: dict, path) -> Path:
-    """Figure 3 (Corollary 1): sum of p_i^T W_B^T W_C p_query over same- and different-pattern
-    examples against the SGD step, mean over seeds with a min-max band; plus the training loss."""
-    fig, axes = subplots(1, 3, figsize=(15, 4.8))
+    """Figure 3 (Corollary 1): sum of p_i^T W_B^T W_C p_query over same-pattern examples and, by
+    the prompt's task group, over different-pattern examples, against the SGD step; mean over
+    prompts and seeds with a min-max band over seeds (Mamba and LT on one shared y-scale); plus
+    the training loss."""
+    fig, axes = subplots(1, 3, figsize=(16, 6.6))
     for ax, model in zip(axes[:2], MODELS):
         runs = result["per_seed"][model]
         steps = np.asarray(runs[0]["step"])
-        for key, color, name in (("score_same", CLEAN, "same relevant pattern as the query (i in N_1)"),
-                                 ("score_diff", OUTLIER, "different relevant pattern")):
-            v = np.stack([r[key] for r in runs])                           # (S, n_records)
-            ax.plot(steps, v.mean(0), color=color, label=name)
-            ax.fill_between(steps, v.min(0), v.max(0), color=color, alpha=0.2, lw=0)
+        curves = [("score_same", CLEAN, "-", r"same relevant pattern as the query ($i \in N_1$)")]
+        curves += [(f"score_diff_{g}", *GROUP_STYLE[g]) for g in result.get("task_groups", []) if g in GROUP_STYLE
+                   and f"score_diff_{g}" in runs[0]]
+        for key, color, ls, name in curves:
+            v = np.array([[np.nan if x is None else x for x in r[key]] for r in runs], dtype=float)  # (S, records)
+            label = name if key == "score_same" else f"different pattern, task {name}"
+            ax.plot(steps, np.nanmean(v, 0), color=color, ls=ls, label=label)
+            ax.fill_between(steps, np.nanmin(v, 0), np.nanmax(v, 0), color=color, alpha=0.15, lw=0)
         ax.axhline(0, color=GREY, lw=0.8)
-        ax.set_title(f"{MODEL_LABEL[model]}")
+        ax.set_title(f"{MODEL_LABEL[model]}, $\\eta$ = {result['eta'][model]:g}")
         ax.set_xlabel("SGD step t")
-        ax.set_ylabel("sum of attention scores p_i^T W_B^T W_C p_query")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    axes[1].sharey(axes[0])
+    axes[0].set_ylabel(SCORE_LABEL + "\n(mean over the prompts of each group)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9,
+               bbox_to_anchor=(0.5, 0.07))
     for model in MODELS:
         training_curves(axes[2], result["per_seed"][model], model, MODEL_LABEL[model])
     axes[2].set_yscale("symlog", linthresh=1e-2)
     axes[2].set_ylim(0, 1.5)
-    axes[2].set_title("training loss at p_a = 0.4")
+    axes[2].set_title(f"training loss at $p_a$ = {result['p_a']}")
     axes[2].set_xlabel("SGD step t")
     axes[2].set_ylabel("minibatch hinge loss (eq (4))")
     axes[2].grid(alpha=0.3)
-    axes[2].legend(fontsize=8)
+    axes[2].legend(fontsize=9)
     s = result["settings"]
-    fig.suptitle("Figure 3: attention scores on fixed test prompts during training (Corollary 1)")
+    fig.suptitle("Figure 3 (one-layer analogue, Corollary 1): attention scores on fixed test prompts during "
+                 "training; left and middle share the y-axis")
     _footnote(fig, _settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
                                   f"kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g}, flipped "
-                                  "outlier labels; lines: mean over prompts and seeds, band: min-max over seeds."))
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return _save(fig, path)
+                                  "outlier labels; lines: mean over prompts and seeds, bands: min-max over seeds."))
+    fig.tight_layout(rect=(0, 0.2, 1, 0.97))
+    return _save(fig, path, result)
 
 
 MIN_RANK_PROMPTS = 100      # ranks j held by fewer test prompts (pooled over seeds) are not shown
@@ -67,25 +82,26 @@ def _stack(runs, key):
 
 
 def fig4(result: dict, path) -> Path:
-    """Figure 4 (Corollary 2): Mamba's gates G_{i,l+1} on outlier and clean examples at alpha = 0.3."""
+    """Figure 4 (Corollary 2): Mamba's gates G_{i,l+1} on outlier and clean examples at alpha = 0.3,
+    per position (points with min-max bars over seeds, log axis) and per clean rank j."""
     runs = result["per_seed"]
     out, clean = _stack(runs, "outlier_mean"), _stack(runs, "clean_mean")     # (S, l)
     l = out.shape[1]
     position = np.arange(1, l + 1)
-    fig, axes = subplots(1, 2, figsize=(14, 5))
+    fig, axes = subplots(1, 2, figsize=(15, 5.6))
     ax = axes[0]
-    for values, dx, color, name in ((out, -0.2, OUTLIER, "examples with an outlier"),
-                                    (clean, 0.2, CLEAN, "clean examples")):
+    for values, dx, color, marker, name in ((out, -0.15, OUTLIER, "v", "examples with an outlier"),
+                                            (clean, 0.15, CLEAN, "o", "clean examples")):
         mean = np.nanmean(values, axis=0)
-        ax.bar(position + dx, mean, width=0.4, color=color, label=name,
-               yerr=[mean - np.nanmin(values, 0), np.nanmax(values, 0) - mean], capsize=1.5, ecolor=GREY)
+        ax.errorbar(position + dx, mean, yerr=[mean - np.nanmin(values, 0), np.nanmax(values, 0) - mean],
+                    color=color, marker=marker, ls="none", ms=6, capsize=2, ecolor=GREY, label=name)
     ax.set_yscale("log")
     ax.set_xticks(position)
     ax.set_xlabel(f"context position i (the query is at l+1 = {l + 1}; distance from the query = {l + 1} - i)")
-    ax.set_ylabel("mean gate G_{i,l+1}(w) (eq (3)), log scale")
+    ax.set_ylabel(r"mean gate $G_{i,l+1}(w)$ (eq (3)), log scale")
     ax.set_title("gates per position (mean over prompts; bars: min-max over seeds)")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=9, loc="upper left")
+    ax.legend(fontsize=9.5, loc="upper left")
     ax = axes[1]
     j, rank = clean_rank_curve(runs)
     mean = rank.mean(axis=0)
@@ -94,31 +110,34 @@ def fig4(result: dict, path) -> Path:
     slope, intercept = np.polyfit(j, np.log(mean), 1)
     ax.plot(j, np.exp(intercept + slope * j), color=GREY, ls="--",
             label=f"fitted exponential: ratio {np.exp(slope):.2f} per step")
-    ax.plot(j, mean[0] * 0.5 ** (j - 1), color="black", ls=":", label="G_h(1) * 2^-(j-1), the rate in eq (18)")
+    ax.plot(j, mean[0] * 0.5 ** (j - 1), color="black", ls=":", label=r"$G_{h(1)} \cdot 2^{-(j-1)}$, the rate in eq (18)")
     ax.axhline(np.nanmean([r["outlier_gate_mean"] for r in runs]), color=OUTLIER, ls="-.",
                label="mean gate on outlier examples")
     ax.set_yscale("log")
     ax.set_xlabel(f"rank j of a clean example by distance from the query (ranks held by >= {MIN_RANK_PROMPTS} prompts)")
     ax.set_xticks(j)
-    ax.set_ylabel("mean gate G_{h(j),l+1}(w), log scale")
+    ax.set_ylabel(r"mean gate $G_{h(j),l+1}(w)$, log scale")
     ax.set_title("clean examples ranked by distance from the query (eq (18))")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     s = result["settings"]
-    fig.suptitle(f"Figure 4: Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
+    fig.suptitle(f"Figure 4 (one-layer analogue): Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
     _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
                                   f"K' = {s['main_K_prime']:g}, flipped outlier labels, outliers at random positions."))
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return _save(fig, path)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.97))
+    return _save(fig, path, result)
 
 
 PAPER_TABLE1 = {"mamba": {"FQ": 0.9984, "R": 0.9904, "CQ": 0.7328},
                 "linear_transformer": {"FQ": 0.7852, "R": 0.7828, "CQ": 0.7860}}
 
 
+GROUP_KEYS = ("seen", "reversed", "distance_2", "distance_3")    # "seen" = the training tasks
+
+
 def table1_rows(result: dict, rule: str = "flip") -> list:
     """Detailed rows for one labelling, one per (placement, kappa_a'): for each model the paper's
-    accuracy, ours on all tasks with the seeds' range, and ours on seen / unseen tasks (percent)."""
+    accuracy, ours on all tasks with the seeds' range, and ours by task group (percent)."""
     rows = []
     for name in result["placements"]:
         for kappa_a_prime in result["settings"]["kappa_a_primes"]:
@@ -128,57 +147,72 @@ def table1_rows(result: dict, rule: str = "flip") -> list:
                 a = cell["all"]
                 row += [f"{100 * PAPER_TABLE1[model][name]:.2f}",
                         f"{100 * a['rate']:.2f} ({100 * a['seed_min']:.1f}-{100 * a['seed_max']:.1f})",
-                        f"{100 * cell['seen']['rate']:.1f} / {100 * cell['unseen']['rate']:.1f}"]
+                        " / ".join(f"{100 * cell[g]['rate']:.1f}" for g in GROUP_KEYS if g in cell)]
             rows.append(row)
     return rows
 
 
 TABLE1_HEADER = ["placement", "kappa_a'", "Mamba: paper", "Mamba: ours, all tasks (seed range)",
-                 "Mamba: ours, seen / unseen tasks", "LT: paper", "LT: ours, all tasks (seed range)",
-                 "LT: ours, seen / unseen tasks"]
+                 "Mamba: ours, training / reversed / distance 2 / distance 3", "LT: paper",
+                 "LT: ours, all tasks (seed range)", "LT: ours, training / reversed / distance 2 / distance 3"]
 
 
-def table1_overview(result: dict) -> tuple:
+def _acc(cell: dict, sep: str = " ") -> str:
+    """'94.44 [93.7, 95.1]': accuracy (%) with its 95% Clopper-Pearson interval."""
+    return f"{100 * cell['rate']:.2f}{sep}[{100 * cell['ci95'][0]:.1f}, {100 * cell['ci95'][1]:.1f}]"
+
+
+def table1_overview(result: dict, sep: str = " ") -> tuple:
     """(header, rows): one row per (placement, kappa_a'); the paper's two numbers, then our
-    accuracy on all tasks for Mamba and LT under each outlier labelling (percent strings)."""
+    accuracy on all tasks with its 95% interval for Mamba and LT under each outlier labelling."""
     header = ["placement", "kappa_a'", "paper: Mamba", "paper: LT"] + [
         f"{rule}: {'Mamba' if m == 'mamba' else 'LT'}" for rule in result["label_rules"] for m in MODELS]
     rows = []
     for name in result["placements"]:
         for kappa_a_prime in result["settings"]["kappa_a_primes"]:
             row = [name, f"{kappa_a_prime:g}"] + [f"{100 * PAPER_TABLE1[m][name]:.2f}" for m in MODELS]
-            row += [f"{100 * result['accuracy'][m][rule][str(kappa_a_prime)][name]['all']['rate']:.2f}"
+            row += [_acc(result["accuracy"][m][rule][str(kappa_a_prime)][name]["all"], sep)
                     for rule in result["label_rules"] for m in MODELS]
             rows.append(row)
     return header, rows
 
 
 def table1_png(result: dict, path) -> Path:
-    """Table 1 as an image: accuracy (1 - eq (5)) at alpha = 0.5 for the FQ / R / CQ placements,
-    every kappa_a' and outlier labelling; the main setting (flipped labels, main kappa_a') in bold."""
-    header, rows = table1_overview(result)
-    height = 0.3 * (len(rows) + 2) + 1.0
-    fig = Figure(figsize=(14, height))
+    """Table 1 as an image: accuracy (1 - eq (5)) with 95% intervals at alpha = 0.5 for the FQ / R /
+    CQ placements, every kappa_a' and outlier labelling; the main setting (flipped labels, main
+    kappa_a') in bold blue, the setting matching the paper's pattern (targeted labels, kappa_a' =
+    kappa_a) in bold green."""
+    header, rows = table1_overview(result, sep="\n")
+    height = 0.52 * (len(rows) + 1) + 1.6
+    fig = Figure(figsize=(15, height))
     ax = fig.add_axes((0.01, 0.0, 0.98, 1.0))
     ax.axis("off")
     table = ax.table(cellText=rows, colLabels=[h.replace(": ", "\n") for h in header], cellLoc="center",
-                     bbox=(0, 0.6 / height, 1, 1 - 1.05 / height))
+                     bbox=(0, 0.95 / height, 1, 1 - 1.55 / height))
     table.auto_set_font_size(False)
     table.set_fontsize(9.5)
     main = f"{result['settings']['main_kappa_a_prime']:g}"
+    match = f"{result['paper']['kappa_a']:g}"
+    rules = result["label_rules"]
+    main_cols = [4 + 2 * rules.index("flip") + i for i in (0, 1)]
+    match_cols = [4 + 2 * rules.index("target") + i for i in (0, 1)]
     for (r, c), cell in table.get_celld().items():
         if r == 0:
             cell.set_facecolor("#DDDDDD")
         elif c < 4:
             cell.set_facecolor("#F2F2F2")
-        if r > 0 and rows[r - 1][1] == main and c in (4, 5):
-            cell.set_facecolor("#CFE3F5")
-            cell.get_text().set_fontweight("bold")
+        for k, cols, colour in ((main, main_cols, "#CFE3F5"), (match, match_cols, "#D5EFD9")):
+            if r > 0 and rows[r - 1][1] == k and c in cols:
+                cell.set_facecolor(colour)
+                cell.get_text().set_fontweight("bold")
     s = result["settings"]
-    ax.set_title(f"Table 1: ICL accuracy (%) at alpha = {result['alpha']}, all tasks; FQ = outliers farthest from "
-                 "the query, R = at random positions, CQ = closest to the query", fontsize=10.5, y=1 - 0.4 / height)
+    ax.set_title(f"Table 1 (one-layer analogue): ICL accuracy (%) [95% Clopper-Pearson interval] at alpha = "
+                 f"{result['alpha']}, all tasks; FQ = outliers farthest from the query, R = at random positions, "
+                 "CQ = closest to the query.\nThe outcome depends on kappa_a' and the labelling (the paper gives "
+                 "neither): no single column pair is 'the' Table 1.", fontsize=10.5, y=1 - 0.55 / height)
     ax.text(0, 0.05 / height, f"{ONE_LAYER_NOTE}.\n" + _settings_line(
-        result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}; bold: main setting "
-        f"(flipped outlier labels, kappa_a' = {main}); seen / unseen splits and seed ranges: table1.md."),
+        result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nBlue: main setting "
+        f"(flipped labels, kappa_a' = {main}). Green: targeted labels, kappa_a' = kappa_a = {match}, the setting "
+        "closest to the paper's pattern, singled out after seeing an earlier run. Task groups, seed ranges: table1.md.",
         fontsize=8, color=GREY, va="bottom", transform=ax.transAxes)
-    return _save(fig, path)
+    return _save(fig, path, result)

@@ -14,21 +14,28 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import LABEL_RULES, PLACEMENTS, testing_batch
-from .common import MODELS, PAPER, Settings, rate_summary, train_logged, world_for, wrong_counts
-from ..model import gates_for, output, scores
+from .common import (MODELS, PAPER, Settings, group_wrong_counts, rate_summary, select_eta, task_groups,
+                     train_logged, world_for)
+from .fig2 import GROUPS, subset_counts
+from ..model import gates_for, output
 from ..sgd import Progress
+from ..theory.measure import score_sums as prompt_score_sums
 
 PARTS = ("fig3", "fig4", "table1")
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}
 
 
-def score_sums(params, batch) -> dict:
+def score_sums(params, batch, group=None) -> dict:
     """Corollary 1's two sums, averaged over prompts: sum_{i in N_1} s_i and sum_{i not in N_1} s_i
-    with s_i = p_i^T W_B^T W_C p_query (eq (3)); batch.P (n, d+1, l+1), same_pattern (n, l)."""
-    s = scores(params, batch.P)[:, :-1]                                    # (n, l), the query excluded
-    same = batch.same_pattern
-    return {"score_same": float(np.mean(np.sum(s * same, axis=1))),
-            "score_diff": float(np.mean(np.sum(s * ~same, axis=1)))}
+    with s_i = p_i^T W_B^T W_C p_query (eq (3)); batch.P (n, d+1, l+1), same_pattern (n, l).
+    With ``group`` ((n,) task groups of ``common.task_groups``) also the different-pattern mean per
+    group, "score_diff_<group name>" (None for a group without prompts)."""
+    same, diff = prompt_score_sums(params, batch)                          # (n,) each
+    out = {"score_same": float(np.mean(same)), "score_diff": float(np.mean(diff))}
+    if group is not None:
+        for g, name in enumerate(GROUPS):
+            out[f"score_diff_{name}"] = float(np.mean(diff[group == g])) if np.any(group == g) else None
+    return out
 
 
 def gate_profile(params, batch) -> dict:
@@ -72,9 +79,10 @@ def gate_profile(params, batch) -> dict:
 def table1_counts(world, params_by_model, settings: Settings, seed: int) -> dict:
     """Wrong counts for every labelling, kappa_a', placement (K' main, alpha = 0.5).
 
-    Returns {"n": (3 rules, n_kappa, 3 placements, 2), model: same shape}, last axis (seen, unseen).
+    Returns {"n": (3 rules, n_kappa, 3 placements, G), model: same shape}, last axis the task
+    group (fig2.GROUPS: training, reversed, distance 2, distance 3).
     """
-    shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(TABLE1_PLACEMENTS), 2)
+    shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(TABLE1_PLACEMENTS), len(GROUPS))
     out = {"n": np.zeros(shape, dtype=int)}
     out.update({m: np.zeros(shape, dtype=int) for m in params_by_model})
     for r, rule in enumerate(LABEL_RULES):
@@ -84,21 +92,24 @@ def table1_counts(world, params_by_model, settings: Settings, seed: int) -> dict
                                       K_prime=settings.main_K_prime, kappa_a_prime=kappa_a_prime,
                                       label_rule=rule, target=settings.target, placement=placement,
                                       rng=np.random.default_rng([seed, 5, r, k, q]))
-                seen = world.is_training_task(batch.task)
-                out["n"][r, k, q] = seen.sum(), (~seen).sum()
+                group = task_groups(batch.task, world.M1)
                 for model, params in params_by_model.items():
-                    out[model][r, k, q] = wrong_counts(output(model, params, batch.P), batch.z, seen)
+                    out[model][r, k, q], out["n"][r, k, q] = group_wrong_counts(
+                        output(model, params, batch.P), batch.z, group, len(GROUPS))
     return out
 
 
 def run(settings: Settings, parts=PARTS) -> dict:
-    """Train both models per seed at p_a = 0.4 and measure the requested ``parts``.
+    """Choose eta per model (``step_size.py``, at p_a = 0.4), train both models per seed and
+    measure the requested ``parts``.
 
     Returns {part: JSON-ready result} for each part in ``parts``.
     """
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise ValueError(f"parts must be among {PARTS}; got {sorted(unknown)}.")
+    selection = select_eta(settings, settings.p_a_mechanism)
+    eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
     training = {m: [] for m in MODELS}
     fig3 = {m: [] for m in MODELS}
     fig4, t1 = [], []
@@ -108,17 +119,20 @@ def run(settings: Settings, parts=PARTS) -> dict:
         probe = testing_batch(world, settings.n_probe, PAPER["l_ts"], alpha=settings.alpha_fig3,
                               K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
                               label_rule="flip", rng=np.random.default_rng([seed, 3]))
+        probe_group = task_groups(probe.task, world.M1)
         params_by_model = {}
         for model in MODELS:
             label = f"fig3/4,table1 {model} seed {seed + 1}/{settings.seeds}"
-            record = (lambda step, params: score_sums(params, probe)) if "fig3" in parts else None
-            params, history, summary = train_logged(world, settings, settings.p_a_mechanism, model,
-                                                    seed, 4, label, record=record)
+            record = (lambda step, params: score_sums(params, probe, probe_group)) if "fig3" in parts else None
+            params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_mechanism, eta[model]),
+                                                    model, seed, 4, label, record=record)
             training[model].append(summary)
             params_by_model[model] = params
             if "fig3" in parts:
+                same, diff = prompt_score_sums(params, probe)             # final per-prompt sums (Corollary 1)
                 fig3[model].append({"step": history["step"], "loss": history["loss"],
-                                    "score_same": history["score_same"], "score_diff": history["score_diff"]})
+                                    **{k: v for k, v in history.items() if k.startswith("score_")},
+                                    "final_same": same, "final_different": diff, "final_group": probe_group})
         if "fig4" in parts:
             batch = testing_batch(world, settings.n_test, PAPER["l_ts"], alpha=settings.alpha_fig4,
                                   K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
@@ -128,7 +142,7 @@ def run(settings: Settings, parts=PARTS) -> dict:
             t1.append(table1_counts(world, params_by_model, settings, seed))
         overall.update(seed + 1, training["mamba"][-1]["final_minibatch_loss"], force=True)
     common = {"settings": settings.to_dict(), "paper": PAPER, "p_a": settings.p_a_mechanism,
-              "training": training}
+              "eta": eta, "step_size": selection, "task_groups": list(GROUPS), "training": training}
     results = {}
     if "fig3" in parts:
         results["fig3"] = {"experiment": "fig3", **common, "alpha": settings.alpha_fig3,
@@ -143,14 +157,15 @@ def run(settings: Settings, parts=PARTS) -> dict:
 
 def summarise_table1(per_seed: list, settings: Settings) -> dict:
     """Pooled accuracies (1 - error of eq (5)) with 95% Clopper-Pearson intervals."""
-    n = np.stack([s["n"] for s in per_seed])                               # (S, 3, k, 3, 2)
+    n = np.stack([s["n"] for s in per_seed])                               # (S, 3, k, 3, G)
     out = {"alpha": settings.alpha_table1, "K_prime": settings.main_K_prime,
            "label_rules": list(LABEL_RULES), "placements": TABLE1_PLACEMENTS,
-           "axes": "seed, label_rule, kappa_a_prime, placement (FQ, R, CQ), (seen, unseen)",
+           "axes": f"seed, label_rule, kappa_a_prime, placement (FQ, R, CQ), task group ({', '.join(GROUPS)})",
            "n_prompts": n, "wrong": {}, "accuracy": {}}
     for model in MODELS:
         w = np.stack([s[model] for s in per_seed])
         out["wrong"][model] = w
+        sw, sn = subset_counts(w), subset_counts(n)
         acc = {}
         for r, rule in enumerate(LABEL_RULES):
             acc[rule] = {}
@@ -158,10 +173,8 @@ def summarise_table1(per_seed: list, settings: Settings) -> dict:
                 cells = {}
                 for q, name in enumerate(TABLE1_PLACEMENTS):
                     cells[name] = {}
-                    for subset, (ww, nn) in {"seen": (w[:, r, k, q, 0], n[:, r, k, q, 0]),
-                                             "unseen": (w[:, r, k, q, 1], n[:, r, k, q, 1]),
-                                             "all": (w[:, r, k, q].sum(-1), n[:, r, k, q].sum(-1))}.items():
-                        e = rate_summary(ww, nn)
+                    for subset in sw:
+                        e = rate_summary(sw[subset][:, r, k, q], sn[subset][:, r, k, q])
                         cells[name][subset] = _as_accuracy(e)
                 acc[rule][str(kappa_a_prime)] = cells
         out["accuracy"][model] = acc

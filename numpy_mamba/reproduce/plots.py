@@ -6,12 +6,13 @@ is the one-layer model of eq (3) and with which settings it was made.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
 from matplotlib.lines import Line2D
 
-from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
+from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE, SMOKE
 from .fig2 import curve
 from ..cli.output import subplots
 
@@ -22,19 +23,46 @@ PANEL_TITLE = {"flip": "(A) outlier labels flipped", "target": "(B) outlier labe
                "random": "(C) outlier labels random"}
 
 
+def smoke_stamp(fig, quick: bool) -> None:
+    """On a quick run's figure: a large diagonal watermark, and the title (suptitle) in red starting
+    with "SMOKE RUN" (call after the layout is final)."""
+    if not quick:
+        return
+    fig.text(0.5, 0.5, "SMOKE RUN\nnumbers mean nothing", fontsize=3.6 * fig.get_figwidth(), color="red", alpha=0.18, ha="center",
+             va="center", rotation=25, weight="bold", zorder=100)
+    title = fig.get_suptitle()
+    if title:
+        fig.suptitle(f"[{SMOKE}]\n{title}", color="red", fontsize=11)
+    else:
+        fig.text(0.5, 0.995, SMOKE, fontsize=10, color="red", ha="center", va="top", weight="bold", zorder=101)
+
+
 def _footnote(fig, text: str, note: str = ONE_LAYER_NOTE) -> None:
-    fig.text(0.01, 0.005, f"{note}.\n{text}", fontsize=8, color=GREY, va="bottom", ha="left")
+    """Grey settings text at the bottom left, wrapped to the figure's width (no "$...$" is split)."""
+    width = int(fig.get_figwidth() * 17)
+    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(f"{note}. {text}", width)), fontsize=8, color=GREY,
+             va="bottom", ha="left")
+
+
+def _eta(result: dict) -> str:
+    eta = result.get("eta")
+    if isinstance(eta, dict):
+        return (f"$\\eta$ chosen per model by the step-size rule: Mamba {eta['mamba']:g}, "
+                f"LT {eta['linear_transformer']:g}")
+    return f"$\\eta$ = {result['settings'].get('eta')}"
 
 
 def _settings_line(result: dict, extra: str = "") -> str:
     s = result["settings"]
-    return (f"Training: p_a = {result['p_a']}, eta = {s['eta']}, B = {s['B']}, T = {s['T']}, K = {s['K']}, "
-            f"kappa_a = 2, l = 20; {s['seeds']} seeds. {extra}")
+    return (f"Training: $p_a$ = {result['p_a']}, {_eta(result)}, B = {s['B']}, T = {s['T']}, K = {s['K']}, "
+            f"$\\kappa_a$ = 2, l = 20; {s['seeds']} seeds. {extra}")
 
 
-def _save(fig, path, tight: bool = False) -> Path:
+def _save(fig, path, result: dict | None = None, tight: bool = False) -> Path:
+    """Save at 110 dpi; a quick run's figure (result["settings"]["quick"]) gets the smoke stamp."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    smoke_stamp(fig, bool(result and result.get("settings", {}).get("quick")))
     fig.savefig(path, dpi=110, bbox_inches="tight" if tight else None)
     return path
 
@@ -45,30 +73,36 @@ def _theory_lines(ax, p_a: float) -> None:
     ax.axhline(0.01, color="black", ls="--", lw=0.8)
 
 
+def _band(ax, result, model, rule, subset, kappa_a_prime, K_prime, **style):
+    """Pooled error against alpha with a band from the seeds' min to max."""
+    alphas = np.asarray(result["settings"]["alphas"])
+    args = (result, model, rule, subset, kappa_a_prime, K_prime)
+    line, = ax.plot(alphas, curve(*args), **style)
+    ax.fill_between(alphas, curve(*args, "seed_min"), curve(*args, "seed_max"), color=style["color"], alpha=0.15,
+                    lw=0)
+    return line
+
+
 def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
     """Figure 2 (A, B, C): test error (eq (5)) against alpha at one (kappa_a', K').
 
-    Top row: all tasks, linear scale, bars = min-max over seeds.  Bottom row: tasks seen and
-    never seen in training, symmetric-log scale so the paper's 0.01 level is readable.
+    Top row: all tasks, linear scale.  Bottom row: tasks seen and never seen in training,
+    symmetric-log scale so the paper's 0.01 level is readable.  Bands: min-max over seeds.
     """
     s = result["settings"]
     kappa_a_prime = s["main_kappa_a_prime"] if kappa_a_prime is None else kappa_a_prime
     K_prime = s["main_K_prime"] if K_prime is None else K_prime
-    alphas = np.asarray(s["alphas"])
     fig, axes = subplots(2, 3, figsize=(15, 9), sharex=True)
     for j, rule in enumerate(result["label_rules"]):
         top, bottom = axes[0, j], axes[1, j]
         for model in MODELS:
             c = COLOR[model]
-            mid = curve(result, model, rule, "all", kappa_a_prime, K_prime)
-            lo = curve(result, model, rule, "all", kappa_a_prime, K_prime, "seed_min")
-            hi = curve(result, model, rule, "all", kappa_a_prime, K_prime, "seed_max")
-            top.errorbar(alphas, mid, yerr=[mid - lo, hi - mid], color=c, marker="o", ms=4, capsize=2,
-                         lw=1.8, label=f"{MODEL_LABEL[model]}, all tasks")
+            _band(top, result, model, rule, "all", kappa_a_prime, K_prime, color=c, marker="o", ms=4, lw=1.8,
+                  label=f"{MODEL_LABEL[model]}, all tasks")
             for subset, ls, mk, name in (("seen", "--", "s", "tasks seen in training"),
                                          ("unseen", ":", "^", "tasks never seen in training")):
-                bottom.plot(alphas, curve(result, model, rule, subset, kappa_a_prime, K_prime), color=c, ls=ls,
-                            marker=mk, ms=4, lw=1.4, label=f"{MODEL_LABEL[model]}, {name}")
+                _band(bottom, result, model, rule, subset, kappa_a_prime, K_prime, color=c, ls=ls, marker=mk, ms=4,
+                      lw=1.4, label=f"{MODEL_LABEL[model]}, {name}")
         for ax in (top, bottom):
             _theory_lines(ax, result["p_a"])
             ax.grid(alpha=0.3)
@@ -76,7 +110,7 @@ def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
         top.set_ylim(-0.02, 1.02)
         bottom.set_yscale("symlog", linthresh=0.01, linscale=0.5)
         bottom.set_ylim(0, 1.05)
-        bottom.set_xlabel("alpha, fraction of test context examples with an outlier")
+        bottom.set_xlabel(r"$\alpha$, fraction of test context examples with an outlier")
     axes[0, 0].set_ylabel("ICL error (eq (5)), all tasks")
     axes[1, 0].set_ylabel("ICL error by task group (symlog scale)")
     handles, labels = [], []
@@ -85,15 +119,16 @@ def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
         handles, labels = handles + h, labels + lab
     handles += [Line2D([], [], color=GREY, ls=":"), Line2D([], [], color=GREY, ls="-."),
                 Line2D([], [], color="black", ls="--", lw=0.8)]
-    labels += ["alpha = 1/2 (linear Transformer limit, Thm 4)",
-               f"alpha = p_a l_tr / l_ts = {result['p_a']} (Mamba guarantee, Thm 2)", "error = 0.01 (paper's claim)"]
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8.5, bbox_to_anchor=(0.5, 0.045))
-    fig.suptitle(f"Figure 2: test error against the outlier fraction alpha; kappa_a' = {kappa_a_prime:g}, "
+    labels += [r"$\alpha$ = 1/2 (linear Transformer limit, Thm 4)",
+               rf"$\alpha = p_a l_{{tr}} / l_{{ts}}$ = {result['p_a']} (Mamba guarantee, Thm 2)",
+               "error = 0.01 (paper's claim)"]
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, 0.045))
+    fig.suptitle(rf"Figure 2: test error against the outlier fraction $\alpha$; $\kappa_a'$ = {kappa_a_prime:g}, "
                  f"K' = {K_prime:g}")
-    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point; markers: pooled "
-                                  "error over seeds, bars: min-max over seeds."), FIG2_NOTE)
-    fig.tight_layout(rect=(0, 0.15, 1, 1))
-    return _save(fig, path)
+    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point; lines: pooled "
+                                  "error over seeds, bands: min-max over seeds."), FIG2_NOTE)
+    fig.tight_layout(rect=(0, 0.15, 1, 0.98))
+    return _save(fig, path, result)
 
 
 def fig2_sensitivity(result: dict, path) -> Path:
@@ -112,18 +147,18 @@ def fig2_sensitivity(result: dict, path) -> Path:
                     ax.plot(alphas, curve(result, model, rule, "all", kappa_a_prime, K_prime), color=COLOR[model],
                             ls=styles[c % 4], marker="o", ms=3, label=f"{MODEL_LABEL[model]}, K' = {K_prime:g}")
             _theory_lines(ax, result["p_a"])
-            ax.set_title(f"{PANEL_TITLE[rule]}, kappa_a' = {kappa_a_prime:g}", fontsize=10)
+            ax.set_title(rf"{PANEL_TITLE[rule]}, $\kappa_a'$ = {kappa_a_prime:g}", fontsize=10)
             ax.grid(alpha=0.3)
             if i == len(kappas) - 1:
-                ax.set_xlabel("alpha (test outlier fraction)")
+                ax.set_xlabel(r"$\alpha$ (test outlier fraction)")
             if j == 0:
                 ax.set_ylabel("test error (all tasks)")
-    axes[0, 0].legend(fontsize=7.5, loc="upper left")
-    fig.suptitle("Figure 2, sensitivity: test outlier magnitude kappa_a' (rows) and irrelevant-pattern range K'")
+    axes[0, 0].legend(fontsize=8, loc="upper left")
+    fig.suptitle(r"Figure 2, sensitivity: test outlier magnitude $\kappa_a'$ (rows) and irrelevant-pattern range K'")
     _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds. "
                                   "Dotted: alpha = 1/2; dash-dot: alpha = p_a; dashed black: error 0.01."), FIG2_NOTE)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    return _save(fig, path)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.98))
+    return _save(fig, path, result)
 
 
 def training_curves(ax, runs: list, model: str, label: str) -> None:
@@ -136,9 +171,9 @@ def training_curves(ax, runs: list, model: str, label: str) -> None:
 
 def fig2_training(result: dict, path) -> Path:
     """Training loss of the Figure 2 runs (convergence check)."""
-    fig, ax = subplots(figsize=(7, 4.3))
+    fig, ax = subplots(figsize=(8, 4.8))
     for model in MODELS:
-        training_curves(ax, result["training"][model], model, MODEL_LABEL[model])
+        training_curves(ax, result["training"][model], model, f"{MODEL_LABEL[model]}, $\\eta$ = {result['eta'][model]:g}")
     ax.set_yscale("symlog", linthresh=1e-2)
     ax.set_ylim(0, 1.5)
     ax.set_xlabel("SGD step t")
@@ -147,5 +182,5 @@ def fig2_training(result: dict, path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend()
     _footnote(fig, _settings_line(result), FIG2_NOTE)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return _save(fig, path)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.97))
+    return _save(fig, path, result)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import fig2, figures, mechanism, plots, report
+from .claims_mechanism import experiment_names
 from .common import save_result, settings_for
 from ..cli.output import write_section
 
@@ -38,9 +39,9 @@ def parse_only(values) -> tuple:
 
 
 def load_results(out: Path) -> dict:
-    """Every experiment JSON present in ``out``, as saved."""
+    """Every experiment JSON present in ``out`` (ours, and any the claims table looks for), as saved."""
     return {name: json.loads((out / f"{name}.json").read_text())
-            for name in EXPERIMENTS if (out / f"{name}.json").exists()}
+            for name in experiment_names() if (out / f"{name}.json").exists()}
 
 
 def draw(name: str, result: dict, out: Path) -> list:
@@ -112,5 +113,6 @@ def main(argv=None) -> int:
     info = run(only, args.quick, args.seeds, out)
     for path in info["paths"]:
         print(path)
+    print(report.stdout_summary(load_results(Path(out)), info["seconds"]))
     print(f"reproduce: {', '.join(only)} done in {info['seconds']:.1f} s", file=sys.stderr)
     return 0

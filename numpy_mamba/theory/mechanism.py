@@ -12,6 +12,8 @@ import numpy as np
 
 from ..cli.jobs import Plan, Unit
 from ..data import World, make_world, testing_batch, training_batch
+from ..reproduce.common import task_group_names, task_groups
+from ..reproduce.verdicts import corollary1, word
 from ..sgd import TrainConfig, train
 from .claims import _trained
 from .measure import fit_slope, gate_statistics, lemma6_sum, projections, score_sums
@@ -30,6 +32,7 @@ def _attention_run(world: World, s: dict, seed: int):
     by_dist = {int(k): {"median_different": float(np.median(diff[dist == k])), "n": int(np.sum(dist == k))}
                for k in np.unique(dist)}
     return {"seed": seed, "same": same.tolist(), "different": diff.tolist(), "distance": dist.tolist(),
+            "group": task_groups(batch.task, world.M1).tolist(),
             "median_same": float(np.median(same)), "different_by_distance": by_dist,
             "fraction_same_at_least_1": float(np.mean(same >= 1.0)),
             "fraction_different_below_tenth_of_median_same": float(np.mean(diff <= 0.1 * np.median(same)))}
@@ -44,18 +47,26 @@ def attention_sums(world: World, s: dict) -> Plan:
     (Lemma 3 (25): claimed untouched)."""
     seeds = s["seeds"] if s["cor1_p_a"] in s["p_a_train"]["mamba"] else []
     return Plan([Unit(seed, f"Corollary 1 seed {seed}", _attention_run, (world, s, seed)) for seed in seeds],
-                partial(_attention_sums, s))
+                partial(_attention_sums, s, world.M1))
 
 
-def _attention_sums(s: dict, measured: dict) -> dict:
+def _attention_sums(s: dict, M1: int, measured: dict) -> dict:
     out = {"settings": s, "runs": [r for r in measured.values() if r is not None]}
     if out["runs"]:
-        ms = float(np.mean([r["median_same"] for r in out["runs"]]))
-        small = float(np.mean([r["fraction_different_below_tenth_of_median_same"] for r in out["runs"]]))
-        out["mean_median_same"], out["fraction_different_small"] = ms, small
-        out["verdict"] = {"same_at_least_theta_1": "holds" if ms >= 1.0 else "does not hold here",
-                          "different_small": ("holds" if small >= 0.95 else "holds in part" if small >= 0.5
-                                              else "does not hold here")}
+        judge_attention(out, M1)
+    return out
+
+
+def judge_attention(out: dict, M1: int) -> dict:
+    """Corollary 1's verdict by the rule shared with the reproduce section
+    (``reproduce.verdicts.corollary1``), on every prompt of every seed pooled.  Adds
+    out["corollary1"] (medians by task group) and out["verdict"]."""
+    cat = lambda key: np.concatenate([np.asarray(r[key]) for r in out["runs"]])  # noqa: E731
+    c = corollary1(cat("same"), cat("different"), cat("group").astype(int), task_group_names(M1))
+    out["corollary1"] = c
+    out["mean_median_same"] = float(np.mean([r["median_same"] for r in out["runs"]]))
+    out["verdict"] = {"same_at_least_theta_1": "holds" if c["part_a"] else "does not hold here",
+                      "corollary1": word(c["level"], "theory")}
     return out
 
 
@@ -208,12 +219,17 @@ def analyse_trajectory(out: dict, M1: int, beta: float = 3.0, V: int = 3) -> dic
     signs = v[-1] < 0 and mu[-1] < 0 and nu[-1] < min(abs(v[-1]), abs(mu[-1]))
     in_window = [x["max_mean_in_window"] for x in l6.values()]
     whole = [x["max_mean_whole_run"] for x in l6.values()]
+    growth = whole[-1] / whole[0]                     # largest l against smallest l, whole run
     out["verdict"] = {
         "lemma4_signs": "holds" if signs else "does not hold here",
         "lemma4_5_two_phases": ("holds" if two_phase else "holds in trend" if v[-1] < 0 and ph.get("phase2_log_slope", 0) < 0
                                 else "does not hold here"),
         "lemma6_in_window": "holds" if max(in_window) <= 3.0 and np.ptp(in_window) <= 1.0 else "does not hold here",
-        "lemma6_whole_run": ("holds" if max(whole) <= 3.0 else "holds in trend (bounded, but not by a small constant)"
-                             if max(whole) < 0.5 * max(s["lemma6_l_grid"]) else "does not hold here"),
+        "lemma6_outside_window": (f"not claimed there; stays Theta(1) (at most {max(whole):.2f})"
+                                  if max(whole) <= 3.0 and growth <= 2.0 else
+                                  f"not claimed there; grows with l (max {whole[0]:.2f} at l = {s['lemma6_l_grid'][0]}, "
+                                  f"{whole[-1]:.2f} at l = {s['lemma6_l_grid'][-1]}), not Theta(1)"),
     }
+    out["lemma6"]["checked_steps"] = int(np.sum(inside))
+    out["lemma6"]["total_steps"] = int(step[-1])
     return out

@@ -22,6 +22,7 @@ from ..data import make_world
 from ..cli.jobs import add_jobs_argument, run_plans
 from ..cli.output import save_json, write_section
 from ..cli.staging import run_staged
+from ..reproduce.common import SMOKE
 from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
 from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
 from . import plots, report as report_text
@@ -63,6 +64,8 @@ def quick_settings() -> dict:
                       lt_alphas=[0.2, 0.3, 0.4], lt_l_ts_grid=[5, 20, 80])
     s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100)
     s["trajectory"].update(T=100, B_held=64, record_every=10, lemma6_l_grid=[10, 20])
+    for part in ("p_a", "l_tr", "alpha", "M1", "trajectory"):   # figures and report stamp a smoke run
+        s[part]["quick"] = True
     return s
 
 
@@ -160,4 +163,6 @@ def main(argv=None) -> int:
     code = run_staged("theory", out, work, report=report)
     if code == 0:
         print(f"[theory] done in {time.perf_counter() - start:.1f} s; figures and JSON in {out}")
+        if args.quick:
+            print(f"*** {SMOKE} ***")
     return code

@@ -1,0 +1,114 @@
+"""Training settings the paper does not give (the step size eta; later also delta) chosen per
+model by a stated rule on held-out *training-distribution* prompts, never on test settings.
+
+The rule (``choose``), written before any run it is applied to:
+
+1. Every combination of the grid's fields (e.g. {"eta": (0.01, 0.02, 0.05, 0.1, 0.2)}) is a
+   candidate.
+2. For each selection seed, every candidate trains from the same initialisation on the same
+   minibatch stream (the seed's own streams, disjoint from those of the experiments), and is
+   scored by the hinge loss (eq (4)) on a held-out batch of training prompts (Definition 1,
+   tasks T_tr) drawn from the seed's own stream.
+3. A candidate whose run diverges in any seed is excluded: non-finite loss or parameters, or a
+   held-out loss above ``DIVERGED_ABOVE`` (the hinge loss at initialisation is about 1; a run
+   that ends 100 times above it has blown up even if its numbers are still finite).
+4. The candidate with the lowest mean held-out loss over the selection seeds is chosen; ties go
+   to the earlier candidate in grid order.
+
+``choose`` takes the training-and-scoring step as a callable, so the same rule serves any model
+(e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
+for the one-layer models of eq (3).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..data import training_batch
+from ..loss import hinge
+from ..model import output
+from ..sgd import DivergenceError, TrainConfig, train
+
+DIVERGED_ABOVE = 100.0
+RULE = ("for each candidate, train from the same initialisation on the same minibatch stream for every "
+        "selection seed; score by the hinge loss (eq (4)) on held-out training prompts (Definition 1, own seed "
+        "stream) at the end of training; exclude candidates that diverge in any seed (non-finite, or held-out "
+        f"loss above {DIVERGED_ABOVE:g}); choose the lowest mean held-out loss (ties: the earlier candidate)")
+
+
+def candidates(grid: Mapping[str, Sequence]) -> list[dict]:
+    """Every combination of the grid's values, in grid order: {"eta": (a, b)} -> [{"eta": a}, {"eta": b}]."""
+    if not grid or any(len(values) == 0 for values in grid.values()):
+        raise ValueError(f"grid must map each field to a non-empty sequence of values; got {dict(grid)!r}.")
+    names = list(grid)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], float], seeds: Sequence[int]) -> dict:
+    """Apply the rule of this module.
+
+    grid : field -> candidate values.  heldout_loss(fields, seed) trains with ``fields`` on selection
+    seed ``seed`` and returns the held-out hinge loss; it may raise ``DivergenceError`` (or return
+    a non-finite number, or one above DIVERGED_ABOVE) for a diverged run.  seeds : the selection seeds.
+
+    Returns {"rule", "grid", "seeds", "candidates": [{"fields", "losses" (per seed, None where
+    diverged), "mean" (None if excluded), "diverged": bool}], "chosen": fields of the winner}.
+    Raises ValueError if every candidate diverged.
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("choose needs at least one selection seed; got none.")
+    rows = []
+    for fields in candidates(grid):
+        losses = []
+        for seed in seeds:
+            try:
+                value = float(heldout_loss(dict(fields), seed))
+            except DivergenceError:
+                value = float("nan")
+            losses.append(value if np.isfinite(value) and value <= DIVERGED_ABOVE else None)
+        diverged = any(v is None for v in losses)
+        rows.append({"fields": dict(fields), "losses": losses, "diverged": diverged,
+                     "mean": None if diverged else float(np.mean(losses))})
+    kept = [r for r in rows if not r["diverged"]]
+    if not kept:
+        raise ValueError(f"every candidate of {dict(grid)!r} diverged on selection seeds {seeds}.")
+    best = min(kept, key=lambda r: r["mean"])             # min keeps the first of equal means
+    return {"rule": RULE, "grid": {k: list(v) for k, v in grid.items()}, "seeds": seeds,
+            "candidates": rows, "chosen": dict(best["fields"])}
+
+
+def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, model: str, n_heldout: int,
+                                stream: Sequence[int]) -> Callable[[dict, int], float]:
+    """The scoring step of the rule for a one-layer model of eq (3) (``model`` = a name ``train``
+    accepts).  Selection seed k trains on world ``world_for_seed(k)`` with ``config`` updated by
+    the candidate's fields (any TrainConfig field: eta, delta, T, ...) and rng
+    ``default_rng([k, *stream, 1])`` (initialisation and minibatches, the same for every
+    candidate), then scores ``n_heldout`` prompts of Definition 1 from ``default_rng([k, *stream, 2])``.
+    """
+    stream = [int(s) for s in stream]
+
+    def score(fields: dict, seed: int) -> float:
+        world = world_for_seed(seed)
+        cfg = replace(config, **fields)
+        params, _ = train(world, cfg, model, rng=np.random.default_rng([seed, *stream, 1]))
+        held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,
+                              rng=np.random.default_rng([seed, *stream, 2]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.mean(hinge(output(model, params, held.P), held.z)))
+
+    return score
+
+
+def table_rows(selection: dict) -> list[list[str]]:
+    """[candidate, held-out loss per seed..., mean or 'diverged', chosen?] as strings, for reports."""
+    rows = []
+    for r in selection["candidates"]:
+        name = ", ".join(f"{k} = {v:g}" for k, v in r["fields"].items())
+        per_seed = ["diverged" if v is None else f"{v:.2e}" for v in r["losses"]]
+        mean = "excluded (diverged)" if r["mean"] is None else f"{r['mean']:.2e}"
+        rows.append([name, *per_seed, mean, "**chosen**" if r["fields"] == selection["chosen"] else ""])
+    return rows

@@ -11,6 +11,9 @@ The top of the package is the paper's one-layer model, one module per part:
     gradcheck  central finite differences
     sgd        Algorithm 1: SGD
 
+and Section 4.2's three-layer models (``stack``, ``layer``: a residual stack of eq (1) layers
+with a hand-written backward pass).
+
 Families built on it live in subpackages: ``gates`` (Appendix E.6), ``reproduce`` (Section 4),
 ``theory`` (numerical checks of the theorems), ``grader`` (the exercises' autograder) and
 ``cli`` (the command line and the output files every command writes).

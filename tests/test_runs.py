@@ -146,7 +146,7 @@ def test_jobs_must_be_a_positive_whole_number(value, capsys):
     """If this fails, --jobs 0 (or -1, or a word) starts no workers or crashes with a traceback."""
     with pytest.raises(SystemExit) as info:
         theory.main(["--quick", "--jobs", value])
-    assert info.value.code == 2 and "expected a whole number >= 1" in capsys.readouterr().err
+    assert info.value.code == 2 and "expected an integer >= 1" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ all or nothing

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping, NamedTuple
 
+from .args import positive_int
 from .interrupts import check_interrupted, interrupts_held, sigint_blocked
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
@@ -43,17 +44,6 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:                                  # macOS, Windows
         return os.cpu_count() or 1
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1 (a usage error otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
 
 
 def add_jobs_argument(parser: argparse.ArgumentParser) -> None:

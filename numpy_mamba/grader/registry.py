@@ -1,8 +1,8 @@
 """What an exercise declares, and the registry ``EXERCISES`` that every part of the grader reads.
 
 An exercise is declared in one place: one module in ``grader/exercises/`` that passes one
-``Exercise(...)`` to ``register`` (every module there is imported by ``all_exercises``; the two
-hand-outs are ``exercises/gating.py`` and ``exercises/gradients.py``).  It names
+``Exercise(...)`` to ``register`` (every module there is imported by ``all_exercises``; the
+hand-outs are ``exercises/gating.py``, ``exercises/gradients.py`` and ``exercises/stack.py``).  It names
 
   * its functions, each with signature, equation and points;
   * the package entry points a submission may not call (``"module:function"``; in the child

@@ -43,7 +43,7 @@ def test_import_failure_missing_file_and_empty_file_messages(capsys):
     assert main([str(STUDENTS / "no_such_file.py")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main([str(STUDENTS / "empty.py")]) == 1
-    assert "none of gates, grad_W_C, grad_W_B, grad_w is defined" in capsys.readouterr().out
+    assert "none of gates, grad_W_C, grad_W_B, grad_w, layer_backward is defined" in capsys.readouterr().out
     assert main([str(STUDENTS / "README.md")]) == 2
     assert "not a Python file" in capsys.readouterr().err
 
@@ -112,6 +112,33 @@ def test_gradescope_results_json_for_one_submission(class_folder, tmp_path, caps
     with pytest.raises(SystemExit) as stop:                                     # --json is for one
         main([str(class_folder), "--json", str(results)])
     assert stop.value.code == 2
+
+
+def test_a_folder_with_stack_submissions_grades_each_part(tmp_path, capsys):
+    """The stack exercise in instructor mode: its four parts are CSV columns and Gradescope tests,
+    next to another exercise's submission in the same folder."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(SOLUTIONS / "stack_solution.py", folder / "erin.py")
+    shutil.copy(STUDENTS / "_stack_common.py", folder / "_stack_common.py")          # a helper: skipped
+    shutil.copy(STUDENTS / "broken_stack_residual.py", folder / "frank.py")
+    shutil.copy(SOLUTIONS / "gating_solution.py", folder / "gina.py")
+    grades, results = tmp_path / "grades.csv", tmp_path / "results.json"
+    assert main([str(folder), "--csv", str(grades)]) == 1
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
+    assert sorted(rows) == ["erin.py", "frank.py", "gina.py"]
+    assert rows["erin.py"]["exercise"] == "stack" and rows["erin.py"]["points"] == "10"
+    assert all(rows["erin.py"][f"{p}_status"] == "pass" for p in ("dH", "dW_B", "dW_C", "dW"))
+    assert rows["frank.py"]["dH_status"] == "FAIL" and "residual" in rows["frank.py"]["dH_hint"]
+    assert rows["frank.py"]["dW_status"] == "pass" and rows["frank.py"]["points"] == "6"
+    assert rows["gina.py"]["status"] == "passed" and rows["gina.py"]["dH_status"] == ""
+    capsys.readouterr()
+    assert main([str(folder / "frank.py"), "--json", str(results)]) == 1
+    data = json.loads(results.read_text())
+    assert data["score"] == 6 and [t["max_score"] for t in data["tests"]] == [4, 2, 2, 2]
+    assert data["tests"][0]["name"].startswith("layer_backward(dO, cache)") and "residual" in data["tests"][0]["output"]
+    out = capsys.readouterr().out
+    assert "exercise 'stack' (layer_backward, graded as dH, dW_B, dW_C, dW)" in out
 
 
 def test_a_folder_where_everyone_passes_exits_0(tmp_path, capsys):

@@ -13,10 +13,13 @@ import pytest
 
 from numpy_mamba import gating, gradients
 from numpy_mamba.grader.compare import Call, Items, Other, grade_function
+from numpy_mamba.grader.exercises.stack import PARTS
+from numpy_mamba.grader.layer_mistakes import LAYER_MISTAKES, backward as layer_mistake_backward, mistaken_parts
 from numpy_mamba.grader.mistakes import backward, gate_mistakes, mistakes_for
 from numpy_mamba.grader.problems import KINK_MARGIN
 from numpy_mamba.grader.protocol import ChildRun, Malformed, Reader, decode, encode
 from numpy_mamba.grader.registry import Exercise, Function, all_exercises, identify, prepare, register
+from numpy_mamba.layer import LayerParams, layer_backward
 from numpy_mamba.model import output
 
 FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
@@ -27,8 +30,22 @@ def prepared():
     return {name: prepare(e, 0) for name, e in all_exercises().items()}
 
 
+def _whole(prep, name, answers):
+    """What the student's function returned when ``name`` is one part of its answer: the stack's
+    ``(dH, LayerParams(dW_B, dW_C, dW))`` with ``answers`` in part ``name`` and the other parts right."""
+    if prep.exercise.name != "stack":
+        return answers
+    k = PARTS.index(name)
+    whole = []
+    for j, answer in enumerate(answers):
+        parts = [prep.references[p][j].value for p in PARTS]
+        parts[k] = answer
+        whole.append((parts[0], LayerParams(*parts[1:])))
+    return whole
+
+
 def _grade(prep, name, answers):
-    return grade_function(prep, name, [Call(returned=True, answer=a) for a in answers])
+    return grade_function(prep, name, [Call(returned=True, answer=a) for a in _whole(prep, name, answers)])
 
 
 def _refs(prep, name):
@@ -182,10 +199,14 @@ def test_registry_identifies_files_and_refuses_clashing_declarations():
     assert [e.name for e in identify({"gates", "grad_w"})] == ["gating", "gradients"]
     assert [e.name for e in identify(set(), "gradients_solution")] == ["gradients"]
     assert [e.name for e in identify({"gates", "grad_w"}, "gradients")] == ["gradients"]   # a helper 'gates'
+    assert [e.name for e in identify({"layer_backward", "dH"})] == ["stack"]   # by the function it calls
+    assert [e.name for e in identify(set(), "stack_solution")] == ["stack"]
     assert identify({"something_else"}, "homework") == []
     gates = all_exercises()["gating"]
     with pytest.raises(ValueError, match="already belong"):
         register(Exercise("other", gates.functions, (), "", "", *[None] * 4))
+    with pytest.raises(ValueError, match="already belong"):           # a part's entry is taken too
+        register(Exercise("other", (Function("dX", "", "", 1, "layer_backward"),), (), "", "", *[None] * 4))
     with pytest.raises(ValueError, match="module:function"):
         register(Exercise("other", (Function("f", "", "", 1),), ("numpy_mamba.gradients",), "", "", *[None] * 4))
 
@@ -227,3 +248,97 @@ def test_protocol_round_trip_and_strict_parsing():
             Reader(ChildRun()).feed(_frames(*head, *tail))
     with pytest.raises(Malformed, match="more than"):
         Reader(ChildRun()).feed(b"J" + struct.pack(">I", 2**31) + b"x" * (65 * 2**20))
+
+
+# ---- the stack exercise: layer_backward(dO, cache) -> (dH, LayerParams(dW_B, dW_C, dW)) --------
+
+def _layer_parts(pb):
+    dH, grads = layer_backward(pb.dO, pb.cache)
+    return (dH,) + tuple(grads)
+
+
+def test_layer_mistakes_backward_with_no_mistake_equals_layer_backward(prepared):
+    """The stack's mistakes are switches on this backward; if it drifted, hints would lie."""
+    for pb in prepared["stack"].problems:
+        dH, grads = layer_mistake_backward(pb.dO, pb.cache)
+        for mine, ref in zip((dH,) + grads, _layer_parts(pb)):
+            np.testing.assert_allclose(mine, ref, rtol=1e-12, atol=1e-13, err_msg=pb.name)
+
+
+def _differs(V, R):
+    return V.shape != R.shape or np.linalg.norm(V - R) > 1e-3 * np.linalg.norm(R)
+
+
+def test_each_layer_mistake_changes_exactly_its_parts_and_no_two_coincide(prepared):
+    """A mistake that left a declared part right would never be named; two mistakes with the
+    same answers on every part would need one merged hint (none do)."""
+    problems = prepared["stack"].problems
+    refs = [_layer_parts(pb) for pb in problems]
+    answers = {key: [mistaken_parts(pb.dO, pb.cache, make) for pb in problems] for key, _, _, make in LAYER_MISTAKES}
+    for key, _, parts, _ in LAYER_MISTAKES:
+        changed = {p for k, p in enumerate(PARTS) if any(_differs(a[k], r[k]) for a, r in zip(answers[key], refs))}
+        assert changed == set(parts), (key, changed)
+    keys = list(answers)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            assert any(_differs(x[k], y[k]) for x, y in zip(answers[a], answers[b]) for k in range(4)), (a, b)
+
+
+@pytest.mark.parametrize("key, hint, parts, make", LAYER_MISTAKES, ids=[m[0] for m in LAYER_MISTAKES])
+def test_a_whole_wrong_layer_backward_gets_its_hint_on_every_part_it_breaks(prepared, key, hint, parts, make):
+    """Each mistake of issue 9 as a whole wrong implementation, graded part by part: the parts it
+    breaks FAIL with its hint, the others pass."""
+    prep = prepared["stack"]
+    whole = [mistaken_parts(pb.dO, pb.cache, make) for pb in prep.problems]
+    calls = [Call(returned=True, answer=(w[0], LayerParams(*w[1:]))) for w in whole]
+    for name in PARTS:
+        result = grade_function(prep, name, calls)
+        if name in parts:
+            assert result.status == "FAIL" and result.hint == hint, (key, name, result.hint)
+        else:
+            assert result.status == "pass", (key, name, result.hint)
+
+
+@pytest.mark.parametrize("answer, words, dH_ok", [
+    (lambda dH, grads: dH, "not (dH, LayerParams(dW_B, dW_C, dW)): returned an array of shape", False),
+    (lambda dH, grads: Items.of([dH, *grads]), "returned a tuple of 4 items", False),
+    (lambda dH, grads: Items.of([dH, Items.of(list(grads[:2]))]), "the second item is a tuple of 2 items", True),
+    (lambda dH, grads: Items.of([dH, Other("a builtins.dict")]), "the second item is a builtins.dict", True),
+    (lambda dH, grads: None, "returned None", False),
+])
+def test_a_layer_backward_answer_of_the_wrong_structure_fails_with_a_hint(prepared, answer, words, dH_ok):
+    """Every part that cannot be found in the answer FAILs with what was returned instead (dH,
+    the first item, is graded on its own)."""
+    prep = prepared["stack"]
+    calls = [Call(returned=True, answer=answer(*layer_backward(pb.dO, pb.cache))) for pb in prep.problems]
+    for name in PARTS:
+        result = grade_function(prep, name, calls)
+        if name == "dH" and dH_ok:
+            assert result.status == "pass", result.hint
+        else:
+            assert result.status == "FAIL" and words in result.hint, (name, result.hint)
+
+
+def test_a_tuple_or_list_is_as_good_as_layer_params(prepared):
+    """As the child sends them: a list of arrays, or of three square arrays (then one array)."""
+    prep = prepared["stack"]
+    wraps = (lambda dH, g: Items.of([dH, Items.of(list(g), "list")], "list"),
+             lambda dH, g: Items.of([dH, Items.of(list(g), "LayerParams", g._fields)]),
+             lambda dH, g: Items.of([dH, np.stack(g)]) if g.W_B.shape == g.W.shape else Items.of([dH, Items.of(g)]))
+    for wrap in wraps:
+        calls = [Call(returned=True, answer=wrap(*layer_backward(pb.dO, pb.cache))) for pb in prep.problems]
+        assert all(grade_function(prep, name, calls).status == "pass" for name in PARTS)
+
+
+def test_stack_problems_cover_every_layer_position_and_the_awkward_cases(prepared):
+    """Layer 1 (H = P, label slot 0), layer 2 (label slot = F != 0), the top layer (dO in one
+    entry), l = 1, m != d+1 and saturated gate logits."""
+    problems = {pb.name: pb for pb in prepared["stack"].problems}
+    top, middle, bottom = (problems[n] for n in problems if n.startswith("layer"))
+    assert np.count_nonzero(top.dO) == top.dO.shape[0] and np.all(top.dO[:, -1, -1] != 0)
+    assert np.all(bottom.cache.H[:, -1, -1] == 0) and np.all(middle.cache.H[:, -1, -1] != 0)
+    assert np.count_nonzero(bottom.dO) == bottom.dO.size
+    assert any(pb.cache.H.shape[2] == 2 for pb in problems.values()), "no problem with l = 1"
+    assert any(pb.cache.layer.W_B.shape[0] != pb.cache.H.shape[1] for pb in problems.values())
+    assert any(np.any((np.abs(pb.cache.a) >= 30) & (np.abs(pb.cache.a) <= 50)) for pb in problems.values())
+    assert all(pb.cache.model == "mamba" for pb in problems.values())

@@ -33,12 +33,14 @@ def _results(sub):
 
 CORRECT = [SOLUTIONS / "gating_solution.py", SOLUTIONS / "gradients_solution.py", STUDENTS / "correct_naive.py",
            STUDENTS / "correct_common.py", STUDENTS / "correct_query_column_zero.py",
-           STUDENTS / "correct_gates_log_space.py", STUDENTS / "broken_big_print.py"]
+           STUDENTS / "correct_gates_log_space.py", STUDENTS / "broken_big_print.py",
+           SOLUTIONS / "stack_solution.py", STUDENTS / "correct_stack.py"]
 
 
 def test_correct_implementations_pass(session):
     """A failure means the grader fails a mathematically correct function, or the sandbox took
-    away a helper the hand-out allows (numpy_mamba.gating, model.scores, a helper module)."""
+    away a helper the hand-out allows (numpy_mamba.gating, model.scores, a helper module; for the
+    stack, layer_forward, LayerParams and numpy_mamba.layer.gates)."""
     for sub in grade_many(CORRECT, session, jobs=2):
         defined = [r for r in sub.results if r.defined]
         assert defined, f"{sub.path.name} defines no exercise function"
@@ -63,6 +65,10 @@ EXPECTED = [
     ("broken_keyboard_interrupt.py", "grad_W_B", "pass", ""),
     ("broken_keyboard_interrupt.py", "grad_w", "FAIL", "SystemExit"),
     ("broken_memory.py", "grad_W_C", "FAIL", "a submission may allocate at most 512 MB"),
+    ("broken_stack_residual.py", "dH", "FAIL", "dH includes dO itself: the residual"),
+    ("broken_stack_residual.py", "dW_B", "pass", ""),
+    ("broken_stack_no_query.py", "dH", "FAIL", "the query path is missing from dH"),
+    ("broken_stack_no_query.py", "dW", "pass", ""),
     # cheats: each stopped with its reason
     ("package_functions.py", "gates", "FAIL", "numpy_mamba.model.gating is not allowed in this exercise"),
     ("package_functions.py", "grad_W_C", "FAIL", "numpy_mamba.gradients.gradients is not allowed in this exercise"),
@@ -83,6 +89,12 @@ EXPECTED = [
     ("cheat_write_files.py", "grad_W_C", "FAIL", "write outside its working directory"),
     ("cheat_write_files.py", "grad_W_B", "FAIL", "send signals to another process"),
     ("cheat_write_files.py", "grad_w", "FAIL", "start a process"),
+    ("cheat_stack_layer_backward.py", "dH", "FAIL",
+     "numpy_mamba.layer.layer_backward is not allowed in this exercise (stack)"),
+    ("cheat_stack_layer_backward.py", "dW", "FAIL", "numpy_mamba.layer.layer_backward is not allowed"),
+    ("cheat_stack_factored.py", "dW_C", "FAIL", "numpy_mamba.layer.layer_backward_factored is not allowed"),
+    ("cheat_stack_gradients.py", "dW_B", "FAIL", "numpy_mamba.stack.gradients is not allowed in this exercise"),
+    ("cheat_stack_solution.py", "dH", "FAIL", "reading the solutions"),
 ]
 
 
@@ -138,13 +150,15 @@ def test_a_10_MB_print_is_trimmed_and_does_not_fail_a_correct_file(session):
 
 
 def test_unsolved_hand_outs_are_stubs_of_their_own_exercise_only(session):
-    """gradients.py must not report 'gates: not attempted' (and gating.py no gradient)."""
+    """gradients.py must not report 'gates: not attempted' (and gating.py no gradient); the
+    untouched stack.py scores 0 on its four parts without crashing."""
     for path, names in ((ROOT / "tutorials" / "exercises" / "gradients.py", {"grad_W_C", "grad_W_B", "grad_w"}),
-                        (ROOT / "tutorials" / "exercises" / "gating.py", {"gates"})):
+                        (ROOT / "tutorials" / "exercises" / "gating.py", {"gates"}),
+                        (ROOT / "tutorials" / "exercises" / "stack.py", {"dH", "dW_B", "dW_C", "dW"})):
         sub = grade_submission(path, session)
         assert set(_results(sub)) == names, path.name
         assert all(r.status == "not attempted" and "NotImplementedError" in r.hint for r in sub.results)
-        assert not sub.passed
+        assert not sub.passed and sub.points == 0 and sub.max_points == 10
 
 
 def test_no_leak_between_students_graded_in_one_process(session):

@@ -11,11 +11,13 @@ process only compares the arrays the child sends back.
     protocol.py  the frames between child and parent, parsed strictly (numbers only)
     registry.py  what an exercise declares (functions, points, forbidden entry points, inputs,
                  reference, comparison, mistakes) and the registry
-    exercises/   the declarations, one module per hand-out (gating, gradients); a new exercise is
-                 one new module there
+    exercises/   the declarations, one module per hand-out (gating, gradients, stack); a new
+                 exercise is one new module there
     compare.py   an answer against its reference: dtype, shape, values; points per function
     hints.py     turning a failed function into a hint
     problems.py  the seeded grading problems (l = 1, saturated gates, both sides of the hinge, ...)
     mistakes.py  known mistakes (sign, transpose, factor B, label leak, missing suffix term, ...)
+    layer_mistakes.py  known mistakes of the stack's layer_backward (residual added, a path of dH
+                 dropped, gate limit off by one, S^T, dW_B / dW_C transposed or swapped, ...)
     report.py    the text report, the class table, CSV and Gradescope's results.json
 """

@@ -85,14 +85,16 @@ def grade_function(prepared: Prepared, name: str, calls: list) -> Result:
         return result
     answers = []
     for pb, ref, call in zip(problems, prepared.references[name], calls):
+        answer = None
         if call is None:
             result.rows.append(Row(pb.name, note="not run"))
         elif not call.returned:
             result.rows.append(Row(pb.name, note=call.note or "no answer"))
             result.hint = result.hint or f"on problem '{pb.name}': {call.error}"
-        else:
-            result.rows.append(exercise.compare(name, pb, call.answer, ref, exercise))
-        answers.append(call.answer if call is not None and call.returned else None)
+        else:                                       # the piece this function grades (``Exercise.part``)
+            answer, note = exercise.part(name, call.answer) if exercise.part else (call.answer, "")
+            result.rows.append(Row(pb.name, note=note) if note else exercise.compare(name, pb, answer, ref, exercise))
+        answers.append(answer)
     errors = [e for r in result.rows for e in (r.err_reference, r.err_independent)]
     result.max_rel = max(errors) if errors else float("nan")
     if all(r.ok for r in result.rows):

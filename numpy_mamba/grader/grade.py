@@ -142,7 +142,7 @@ def _grade_exercise(path: Path, exercise, session: Session, sub: Submission) -> 
             k = next(k for k in range(n_problems) if (name, k) not in calls)
             calls[(name, k)] = Call(error=error, note=note)
 
-    todo = list(exercise.function_names)
+    todo = list(exercise.entries)
     for _ in range(len(todo) + 1):                          # each child finishes >= 1 function
         workdir = tempfile.mkdtemp(prefix="numpy_mamba_grade_")
         try:
@@ -177,15 +177,16 @@ def _grade_exercise(path: Path, exercise, session: Session, sub: Submission) -> 
         if not todo:
             break
     for f in exercise.functions:
-        state = (defined or {}).get(f.name, "missing")
+        state = (defined or {}).get(f.called, "missing")
         if state == "missing":
-            graded.results.append(Result(f.name, "not attempted", hint="not defined in the file",
-                                         max_points=float(f.points), defined=False))
+            graded.results.append(Result(f.name, "not attempted", hint=(
+                "not defined in the file" if f.called == f.name else f"{f.called} is not defined in the file"),
+                max_points=float(f.points), defined=False))
         elif state != "function":
-            graded.results.append(Result(f.name, "FAIL", float("inf"), f"{f.name} is {state}",
+            graded.results.append(Result(f.name, "FAIL", float("inf"), f"{f.called} is {state}",
                                          max_points=float(f.points)))
         else:
-            answers = [calls.get((f.name, k)) for k in range(n_problems)]
+            answers = [calls.get((f.called, k)) for k in range(n_problems)]
             graded.results.append(grade_function(prepared, f.name, answers))
     return graded
 
@@ -215,7 +216,7 @@ def grade_submission(path, session: Session, exercise_name: str | None = None) -
     exercises = ([all_exercises()[exercise_name]] if exercise_name
                  else identify(names, path.stem))
     if not exercises:
-        functions = ", ".join(n for e in all_exercises().values() for n in e.function_names)
+        functions = ", ".join(n for e in all_exercises().values() for n in e.entries)
         sub.problem = f"none of {functions} is defined in {path}."
         return sub
     sub.graded = [_grade_exercise(path, e, session, sub) for e in exercises]

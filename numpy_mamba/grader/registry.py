@@ -1,8 +1,8 @@
 """What an exercise declares, and the registry ``EXERCISES`` that every part of the grader reads.
 
 An exercise is declared in one place: one module in ``grader/exercises/`` that passes one
-``Exercise(...)`` to ``register`` (every module there is imported by ``all_exercises``; the two
-hand-outs are ``exercises/gating.py`` and ``exercises/gradients.py``).  It names
+``Exercise(...)`` to ``register`` (every module there is imported by ``all_exercises``; the
+hand-outs are ``exercises/gating.py``, ``exercises/gradients.py`` and ``exercises/stack.py``).  It names
 
   * its functions, each with signature, equation and points;
   * the package entry points a submission may not call (``"module:function"``; in the child
@@ -12,8 +12,11 @@ hand-outs are ``exercises/gating.py`` and ``exercises/gradients.py``).  It names
     reference answer, how to compare an answer with it, and the known mistakes behind a hint.
 
 Nothing here is specific to (params, P, z): ``inputs``, ``reference`` and ``compare`` receive
-the problem object the exercise's own ``problems`` returned, so an exercise whose functions take
-``(dO, cache)`` and return ``(dH, LayerParams)`` declares its own three and reuses the rest.
+the problem object the exercise's own ``problems`` returned.  A graded function may be one PART
+of what the student's function returns: ``Function(..., entry="layer_backward")`` grades one
+piece of ``layer_backward``'s answer, picked by the exercise's ``part`` (exercises/stack.py grades
+dH, dW_B, dW_C and dW of ``layer_backward(dO, cache) -> (dH, LayerParams)`` as four rows from one
+call per problem).
 """
 from __future__ import annotations
 
@@ -24,12 +27,19 @@ from typing import Any, Callable, NamedTuple
 
 
 class Function(NamedTuple):
-    """One function the student writes: name, signature, what it computes, points."""
+    """One graded function: name, signature, what it computes, points; ``entry``: the student's
+    function it is a part of ("" when it is that function itself)."""
 
     name: str
     signature: str
     equation: str
     points: float
+    entry: str = ""
+
+    @property
+    def called(self) -> str:
+        """The name of the function the submission defines and the child calls."""
+        return self.entry or self.name
 
 
 class Reference(NamedTuple):
@@ -64,6 +74,9 @@ class Exercise:
     child); reference(function, problem) -> Reference; compare(function, problem, answer,
     reference, exercise) -> Row; mistakes(function) -> [(key, hint, fn(problem) -> mistaken
     answer)]; shape_hint(function, answer, reference value, problem) -> str or "".
+    part(function, answer) -> (piece, note): the piece of the entry's answer this function
+    grades, or (None, why not) when the answer does not have that piece; None: the whole answer.
+    inputs is called with the entry's name (``Function.called``), the rest with the function's.
     """
 
     name: str                                   # the hand-out's file stem: tutorials/exercises/NAME.py
@@ -77,6 +90,7 @@ class Exercise:
     compare: Callable
     mistakes: Callable = lambda name: []
     shape_hint: Callable = lambda name, answer, value, problem: ""
+    part: Callable | None = None
     problem_notes: dict = field(default_factory=dict)   # problem-name prefix -> what to check
     tol_reference: float = 1e-8
     tol_independent: float = 1e-6
@@ -84,6 +98,11 @@ class Exercise:
     @property
     def function_names(self) -> tuple:
         return tuple(f.name for f in self.functions)
+
+    @property
+    def entries(self) -> tuple:
+        """The functions a submission defines for this exercise, in order, each once."""
+        return tuple(dict.fromkeys(f.called for f in self.functions))
 
     @property
     def max_points(self) -> float:
@@ -94,10 +113,11 @@ EXERCISES: dict = {}
 
 
 def register(exercise: Exercise) -> Exercise:
-    """Add ``exercise`` to ``EXERCISES``; a function name may belong to one exercise only, so a
-    file's functions tell which exercise it is."""
-    taken = {n: e.name for e in EXERCISES.values() if e.name != exercise.name for n in e.function_names}
-    clash = [n for n in exercise.function_names if n in taken]
+    """Add ``exercise`` to ``EXERCISES``; a function name (graded or called) may belong to one
+    exercise only, so a file's functions tell which exercise it is (and CSV columns are unique)."""
+    taken = {n: e.name for e in EXERCISES.values() if e.name != exercise.name
+             for n in e.function_names + e.entries}
+    clash = [n for n in dict.fromkeys(exercise.function_names + exercise.entries) if n in taken]
     if clash:
         raise ValueError(f"exercise {exercise.name!r}: function(s) {clash} already belong to "
                          f"{sorted({taken[n] for n in clash})}; function names must be unique.")
@@ -120,7 +140,7 @@ def identify(names, stem: str = "") -> list:
     every exercise one of whose functions is among ``names`` (the file's top-level names)."""
     exercises = all_exercises().values()
     named = [e for e in exercises if stem == e.name or stem.startswith(e.name + "_")]
-    return named or [e for e in exercises if set(names or ()) & set(e.function_names)]
+    return named or [e for e in exercises if set(names or ()) & set(e.entries)]
 
 
 @dataclass
@@ -132,7 +152,7 @@ class Prepared:
     exercise: Exercise
     seed: int
     problems: list
-    calls: dict                                 # function -> [(problem name, pickled args)]
+    calls: dict                                 # entry (called function) -> [(problem name, pickled args)]
     references: dict                            # function -> [Reference per problem]
     _mistaken: dict = field(default_factory=dict)
 
@@ -146,7 +166,7 @@ class Prepared:
 
 def prepare(exercise: Exercise, seed: int) -> Prepared:
     problems = list(exercise.problems(seed))
-    calls = {f.name: [(pb.name, pickle.dumps(tuple(exercise.inputs(f.name, pb)))) for pb in problems]
-             for f in exercise.functions}
+    calls = {entry: [(pb.name, pickle.dumps(tuple(exercise.inputs(entry, pb)))) for pb in problems]
+             for entry in exercise.entries}
     references = {f.name: [exercise.reference(f.name, pb) for pb in problems] for f in exercise.functions}
     return Prepared(exercise, seed, problems, calls, references)

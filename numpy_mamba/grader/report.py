@@ -62,7 +62,10 @@ def text_report(sub, seed: int) -> str:
         return "\n".join(out + [clean(sub.problem)])
     for graded in sub.graded:
         ex = graded.exercise
-        out.append(f"exercise '{ex.name}' ({', '.join(ex.function_names)}); the hand-out allows {ex.allowed}")
+        graded_names = ", ".join(ex.function_names)
+        if ex.entries != ex.function_names:                 # parts of the student's function(s)
+            graded_names = f"{', '.join(ex.entries)}, graded as {graded_names}"
+        out.append(f"exercise '{ex.name}' ({graded_names}); the hand-out allows {ex.allowed}")
         out.append("")
         if graded.import_error:
             out += [f"could not import {sub.path}:", clean(graded.import_error), ""]

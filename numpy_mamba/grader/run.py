@@ -11,10 +11,11 @@ names start with "_" and, inside folders, files that define no exercise function
     python -m numpy_mamba grade submission/ --json results.json      # Gradescope, one submission
 
 The grader recognises the exercise by the functions a file defines (gating: gates; gradients:
-grad_W_C, grad_W_B, grad_w) and grades each submission in its own child process: a temporary
-working directory, one wall-clock limit for the import and every call, a memory limit, the
-package's reference functions for that exercise and tutorials/solutions/ out of reach.  The
-child only returns arrays; this process compares them and decides.
+grad_W_C, grad_W_B, grad_w; stack: layer_backward, graded as dH, dW_B, dW_C, dW) and grades
+each submission in its own child process: a temporary working directory, one wall-clock limit
+for the import and every call, a memory limit, the package's reference functions for that
+exercise and tutorials/solutions/ out of reach.  The child only returns arrays; this process
+compares them and decides.
 
 Exit status, one file:   0 every function the file defines passes; 1 one fails, raises, times
                          out, is a stub, or the file defines none; 2 nothing was graded (usage

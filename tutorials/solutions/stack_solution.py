@@ -45,6 +45,18 @@ Hints (the usual mistakes):
      (dL/dq_t) h_t^T; dW[:, j] (column j) is the gradient of w_j, sum_k h_k dL/da_{j,k}.
   5. Check with central differences: numpy_mamba.gradcheck(lambda h: np.sum(dO *
      layer_forward(h, layer)[0]), H, dH) compares dH; do the same for W_B, W_C, W.
+
+Then grade it:
+
+    python -m numpy_mamba grade tutorials/exercises/stack.py
+
+The grader grades dH, dW_B, dW_C and dW separately, each against the package and against central
+finite differences, on layers 1, 2 and 3 of random three-layer stacks, l = 1, m != d+1 and
+saturated gates.  While grading, the package's backward passes (numpy_mamba.layer.layer_backward,
+layer_backward_factored, scores_backward, numpy_mamba.stack.gradients, stack_backward) and
+numpy_mamba.gradcheck refuse to run ("not allowed in this exercise"); numpy, scipy and the forward
+pass (layer_forward, LayerParams, numpy_mamba.layer.gates) work.  So run your own gradcheck in a
+separate script, not at import time of this file.
 """
 import numpy as np
 from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)

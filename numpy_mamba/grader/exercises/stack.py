@@ -1,0 +1,178 @@
+"""The stack hand-out (tutorials/exercises/stack.py): ``layer_backward(dO, cache) -> (dH,
+LayerParams(dW_B, dW_C, dW))`` of one Mamba layer of the stack (Section 4.2, tutorial 08).
+
+The four pieces of the answer are graded as four functions (dH, dW_B, dW_C, dW), each against
+``layer.layer_backward`` and, independently, against central finite differences of
+sum(dO * layer_forward(H, layer)[0]).  ``layer_backward`` is called once per problem.  The
+problems are layers of random three-layer stacks at each position (layer 1: H = P; layer 2:
+the query's label slot holds F; layer 3: dO in one entry), l = 1 with B = 1, m != d+1 and
+saturated gates.  The solution is the Mamba layer only, so every problem is "mamba".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...gradcheck import numerical_gradient
+from ...layer import LayerCache, LayerParams, layer_backward, layer_forward
+from ..compare import compare_array, describe
+from ..hints import rel_error
+from ..layer_mistakes import LAYER_MISTAKES, mistaken_parts
+from ..problems import _random_prompts
+from ..registry import Exercise, Function, Reference, register
+
+PARTS = ("dH", "dW_B", "dW_C", "dW")
+EXPECTED = "not (dH, LayerParams(dW_B, dW_C, dW))"
+
+# Everything in the package that returns a layer's gradients, or a finite-difference estimate.
+FORBIDDEN = ("numpy_mamba.stack:gradients", "numpy_mamba.stack:stack_backward",
+             "numpy_mamba.layer:layer_backward", "numpy_mamba.layer:layer_backward_factored",
+             "numpy_mamba.layer:scores_backward",
+             "numpy_mamba.gradcheck:numerical_gradient", "numpy_mamba.gradcheck:gradcheck")
+
+
+@dataclass(frozen=True)
+class LayerProblem:
+    """One grading problem: the upstream gradient dO (B, D, N), the LayerCache of
+    ``layer_forward(H, layer, "mamba")`` and the central-difference gradients ``numerical``
+    (dH, dW_B, dW_C, dW) of sum(dO * O)."""
+
+    name: str
+    dO: np.ndarray
+    cache: LayerCache
+    numerical: tuple
+
+
+def _layer(rng, D, m=None, scale=0.6):
+    m = D if m is None else m
+    W_B, W_C, W = (rng.normal(0.0, scale / np.sqrt(D), shape) for shape in ((m, D), (m, D), (D, D)))
+    return LayerParams(W_B, W_C, W)
+
+
+def _in_stack(rng, position, B=3, d=4, l=5):
+    """Layer ``position`` (1, 2 or 3) of a random three-layer stack on random prompts: its input
+    H^(position-1) and dO = dL/dH^(position) for the loss L = sum_n z_n F_n (z = +-1)."""
+    H = _random_prompts(rng, B, d, l)
+    layers = [_layer(rng, d + 1) for _ in range(3)]
+    caches = []
+    for layer in layers:
+        O, cache = layer_forward(H, layer)
+        caches.append(cache)
+        H = H + O                                            # H^(k) = H^(k-1) + O^(k)
+    dH = np.zeros_like(H)
+    dH[:, -1, -1] = rng.choice([-1.0, 1.0], size=B)         # dL/dF
+    for k in range(3, position, -1):
+        dH = dH + layer_backward(dH, caches[k - 1])[0]       # residual + the layer's paths
+    return dH, caches[position - 1]
+
+
+def _plain(rng, B=3, d=4, l=5, m=None):
+    """One layer on random prompts with a dense random dO."""
+    H = _random_prompts(rng, B, d, l)
+    return rng.standard_normal(H.shape), layer_forward(H, _layer(rng, d + 1, m))[1]
+
+
+def _saturated(rng, B=3, d=4, l=6):
+    """Coordinate 0 of H carries +-1 flags on some columns and W[0, :] = 40, so those gate logits
+    a_{j,i} are 30-50 in every channel; the other columns stay moderate."""
+    H = _random_prompts(rng, B, d, l)
+    H[:, 0, :] = 0.0
+    for n, flags in enumerate(({1: 1.0, 3: -1.0, 4: -1.2}, {0: -1.0, l - 1: -0.8, 2: 1.1}, {l - 1: 1.0, 0: -1.0})):
+        for i, value in flags.items():
+            H[n % B, 0, i] = value
+    W_B, W_C, W = _layer(rng, d + 1)
+    W = W.copy()
+    W[0, :] = 40.0
+    return rng.standard_normal(H.shape), layer_forward(H, LayerParams(W_B, W_C, W))[1]
+
+
+PROBLEM_RECIPES = (
+    ("layer 3 of 3 (dO in one entry)", lambda rng: _in_stack(rng, 3)),
+    ("layer 2 of 3 (H label slot = F)", lambda rng: _in_stack(rng, 2)),
+    ("layer 1 of 3 (H = P)", lambda rng: _in_stack(rng, 1)),
+    ("l = 1, B = 1", lambda rng: _plain(rng, B=1, l=1)),
+    ("m = 3 != d+1 = 5", lambda rng: _plain(rng, m=3)),
+    ("saturated gates |a| 30-50", _saturated),
+)
+PROBLEM_NOTES = {
+    "layer 3": "the top layer: dO is zero except at [d+1, l+1]; the query column's paths.",
+    "layer 2": "H's query label slot is not 0 from layer 2 on: do not assume eq (2)'s zero.",
+    "l = 1": "an off-by-one in the sums over i, k, t: with l = 1 there are two tokens.",
+    "m = 3": "shapes: your code assumes m = d+1 (square W_B, W_C).",
+    "saturated": "numerics with saturated gates (|a| ~ 40): expit(-a) for 1 - sigma(a); never divide "
+                 "by a gate.",
+}
+
+
+def _numerical(dO, cache) -> tuple:
+    """Central differences of sum(dO * O) w.r.t. H and the layer's parameters."""
+    def f(H, layer):
+        return float(np.sum(dO * layer_forward(H, layer)[0]))
+    dH = numerical_gradient(lambda H: f(H, cache.layer), cache.H)
+    return (dH,) + tuple(numerical_gradient(lambda layer: f(cache.H, layer), cache.layer))
+
+
+def make_problems(seed: int = 0) -> list:
+    problems = []
+    for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
+        dO, cache = recipe(np.random.default_rng([seed, 100 + k]))
+        problems.append(LayerProblem(name, dO, cache, _numerical(dO, cache)))
+    return problems
+
+
+def _inputs(name, pb):
+    return pb.dO, pb.cache
+
+
+def _reference(name, pb) -> Reference:
+    dH, grads = layer_backward(pb.dO, pb.cache)
+    k = PARTS.index(name)
+    numerical = pb.numerical[k]
+    return Reference(((dH,) + tuple(grads))[k], lambda S: rel_error(S, numerical))
+
+
+def part(name, answer):
+    """The piece of ``(dH, LayerParams(dW_B, dW_C, dW))`` that part ``name`` grades, or (None, why)."""
+    if not isinstance(answer, tuple) or len(answer) != 2:
+        return None, f"{EXPECTED}: returned {describe(answer)}"
+    if name == "dH":
+        return answer[0], ""
+    grads = answer[1]                           # a list of three (d+1, d+1) arrays arrives as one array
+    if not (isinstance(grads, tuple) or isinstance(grads, np.ndarray) and grads.ndim == 3) or len(grads) != 3:
+        return None, f"{EXPECTED}: the second item is {describe(grads)}"
+    return grads[PARTS.index(name) - 1], ""
+
+
+def _mistakes(name):
+    k = PARTS.index(name)
+    return [(key, hint, (lambda make: lambda pb: mistaken_parts(pb.dO, pb.cache, make)[k])(make))
+            for key, hint, parts, make in LAYER_MISTAKES if name in parts]
+
+
+def _shape_hint(name, S, R, pb) -> str:
+    head = f"wrong shape {S.shape}, expected {R.shape}"
+    if name == "dH" and S.shape == R.shape[:2] + (R.shape[2], R.shape[2]):
+        return f"{head}: dH has H's shape (B, D, N); sum the gate-shaped terms over t."
+    if name == "dH" and S.ndim == 2 and S.shape == R.shape[1:]:
+        return f"{head}: dH keeps one slice per prompt (B, D, N); do not sum over the batch."
+    if name != "dH" and S.ndim == R.ndim + 1 and S.shape[1:] == R.shape:
+        return f"{head}: one gradient per prompt? Parameter gradients are summed over prompts (and tokens)."
+    return ""
+
+
+SIGNATURE = "layer_backward(dO, cache) -> (dH, LayerParams(dW_B, dW_C, dW))"
+STACK = register(Exercise(
+    name="stack",
+    functions=(Function("dH", f"{SIGNATURE}: dH (B, D, N)", "dL/dH: value, key, query and gate paths", 4,
+                        "layer_backward"),
+               Function("dW_B", f"{SIGNATURE}: dW_B (m, D)", "dL/dW_B: keys k_i = W_B h_i", 2, "layer_backward"),
+               Function("dW_C", f"{SIGNATURE}: dW_C (m, D)", "dL/dW_C: queries q_t = W_C h_t", 2,
+                        "layer_backward"),
+               Function("dW", f"{SIGNATURE}: dW (D, D)", "dL/dW: gates, a_{j,k} = w_j^T h_k", 2, "layer_backward")),
+    forbidden=FORBIDDEN,
+    allowed=("numpy, scipy and the forward pass (numpy_mamba.stack.layer_forward, LayerParams, "
+             "numpy_mamba.layer.gates)"),
+    independent_check="vs finite diff.",
+    problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array, part=part,
+    mistakes=_mistakes, shape_hint=_shape_hint, problem_notes=PROBLEM_NOTES))

@@ -60,6 +60,8 @@ def sgd_step(torch, output, params, P, z, eta):
     loss.backward()
     with torch.no_grad():
         for p in params:
+            if p.grad is None:                               # W of the linear Transformer: unused
+                p.grad = torch.zeros_like(p)
             p -= eta * p.grad
     return [p.grad for p in params]
 

@@ -145,36 +145,19 @@ def layer_backward(dO, cache: LayerCache):
 def scores_backward(dS, cache):
     """dL/dS (B, N, N) -> (dL/dH (B, D, N), dW_B, dW_C (m, D)) through s_{i,t} = k_i^T q_t,
     k_i = W_B h_i, q_t = W_C h_t: the key path and the query path into H."""
-    dH, dW_B, dW_C, _ = projections_backward(dS, None, cache.H, cache.layer, cache.K, cache.Q)
-    return dH, dW_B, dW_C
-
-
-def projections_backward(dS, da, H, layer: LayerParams, K, Q):
-    """Through the projections of H: the keys k_i = W_B h_i and queries q_t = W_C h_t (via the
-    scores dS = dL/ds_{i,t} (B, N, N)) and, given da = dL/da_{j,i} (B, D, N), the gate logits
-    a_{j,i} = w_j^T h_i.  Returns (dL/dH (B, D, N), dW_B, dW_C (m, D), dW (D, D) or None).
-    dK, dQ (and da) are stacked as X = [dK; dQ; da] (B, 2m+D, N), so dL/dH is one product
-    [W_B; W_C; W^T]^T X and the three weight gradients one contraction of X with H."""
-    m = K.shape[1]
-    X = np.empty((H.shape[0], 2 * m + (0 if da is None else H.shape[1]), H.shape[2]))
-    np.matmul(Q, np.swapaxes(dS, 1, 2), out=X[:, :m])     # dL/dk_i = sum_t dS_{i,t} q_t: (B, m, N)
-    np.matmul(K, dS, out=X[:, m:2 * m])                   # dL/dq_t = sum_i dS_{i,t} k_i: (B, m, N)
-    W_in = [layer.W_B, layer.W_C]                         # k = W_B h, q = W_C h
-    if da is not None:
-        X[:, 2 * m:] = da                                 # a_j = w_j^T h: rows W^T
-        W_in.append(layer.W.T)
-    dH = np.concatenate(W_in).T @ X                       # W_B^T dk_i + W_C^T dq_i (+ sum_j w_j da_{j,i})
-    grads = np.tensordot(X, H, axes=([0, 2], [0, 2]))     # sum_{n,i} X_i h_i^T: (2m(+D), D)
-    dW = None if da is None else grads[2 * m:].T.copy()   # dL/dw_j = sum_{n,k} h_k da_{j,k}
-    return dH, grads[:m], grads[m:2 * m], dW
+    H, layer, K, Q = cache.H, cache.layer, cache.K, cache.Q
+    dK = Q @ np.swapaxes(dS, 1, 2)                        # dL/dk_i = sum_t dS_{i,t} q_t: (B, m, N)
+    dQ = K @ dS                                           # dL/dq_t = sum_i dS_{i,t} k_i: (B, m, N)
+    dW_B = np.tensordot(dK, H, axes=([0, 2], [0, 2]))     # sum_{n,i} dk_i h_i^T: (m, D)
+    dW_C = np.tensordot(dQ, H, axes=([0, 2], [0, 2]))     # sum_{n,t} dq_t h_t^T: (m, D)
+    return layer.W_B.T @ dK + layer.W_C.T @ dQ, dW_B, dW_C
 
 
 MAX_LOG_DECAY = 600.0     # factored form only while every exp below stays within e^(+-300)
 
 
 class FactoredCache(NamedTuple):
-    """Cache of ``layer_forward_factored`` (Mamba): H, layer, K, Q as in ``LayerCache``, S the
-    causal scores s_{i,t} 1[i <= t] (B, N, N), plus
+    """Cache of ``layer_forward_factored`` (Mamba): H, layer, K, Q, S as in ``LayerCache``, plus
     sigma(a) and 1 - sigma(a) of the gate logits, E = e^{C_t - r}, v = sigma(a_i) e^{r - C_i} and Z,
     all (B, D, N) (see there)."""
 
@@ -200,20 +183,18 @@ def layer_forward_factored(H, layer: LayerParams):
     C_1 - C_{l+1} <= 600 for every prompt and channel; otherwise (e.g. l = 1000, |a| = 50) this
     returns ``layer_forward``'s result and cache.  Same O to ~1e-13 (tests/test_stack.py).
     """
-    m = layer.W_B.shape[0]
-    KQa = np.concatenate([layer.W_B, layer.W_C, layer.W.T]) @ H      # one product: (B, 2m+D, N)
-    K, Q, a = KQa[:, :m], KQa[:, m:2 * m], KQa[:, 2 * m:]   # k_i = W_B h_i, q_t = W_C h_t, a_{j,i} = w_j^T h_i
+    a = layer.W.T @ H                                  # a_{j,i} = w_j^T h_i: (B, D, N)
     log_sigma = log_expit(a)                           # log sigma(a); log(1 - sigma(a)) = log sigma(a) - a
-    log_keep = log_sigma - a
-    C = running_sum(log_keep)                          # C_{j,t}, non-increasing in t: (B, D, N)
+    C = running_sum(log_sigma - a)                     # C_{j,t}, non-increasing in t: (B, D, N)
     if np.any(C[..., 0] - C[..., -1] > MAX_LOG_DECAY):
         return layer_forward(H, layer, "mamba")
-    S = np.triu(np.swapaxes(K, 1, 2) @ Q)              # s_{i,t} 1[i <= t]: (B, N, N)
+    K, Q = layer.W_B @ H, layer.W_C @ H                # (B, m, N) each
+    S = np.swapaxes(K, 1, 2) @ Q                       # s_{i,t}: (B, N, N)
     r = 0.5 * (C[..., :1] + C[..., -1:])               # (B, D, 1); O does not depend on r
     E = np.exp(C - r)                                  # (B, D, N)
     v = np.exp(log_sigma + r - C)                      # sigma(a_{j,i}) e^{r - C_{j,i}}: (B, D, N)
-    Z = (v * H) @ S                                    # sum_{i<=t} v_{j,i} h_{i,j} s_{i,t}: (B, D, N)
-    sigma, keep = np.exp(log_sigma), np.exp(log_keep)  # sigma(a), 1 - sigma(a)
+    Z = (v * H) @ np.triu(S)                           # sum_{i<=t} v_{j,i} h_{i,j} s_{i,t}: (B, D, N)
+    sigma, keep = np.exp(log_sigma), np.exp(log_sigma - a)     # sigma(a), 1 - sigma(a)
     return E * Z, FactoredCache(H, layer, K, Q, S, sigma, keep, E, v, Z)
 
 
@@ -225,13 +206,14 @@ def layer_backward_factored(dO, cache: FactoredCache):
     H, layer, K, Q, S, sigma, keep, E, v, Z = cache
     u = v * H                                             # u_{j,i} = v_{j,i} h_{i,j}
     dZ = dO * E                                           # O = E Z
-    du = dZ @ np.swapaxes(S, 1, 2)                        # dL/du_{j,i} = sum_{t>=i} dZ_{j,t} s_{i,t}
+    du = dZ @ np.swapaxes(np.triu(S), 1, 2)               # dL/du_{j,i} = sum_{t>=i} dZ_{j,t} s_{i,t}
     dS = np.triu(np.swapaxes(u, 1, 2) @ dZ)               # dL/ds_{i,t} = sum_j u_{j,i} dZ_{j,t}, i <= t
     dH = du * v                                           # value path
     g = du * u                                            # dL/dlog v = dL/dlog sigma(a_{j,i}) = -dL/dC via v
-    dC = dZ * Z - g                                       # C enters E = e^{C - r} (dO E Z) and v ~ e^{r - C};
-                                                          # r held fixed, as O does not depend on it
+    dC = dO * E * Z - g                                   # C enters E = e^{C - r} and v ~ e^{r - C}; r held
+                                                          # fixed, as O does not depend on it
     dlog_keep = running_sum(dC, reverse=True)             # C_t = sum_{k<=t} log(1 - sigma(a_k))
     da = keep * g - sigma * dlog_keep                     # d log sigma = 1 - sigma, d log(1 - sigma) = -sigma
-    dH_in, dW_B, dW_C, dW = projections_backward(dS, da, H, layer, K, Q)   # keys, queries, gate logits
-    return dH + dH_in, LayerParams(dW_B, dW_C, dW)
+    dW = np.tensordot(H, da, axes=([0, 2], [0, 2]))       # dL/dw_j = sum_{n,k} h_k da_{j,k}: (D, D)
+    dH_scores, dW_B, dW_C = scores_backward(dS, cache)
+    return dH + layer.W @ da + dH_scores, LayerParams(dW_B, dW_C, dW)

@@ -89,9 +89,16 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
     sums over columns of (93)/(118) and of (135) are one batched product P @ [ds, coeff].
     """
     params, P, z = _checked(params, P, z, model)
+    return value_and_gradients(model, params, P, z)[1]
+
+
+def value_and_gradients(model: str, params, P, z) -> tuple:
+    """Unchecked (F (B,), gradients) for P (B, d+1, l+1), z (B,): ``gradients`` without the
+    input checks, plus the output F it computes on the way (``sgd.train`` checks its inputs
+    once and runs this at every step, one forward pass per step)."""
     if (ext := extension(model)) is not None:                 # e.g. an Appendix E.6 gate
         F, cache = ext.output(params, P)
-        return ext.backward(params, P, cache, mean_hinge_slope(F, z))
+        return F, ext.backward(params, P, cache, mean_hinge_slope(F, z))
     F, G, s, sigma = forward_terms(model, params, P)
     r = mean_hinge_slope(F, z)                                # d(mean loss)/dF^n: (B,)
     if model == "mamba":
@@ -105,7 +112,7 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
         ds = r[:, None] * P[:, -1, :]                         # dL/ds_i = r y_i (G = 1)
         key_sum = (P @ ds[:, :, None])[:, :, 0]               # sum_i ds_i p_i: (B, d+1)
         dw = np.zeros_like(params.w)                          # G = 1 does not depend on w
-    return Params(*attention_weights(params, P, key_sum), dw)   # eqs (118), (93)
+    return F, Params(*attention_weights(params, P, key_sum), dw)   # eqs (118), (93)
 
 
 def gradients_literal(params, P, z, model: str = "mamba") -> Params:

@@ -185,7 +185,7 @@ def layer_forward_factored(H, layer: LayerParams):
     """
     a = layer.W.T @ H                                  # a_{j,i} = w_j^T h_i: (B, D, N)
     log_sigma = log_expit(a)                           # log sigma(a); log(1 - sigma(a)) = log sigma(a) - a
-    C = np.cumsum(log_sigma - a, axis=-1)              # C_{j,t}, non-increasing in t: (B, D, N)
+    C = running_sum(log_sigma - a)                     # C_{j,t}, non-increasing in t: (B, D, N)
     if np.any(C[..., 0] - C[..., -1] > MAX_LOG_DECAY):
         return layer_forward(H, layer, "mamba")
     K, Q = layer.W_B @ H, layer.W_C @ H                # (B, m, N) each
@@ -212,7 +212,7 @@ def layer_backward_factored(dO, cache: FactoredCache):
     g = du * u                                            # dL/dlog v = dL/dlog sigma(a_{j,i}) = -dL/dC via v
     dC = dO * E * Z - g                                   # C enters E = e^{C - r} and v ~ e^{r - C}; r held
                                                           # fixed, as O does not depend on it
-    dlog_keep = np.cumsum(dC[..., ::-1], axis=-1)[..., ::-1]   # C_t = sum_{k<=t} log(1 - sigma(a_k))
+    dlog_keep = running_sum(dC, reverse=True)             # C_t = sum_{k<=t} log(1 - sigma(a_k))
     da = keep * g - sigma * dlog_keep                     # d log sigma = 1 - sigma, d log(1 - sigma) = -sigma
     dW = np.tensordot(H, da, axes=([0, 2], [0, 2]))       # dL/dw_j = sum_{n,k} h_k da_{j,k}: (D, D)
     dH_scores, dW_B, dW_C = scores_backward(dS, cache)

@@ -17,9 +17,9 @@ import numpy as np
 from ._models import check_model
 from ._checks import as_generator, check_positive, check_positive_int, check_probability
 from .data import World, training_batch
-from .gradients import gradients
+from .gradients import value_and_gradients
 from .loss import hinge, zero_one_error
-from .model import Params, check_params, init_for, log_gating, output, scores
+from .model import Params, check_params, init_for, log_gating, scores
 from . import stack
 
 LOG_TINY = float(np.log(np.nextafter(0.0, 1.0)))     # log of the smallest positive float64, -744.4
@@ -124,10 +124,10 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     _check_train_inputs(world, config, record, progress)
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
-    output_of, gradients_of = output, gradients
+    step_terms = value_and_gradients        # unchecked: the inputs are checked here, once per run
     if config.n_layers > 1:                 # Section 4.2's stack (stack.py): list[LayerParams]
         params = stack.training_start(model, world.d, config.n_layers, config.m, config.delta, rng, params)
-        output_of, gradients_of = stack.output, stack.gradients
+        step_terms = stack.value_and_gradients
     elif params is None:
         params = init_for(model, world.d, config.m, config.delta, rng)
     else:                                   # e.g. Params given for an extension model: say so now
@@ -151,14 +151,14 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
         batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
                                kappa_a=config.kappa_a, rng=rng)
         with np.errstate(over="ignore", invalid="ignore"):     # checked just below
-            F = output_of(model, params, batch.P)
+            F, grad = step_terms(model, params, batch.P, batch.z)   # one forward pass, then backward
             loss = float(np.mean(hinge(F, batch.z)))
         if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in _arrays(params)):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "
                 f"{all(np.all(np.isfinite(a)) for a in _arrays(params))}. Try a smaller step size than eta = {config.eta}.",
                 **_kept(good, t, config.eta, history))
-        if not np.any(F) and not any(np.any(g) for g in _arrays(gradients_of(params, batch.P, batch.z, model))):
+        if not np.any(F) and not any(np.any(g) for g in _arrays(grad)):
             raise CollapseError(_collapse_message(model, params, batch.P, t, loss, config.eta),
                                 **_kept(good, t, config.eta, history))
         if t % record_every == 0 or t == config.T:
@@ -167,8 +167,7 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
             bar.update(t, loss, force=(t == config.T))
         if t == config.T:
             break
-        grad = gradients_of(params, batch.P, batch.z, model)
-        good, params = params, _step(params, grad, config.eta)
+        good, params = params, sgd_update(params, grad, config.eta)
     return params, _history_arrays(history)
 
 
@@ -216,8 +215,8 @@ def _arrays(params) -> list:
     return [a for layer in params for a in layer] if isinstance(params, list) else list(params)
 
 
-def _step(params, grad, eta: float):
-    """Eq (19), Psi - eta * grad, field by field (and layer by layer for a stack)."""
+def sgd_update(params, grad, eta: float):
+    """Unchecked eq (19), Psi - eta * grad, field by field (and layer by layer for a stack)."""
     if isinstance(params, list):
-        return [_step(p, g, eta) for p, g in zip(params, grad)]
+        return [sgd_update(p, g, eta) for p, g in zip(params, grad)]
     return type(params)(*(p - eta * g for p, g in zip(params, grad)))

@@ -174,8 +174,14 @@ def gradients(layers, P, z, model: str = "mamba") -> list:
     """
     layers, P, _ = _checked(layers, P, model)
     z = check_labels(z, P.shape[0])
+    return value_and_gradients(model, layers, P, z)[1]
+
+
+def value_and_gradients(model: str, layers, P, z) -> tuple:
+    """Unchecked (F (B,), gradients) for P (B, d+1, l+1), z (B,), with the signature of
+    ``gradients.value_and_gradients`` (``sgd.train`` runs it at every step)."""
     F, caches = stack_forward(layers, P, model)
-    return stack_backward(mean_hinge_slope(F, z), caches)
+    return F, stack_backward(mean_hinge_slope(F, z), caches)
 
 
 def initial_output_scale(P, n_layers: int, delta: float, model: str = "mamba", rng=None) -> float:

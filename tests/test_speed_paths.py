@@ -155,10 +155,12 @@ def test_bench_cases_option_parses_and_refuses_bad_values(capsys):
 def test_bench_prints_the_pass_over_P_and_the_step_in_passes(capsys):
     # If this fails, the row lost its floor (one w @ P over the same array) or its unit.
     from numpy_mamba.cli import bench
-    assert bench.main(["--cases", "200x16", "--repeat", "1", "--no-torch"]) == 0
+    assert bench.main(["--cases", "200x16", "--stack-cases", "2x2", "--repeat", "1", "--no-torch"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2].split() == ["l", "B", "numpy", "ms", "prompts/s", "us/(B*l)", "pass", "ms", "passes"]
-    row = dict(zip(["l", "B", "numpy_ms", "prompts_s", "us", "pass_ms", "passes"], lines[3].split()))
+    at = lines.index("one layer, eq (3): numpy_mamba.gradients")
+    assert lines[at + 1].split() == ["l", "B", "numpy", "ms", "prompts/s", "us/(B*l)", "pass", "ms", "passes",
+                                     "checked", "ms"]
+    row = dict(zip(["l", "B", "numpy_ms", "prompts_s", "us", "pass_ms", "passes", "checked_ms"], lines[at + 2].split()))
     assert (row["l"], row["B"]) == ("200", "16")
-    assert float(row["pass_ms"]) > 0
+    assert float(row["pass_ms"]) > 0 and float(row["checked_ms"]) > 0
     np.testing.assert_allclose(float(row["passes"]), float(row["numpy_ms"]) / float(row["pass_ms"]), rtol=0.05)

@@ -3,6 +3,7 @@
     __init__.py  the command table and the dispatcher (``main``)
     train.py     ``train``: a short SGD run (Algorithm 1) that prints its loss falling
     bench.py     ``bench``: time one SGD step; ratio against PyTorch autograd when installed
+    bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), imported only with PyTorch
     output.py    writing results: JSON, named sections of REPORT.md, figures without pyplot;
                  show_figure for the tutorials
     staging.py   all-or-nothing output folders (``run_staged``): --out checked before computing

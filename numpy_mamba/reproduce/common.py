@@ -115,14 +115,15 @@ def eta_selection(settings: Settings, p_a: float, label: str) -> dict:
             for m, model in enumerate(MODELS)}
 
 
-def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng) -> dict:
+def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng, output_of=output) -> dict:
     """Hinge loss (eq (4)) and 0-1 error (eq (5)) on ``n`` fresh prompts of Definition 1,
-    from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T)."""
+    from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T).
+    ``output_of(model, params, P)``: eq (3)'s ``model.output`` or a stack's ``stack.output``."""
     out = {}
     for name, tasks in (("train_tasks", world.training_tasks()), ("all_tasks", world.all_tasks())):
         b = training_batch(world, n, config.l_tr, p_a=config.p_a, K=config.K,
                            kappa_a=config.kappa_a, rng=rng, tasks=tasks)
-        F = output(model, params, b.P)
+        F = output_of(model, params, b.P)
         out[f"loss_{name}"] = float(np.mean(hinge(F, b.z)))
         out[f"error_{name}"] = float(np.mean(misclassified(F, b.z)))   # NaN counts as an error
     return out

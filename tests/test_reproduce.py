@@ -16,10 +16,11 @@ from numpy_mamba.reproduce import mechanism as experiments_mechanism, run as exp
 from numpy_mamba import data
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.reproduce.common import QUICK, clopper_pearson, rate_summary, save_result, settings_for
+from numpy_mamba.reproduce.depth3 import DEPTH3_QUICK
 
 PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
-        "table1.png"]
-JSONS = ["fig2.json", "fig3.json", "fig4.json", "table1.json"]
+        "table1.png", "fig3_L3.png", "fig4_L3.png", "fig5.png", "fig6.png", "table1_L3.png"]
+JSONS = ["fig2.json", "fig3.json", "fig4.json", "table1.json", "depth3.json"]
 # keys whose values (scalars or nested lists) are rates or gate values and must lie in [0, 1]
 RATE_KEYS = {"rate", "ci95", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max", "error_train_tasks",
              "error_all_tasks", "final_minibatch_error", "outlier_mean", "clean_mean", "clean_rank_mean",
@@ -55,7 +56,7 @@ def test_quick_run_writes_every_output_within_budget(quick_run):
     for name in PNGS:
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, f"{name} missing or not a real PNG"
-    for name in JSONS + ["table1.md", "REPORT.md"]:
+    for name in JSONS + ["table1.md", "table1_L3.md", "REPORT.md"]:
         assert (out / name).stat().st_size > 0, f"{name} missing or empty"
     # budget of the issue: the quick pipeline takes <= 25 s of one core (CPU time, robust to a busy machine)
     assert cpu <= 25, f"quick run used {cpu:.1f} s of CPU (wall {wall:.1f} s); the budget is 25 s"
@@ -65,7 +66,8 @@ def test_json_rates_are_finite_and_in_unit_interval(quick_run):
     out = quick_run[0]
     for name in JSONS:
         doc = json.loads((out / name).read_text())
-        assert doc["settings"]["quick"] is True and doc["settings"]["seeds"] == QUICK.seeds
+        seeds = DEPTH3_QUICK.seeds if name == "depth3.json" else QUICK.seeds
+        assert doc["settings"]["quick"] is True and doc["settings"]["seeds"] == seeds
         values = list(_rates(doc))
         assert values, f"{name} holds no rates at all"
         for key, v in values:
@@ -94,8 +96,12 @@ def test_report_has_a_verdict_per_claim(quick_run):
                   "Fig 5", "Fig 6", "Step size"):
         assert claim in section, f"REPORT.md section lacks {claim!r}"
     verdicts = [v for v in ("**reproduced**", "**partly**", "**not**") for _ in range(section.count(v))]
-    assert len(verdicts) >= 11, "every claim row needs a verdict"
-    assert section.count("**not run**") == 5, "Figures 5, 6 and the three-layer Figures 3-4 / Table 1 are not run"
+    assert len(verdicts) >= 25, "every claim row needs a verdict, the three-layer ones too"
+    assert "**not run**" not in section, "Figures 5, 6 and the three-layer Figures 3-4 / Table 1 must be measured rows"
+    for claim in ("Fig 3 (3-layer, layer 1)", "Corollary 2 (i) / Fig 4 (3-layer Mamba, layer 1)", "Table 1 numbers (3-layer",
+                  "Fig 5 (3-layer, layer 2)", "Fig 5 (3-layer, layer 3)", "Corollary 2 (i) / Fig 6 (3-layer Mamba, layer 3)",
+                  "Three-layer runs", "Three-layer Mamba: delta = "):
+        assert claim in section, f"REPORT.md section lacks {claim!r}"
     assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in the section header"
 
 
@@ -104,7 +110,7 @@ def test_quick_stdout_is_stamped_and_summarises_the_verdicts(quick_run):
     lines = text.splitlines()
     summary = lines[next(k for k, line in enumerate(lines) if "SMOKE RUN" in line):]
     assert "SMOKE RUN" in summary[0] and "SMOKE RUN" in summary[-1], "a quick run's summary must say it is a smoke run"
-    assert "step size chosen per model" in text and "Corollary 1" in text and "not run" in text
+    assert "step size chosen per model" in text and "Corollary 1" in text and "three layers, delta and eta" in text
 
 
 def test_eta_is_chosen_by_the_rule_and_used_for_training(quick_run):
@@ -117,6 +123,19 @@ def test_eta_is_chosen_by_the_rule_and_used_for_training(quick_run):
             assert sel["chosen"] == min(kept, key=lambda r: r["mean"])["fields"], "chosen is not the lowest held-out loss"
             assert doc["eta"][model] == sel["chosen"]["eta"]
             assert all(t["eta"] == sel["chosen"]["eta"] for t in doc["training"][model]), "trained with another eta"
+
+
+def test_delta_and_eta_of_the_three_layer_runs_are_chosen_by_the_rule_and_used(quick_run):
+    """If this fails, the three-layer models train with a delta or eta other than the rule's pick."""
+    doc = json.loads((quick_run[0] / "depth3.json").read_text())
+    for model in ("mamba", "linear_transformer"):
+        sel = doc["step_size"][model]
+        assert sel["grid"] == {"delta": list(DEPTH3_QUICK.delta_grid), "eta": list(DEPTH3_QUICK.eta_grid)}
+        kept = [r for r in sel["candidates"] if r["mean"] is not None]
+        assert sel["chosen"] == min(kept, key=lambda r: r["mean"])["fields"]
+        for t in doc["training"][model]:
+            assert (t["delta"], t["eta"]) == (sel["chosen"]["delta"], sel["chosen"]["eta"]), "trained with another pick"
+    assert len(doc["layers"]) == 3 and all(len(layer["gates"]) == DEPTH3_QUICK.seeds for layer in doc["layers"])
 
 
 def test_step_size_selection_uses_worlds_of_its_own():
@@ -185,6 +204,7 @@ def test_bad_options_are_refused(tmp_path):
     assert experiments.parse_only(["fig3,fig2", "table1"]) == ("fig2", "fig3", "table1")
     with pytest.raises(ValueError, match="--only takes"):
         experiments.parse_only(["fig5"])
+    assert experiments.parse_only(["depth3"]) == ("depth3",)
     with pytest.raises(ValueError, match="seeds must be a positive integer"):
         settings_for(False, 0)
     with pytest.raises(SystemExit):

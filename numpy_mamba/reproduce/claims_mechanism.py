@@ -62,7 +62,7 @@ def _fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4"
     finite = ratio[np.isfinite(ratio)]      # none: every clean gate is 0 (underflow), nothing to compare
     below_everywhere = bool(finite.size and np.all(finite < 1))
     v1 = "full" if out_mean <= M1 ** -2 and below_everywhere else "part" if out_mean <= 1 / M1 and finite.size else "none"
-    ratio = finite if finite.size else np.array([np.nan])
+    ratio = finite
     j, rank = clean_rank_curve(runs)
     if j.size >= 2:
         log_mean = np.log(rank.mean(axis=0))
@@ -77,7 +77,8 @@ def _fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4"
     return [[f"Corollary 2 (i) / {fig} ({what}): gates on outlier examples are near zero",
              "G_{i,l+1} <= O(poly(M1)^-1) on outlier examples (red bars very small)",
              f"mean outlier gate {out_mean:.1e} (max {out_max:.2f}); mean clean gate {clean_mean:.1e}; outlier / "
-             f"clean gate at the same position: {np.nanmin(ratio):.2f} to {np.nanmax(ratio):.2f}",
+             "clean gate at the same position: " + (f"{ratio.min():.2f} to {ratio.max():.2f}" if finite.size else
+                                                    "n/a (every clean gate is 0)"),
              f"{_v(v1)} (rule: mean outlier gate <= 1/M1^2 = {M1 ** -2:.3f} and below the clean gate at every "
              f"position; partly if <= 1/M1; not if every clean gate is 0)"],
             [f"Corollary 2 (ii) / {fig} ({what}): clean gates decay about exponentially with distance "

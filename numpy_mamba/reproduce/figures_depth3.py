@@ -36,13 +36,13 @@ def fig5(result: dict, path) -> Path:
         row[0].set_ylabel(f"layer {k}: {SCORE_LABEL}".replace("p_i", "h_i").replace("p_{query}", "h_{l+1}")
                           + "\n(mean over the prompts of each group)", fontsize=9)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9,
-               bbox_to_anchor=(0.5, 0.06 / len(rows)))
+               bbox_to_anchor=(0.5, 0.09 / len(rows)))
     fig.suptitle("Figure 5 (Appendix B): sums of attention scores in layers 2 and 3 of the three-layer models")
     s = result["settings"]
     _footnote(fig, _settings_line(view(result, "fig3", 2), f"{s['n_probe']} fixed test prompts per seed (alpha = "
                                   f"{result['alpha_fig3']}, kappa_a' = {s['main_kappa_a_prime']:g}, flipped labels); "
                                   "lines: mean over prompts and seeds, bands: min-max over seeds."), depth_note(result))
-    fig.tight_layout(rect=(0, 0.16 / len(rows), 1, 0.97))
+    fig.tight_layout(rect=(0, 0.2 / len(rows), 1, 0.97))
     return _save(fig, path, view(result, "fig3", 2))
 
 

@@ -83,22 +83,22 @@ def compute(settings, only=EXPERIMENTS, jobs: int = 1, progress=True, depth_sett
     """
     deep = depth_settings or depth3.depth3_settings(settings.quick)
     parts = tuple(p for p in mechanism.PARTS if p in only)
-    selection_plans = {}
+    selection_plans = {}                    # the slow three-layer units first, so no worker idles at the end
+    if "depth3" in only:
+        selection_plans.update({("depth3", m): plan for m, plan in depth3.selection_plans(deep).items()})
     if "fig2" in only:
         selection_plans.update({("fig2", m): plan for m, plan in eta_selection(settings, settings.p_a_fig2, "fig2").items()})
     if parts:
         selection_plans.update({("mechanism", m): plan for m, plan in
                                 eta_selection(settings, settings.p_a_mechanism, "fig3/4,table1").items()})
-    if "depth3" in only:
-        selection_plans.update({("depth3", m): plan for m, plan in depth3.selection_plans(deep).items()})
     chosen, seconds = run_plans(selection_plans, jobs=jobs, name="reproduce: step sizes", progress=progress)
     plans = {}
+    if "depth3" in only:
+        plans["depth3"] = depth3.plan(deep, {m: chosen[("depth3", m)] for m in MODELS})
     if "fig2" in only:
         plans["fig2"] = fig2.plan(settings, {m: chosen[("fig2", m)] for m in MODELS})
     if parts:
         plans["mechanism"] = mechanism.plan(settings, parts, {m: chosen[("mechanism", m)] for m in MODELS})
-    if "depth3" in only:
-        plans["depth3"] = depth3.plan(deep, {m: chosen[("depth3", m)] for m in MODELS})
     found, trained = run_plans(plans, jobs=jobs, name="reproduce: training seeds", progress=progress)
     results = {}
     for name, result in found.items():

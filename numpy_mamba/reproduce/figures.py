@@ -4,6 +4,7 @@ Figure 2's plots and the shared style live in ``plots.py``.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -230,7 +231,7 @@ def table1_png(result: dict, path, label: str = "one-layer analogue", note: str 
                  f"{result['alpha']}, all tasks; FQ = outliers farthest from the query, R = at random positions, "
                  "CQ = closest to the query.\nThe outcome depends on kappa_a' and the labelling (the paper gives "
                  "neither): no single column pair is 'the' Table 1.", fontsize=10.5, y=1 - 0.55 / height)
-    ax.text(0, 0.05 / height, f"{note}.\n" + _settings_line(
+    ax.text(0, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + _settings_line(
         result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nBlue: main setting "
         f"(flipped labels, kappa_a' = {main}). Green: targeted labels, kappa_a' = kappa_a = {match}, the setting "
         "closest to the paper's pattern, singled out after seeing an earlier run. Task groups, seed ranges: table1.md.",

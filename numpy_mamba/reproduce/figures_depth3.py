@@ -39,11 +39,10 @@ def fig5(result: dict, path) -> Path:
                bbox_to_anchor=(0.5, 0.09 / len(rows)))
     fig.suptitle("Figure 5 (Appendix B): sums of attention scores in layers 2 and 3 of the three-layer models")
     s = result["settings"]
-    _footnote(fig, _settings_line(view(result, "fig3", 2), f"{s['n_probe']} fixed test prompts per seed (alpha = "
-                                  f"{result['alpha_fig3']}, kappa_a' = {s['main_kappa_a_prime']:g}, flipped labels); "
-                                  "lines: mean over prompts and seeds, bands: min-max over seeds."), depth_note(result))
-    fig.tight_layout(rect=(0, 0.2 / len(rows), 1, 0.97))
-    return _save(fig, path, view(result, "fig3", 2))
+    return _finish(fig, path, result, "fig3", 0.2 / len(rows),
+                   f"{s['n_probe']} fixed test prompts per seed (alpha = {result['alpha_fig3']}, kappa_a' = "
+                   f"{s['main_kappa_a_prime']:g}, flipped labels); lines: mean over prompts and seeds, bands: min-max "
+                   "over seeds.")
 
 
 def fig6(result: dict, path) -> Path:
@@ -60,11 +59,16 @@ def fig6(result: dict, path) -> Path:
             ax.set_ylabel(ax.get_ylabel().replace("G_{", "G_{d+1,"), fontsize=9)
     fig.suptitle(f"Figure 6 (Appendix B): Mamba's gates in layers 2 and 3 at alpha = {result['alpha_fig4']}")
     s = result["settings"]
-    _footnote(fig, _settings_line(view(result, "fig4", 2), f"{s['n_test']} test prompts per seed, kappa_a' = "
-                                  f"{s['main_kappa_a_prime']:g}, flipped labels; gate of the label channel d+1 at the "
-                                  "query column (the gate that moves F)."), depth_note(result))
-    fig.tight_layout(rect=(0, 0.1 / len(rows), 1, 0.97))
-    return _save(fig, path, view(result, "fig4", 2))
+    return _finish(fig, path, result, "fig4", 0.1 / len(rows),
+                   f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, flipped labels; gate "
+                   "of the label channel d+1 at the query column (the gate that moves F).")
+
+
+def _finish(fig, path, result: dict, part: str, bottom: float, text: str) -> Path:
+    """Footnote (settings and the three-layer note), layout above ``bottom``, save (smoke stamp if quick)."""
+    _footnote(fig, _settings_line(view(result, part, 2), text), depth_note(result))
+    fig.tight_layout(rect=(0, bottom, 1, 0.97))
+    return _save(fig, path, view(result, part, 2))
 
 
 def draw(result: dict, out: Path) -> list:

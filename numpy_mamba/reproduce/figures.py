@@ -90,8 +90,9 @@ def _stack(runs, key):
     return np.array([[np.nan if v is None else v for v in r[key]] for r in runs], dtype=float)
 
 
-def gate_position_panel(ax, runs: list) -> None:
-    """Mean gate per context position on outlier and clean examples (points, min-max bars over seeds, log axis)."""
+def gate_position_panel(ax, runs: list, channel: str = "") -> None:
+    """Mean gate per context position on outlier and clean examples (points, min-max bars over seeds, log axis);
+    ``channel`` ("d+1,") names the channel of a stack's gate in the axis label."""
     out, clean = _stack(runs, "outlier_mean"), _stack(runs, "clean_mean")     # (S, l)
     l = out.shape[1]
     position = np.arange(1, l + 1)
@@ -103,19 +104,20 @@ def gate_position_panel(ax, runs: list) -> None:
     ax.set_yscale("log")
     ax.set_xticks(position)
     ax.set_xlabel(f"context position i (the query is at l+1 = {l + 1}; distance from the query = {l + 1} - i)")
-    ax.set_ylabel(r"mean gate $G_{i,l+1}(w)$ (eq (3)), log scale")
+    ax.set_ylabel(f"mean gate $G_{{{channel}i,l+1}}(w)$ (eq (3)), log scale")
     ax.set_title("gates per position (mean over prompts; bars: min-max over seeds)")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=9.5, loc="upper left")
 
 
-def fig4(result: dict, path, title: str = "Figure 4 (one-layer analogue)", note: str = ONE_LAYER_NOTE) -> Path:
+def fig4(result: dict, path, title: str = "Figure 4 (one-layer analogue)", note: str = ONE_LAYER_NOTE,
+         channel: str = "") -> Path:
     """Figure 4 (Corollary 2): Mamba's gates G_{i,l+1} on outlier and clean examples at alpha = 0.3,
     per position (points with min-max bars over seeds, log axis) and per clean rank j."""
     runs = result["per_seed"]
     fig, axes = subplots(1, 2, figsize=(15, 5.6))
-    gate_position_panel(axes[0], runs)
-    rank_panel(axes[1], runs)
+    gate_position_panel(axes[0], runs, channel)
+    rank_panel(axes[1], runs, channel)
     s = result["settings"]
     fig.suptitle(f"{title}: Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
     _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
@@ -124,7 +126,7 @@ def fig4(result: dict, path, title: str = "Figure 4 (one-layer analogue)", note:
     return _save(fig, path, result)
 
 
-def rank_panel(ax, runs: list) -> None:
+def rank_panel(ax, runs: list, channel: str = "") -> None:
     """Mean gate of the j-th closest clean example against j, with an exponential fit and eq (18)'s rate."""
     j, rank = clean_rank_curve(runs)
     if j.size == 0:
@@ -143,7 +145,7 @@ def rank_panel(ax, runs: list) -> None:
     ax.set_yscale("log")
     ax.set_xlabel(f"rank j of a clean example by distance from the query (ranks held by >= {MIN_RANK_PROMPTS} prompts)")
     ax.set_xticks(j)
-    ax.set_ylabel(r"mean gate $G_{h(j),l+1}(w)$, log scale")
+    ax.set_ylabel(f"mean gate $G_{{{channel}h(j),l+1}}(w)$, log scale")
     ax.set_title("clean examples ranked by distance from the query (eq (18))")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)

@@ -52,11 +52,10 @@ def fig6(result: dict, path) -> Path:
     fig, axes = subplots(len(rows), 2, figsize=(15, 5.4 * len(rows)), squeeze=False)
     for row, k in zip(axes, rows):
         runs = view(result, "fig4", k)["per_seed"]
-        gate_position_panel(row[0], runs)
-        rank_panel(row[1], runs)
+        gate_position_panel(row[0], runs, "d+1,")
+        rank_panel(row[1], runs, "d+1,")
         for ax in row:
             ax.set_title(f"layer {k}: {ax.get_title()}", fontsize=10)
-            ax.set_ylabel(ax.get_ylabel().replace("G_{", "G_{d+1,"), fontsize=9)
     fig.suptitle(f"Figure 6 (Appendix B): Mamba's gates in layers 2 and 3 at alpha = {result['alpha_fig4']}")
     s = result["settings"]
     return _finish(fig, path, result, "fig4", 0.1 / len(rows),
@@ -78,6 +77,6 @@ def draw(result: dict, out: Path) -> list:
     md = out / "table1_L3.md"
     md.write_text(table1_markdown(view(result, "table1"), MODELS_TEXT) + "\n")
     return [fig3(view(result, "fig3", 1), out / "fig3_L3.png", "Figure 3 (three-layer models, layer 1)", note),
-            fig4(view(result, "fig4", 1), out / "fig4_L3.png", "Figure 4 (three-layer Mamba, layer 1)", note),
+            fig4(view(result, "fig4", 1), out / "fig4_L3.png", "Figure 4 (three-layer Mamba, layer 1)", note, "d+1,"),
             fig5(result, out / "fig5.png"), fig6(result, out / "fig6.png"),
             table1_png(view(result, "table1"), out / "table1_L3.png", "three-layer models", note), md]

@@ -56,6 +56,11 @@ def section(res: dict) -> str:
         edges = grid_edges(sel)
         flag = (f" ({'; '.join(edges)}: an edge of the grid, so a value outside it might score better; the grid "
                 "is not widened after seeing this)") if edges else ""
+        best = next(r["mean"] for r in sel["candidates"] if r["fields"] == sel["chosen"])
+        tied = sum(r["mean"] == best for r in sel["candidates"]) - 1
+        if tied:
+            flag += (f" (tied with {tied} other candidate(s) at held-out loss {best:.2e}; the rule takes the first "
+                     "in grid order)")
         lines += [f"**Three-layer {SHORT[model]}: {', '.join(f'{k} = {v:g}' for k, v in sel['chosen'].items())} "
                   f"chosen{flag}**", ""]
         lines += _md(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]] + ["mean", ""],

@@ -77,7 +77,9 @@ def test_an_interrupted_reproduce_leaves_the_previous_folder_intact(tmp_path):
     assert r["rc"] == 130 and r["sent"], r["stderr"][-3:]
     assert not r["survivors"], "processes of the run survived"
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before, "the previous results were changed"
-    assert r["stderr"][-1].startswith("reproduce: interrupted (SIGINT) before its results were complete")
+    said = [line for line in r["stderr"] if line.startswith("reproduce: interrupted (SIGINT) before its results were complete")]
+    assert said, f"no message that nothing was changed; stderr ends {r['stderr'][-3:]}"
+    assert not [line for line in r["stderr"] if "Traceback" in line], "a traceback on Ctrl-C"
 
 
 def test_an_unwritable_out_is_a_one_line_error_before_any_training(tmp_path, monkeypatch, capsys):

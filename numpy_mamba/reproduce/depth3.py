@@ -53,6 +53,7 @@ DEPTH3_QUICK = Depth3Settings(**{**{k: getattr(QUICK, k) for k in Settings.__dat
 
 
 def depth3_settings(quick: bool) -> Depth3Settings:
+    """DEPTH3 (full run: 3 seeds, T = 500) or DEPTH3_QUICK (smoke run: 1 seed, T = 12)."""
     return DEPTH3_QUICK if quick else DEPTH3
 
 

@@ -5,8 +5,11 @@
     step_size.py  the rule that chooses eta (or any training field) per model on held-out training prompts
     fig2.py       Figure 2: test error against the outlier fraction alpha (three labellings)
     mechanism.py  Figures 3, 4 and Table 1: attention sums, gates, outlier placement
+    depth3.py     Section 4.2 with three-layer stacks: Figs 3-4 (layer 1), 5-6 (layers 2-3), Table 1
     verdicts.py   verdict rules shared with the theory section (rise at 1/2, Remark 5, Corollary 1, ...)
     claims.py, claims_mechanism.py  the paper's claims, each with the rule that decides its verdict
     report.py, tables.py  the "reproduce" section of REPORT.md and the end-of-run summary
+    report_depth3.py  the three-layer part of that section (delta/eta chosen, training, Table 1)
     plots.py, figures.py  the figures, drawn from the saved JSON
+    figures_depth3.py  the three-layer figures (fig3_L3, fig4_L3, fig5, fig6, table1_L3)
 """

@@ -1,15 +1,17 @@
-"""Verdicts for Figures 3-4 and Table 1 (one-layer analogues), the rows of claims not yet run,
-and ``claim_rows``, which puts every row of the claims table together from the results present.
+"""Verdicts for Figures 3-4 and Table 1 (one-layer analogues and three-layer runs), Figures 5-6
+(layers 2 and 3), and ``claim_rows``, which puts every row of the claims table together from the
+results present.
 
 The paper's Figures 3-4 and Table 1 use three-layer models and Figures 5-6 show their layers 2
 and 3.  Our one-layer runs test Corollaries 1-2 (which are one-layer results) and give one-layer
-analogues of the figures; the three-layer claims stay "not run" until their JSON exists.
+analogues of the figures; the three-layer runs (depth3.json) get the same rules, layer by layer.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .claims import _fig2_claims, _v
+from .depth3 import view
 from .figures import PAPER_TABLE1, clean_rank_curve
 from .verdicts import COROLLARY1_RULE, corollary1, corollary1_text, where_it_holds, where_text
 
@@ -23,7 +25,7 @@ def corollary1_from_fig3(res: dict) -> dict:
     return corollary1(cat("final_same"), cat("final_different"), cat("final_group").astype(int), res["task_groups"])
 
 
-def _fig3_claims(res: dict) -> list:
+def _fig3_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 3", png: str = "fig3.png") -> list:
     runs = res["per_seed"]["mamba"]
     same = np.array([r["score_same"] for r in runs])                       # (S, records)
     diff = np.array([r["score_diff"] for r in runs])
@@ -32,14 +34,14 @@ def _fig3_claims(res: dict) -> list:
     lt = res["per_seed"]["linear_transformer"]
     lt_s1, lt_d1 = np.mean([r["score_same"][-1] for r in lt]), np.mean([r["score_diff"][-1] for r in lt])
     c = corollary1_from_fig3(res)
-    return [["Corollary 1 (one-layer, the claim behind Fig 3): attention concentrates on examples with the "
+    return [[f"Corollary 1 ({what}, the claim behind {fig}): attention concentrates on examples with the "
              "query's pattern",
              "sum over N_1 >= Theta(1); sum over the rest <= Theta((1-p_a)^-1 eps)",
              f"Mamba after training, {len(runs)} seeds x {len(runs[0]['final_same'])} test prompts (alpha = "
-             f"{res['alpha']}), by task group of the prompt (figures/fig3.png)",
+             f"{res['alpha']}), by task group of the prompt (figures/{png})",
              corollary1_text(c, "reproduce") + " (rule, the same in the theory section: "
              + COROLLARY1_RULE.format(r=c["ratio"]) + ")"],
-            ["Fig 3 (one-layer analogue): the gap between the two sums grows during training",
+            [f"{fig} ({what}): the gap between the two sums grows during training",
              "the same-pattern sum grows well above the different-pattern sum during training",
              f"Mamba, step 0 -> {runs[0]['step'][-1]}: same {s0:.2f} -> {s1:.2f}, different {d0:.2f} -> {d1:.2f} "
              f"(mean over prompts and seeds); LT at the end: same {lt_s1:.2f}, different {lt_d1:.2f}",
@@ -47,33 +49,40 @@ def _fig3_claims(res: dict) -> list:
              "the end than at step 0 in every seed)"]]
 
 
-def _fig4_claims(res: dict) -> list:
+def _fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4") -> list:
     runs = res["per_seed"]
     out_mean = np.mean([r["outlier_gate_mean"] for r in runs])
     out_max = np.max([r["outlier_gate_max"] for r in runs])
     clean_mean = np.mean([r["clean_gate_mean"] for r in runs])
     per_pos_out = np.array([[np.nan if v is None else v for v in r["outlier_mean"]] for r in runs])
     per_pos_clean = np.array([[np.nan if v is None else v for v in r["clean_mean"]] for r in runs])
-    ratio = np.nanmean(per_pos_out, 0) / np.nanmean(per_pos_clean, 0)        # (l,) outlier / clean
+    with np.errstate(all="ignore"):
+        ratio = np.nanmean(per_pos_out, 0) / np.nanmean(per_pos_clean, 0)    # (l,) outlier / clean
     M1 = res["paper"]["M1"]
-    below_everywhere = bool(np.all(ratio[np.isfinite(ratio)] < 1))
-    v1 = "full" if out_mean <= M1 ** -2 and below_everywhere else "part" if out_mean <= 1 / M1 else "none"
+    finite = ratio[np.isfinite(ratio)]      # none: every clean gate is 0 (underflow), nothing to compare
+    below_everywhere = bool(finite.size and np.all(finite < 1))
+    v1 = "full" if out_mean <= M1 ** -2 and below_everywhere else "part" if out_mean <= 1 / M1 and finite.size else "none"
+    ratio = finite
     j, rank = clean_rank_curve(runs)
-    log_mean = np.log(rank.mean(axis=0))
-    slope, intercept = np.polyfit(j, log_mean, 1)
-    r2 = 1 - np.sum((log_mean - intercept - slope * j) ** 2) / np.sum((log_mean - log_mean.mean()) ** 2)
-    above_bound = bool(np.all(log_mean >= log_mean[0] + (j - 1) * np.log(0.5) - 1e-12))
-    v2 = "full" if r2 >= 0.9 and slope < 0 and above_bound else "part"
-    return [["Corollary 2 (i) / Fig 4 (one-layer analogue): gates on outlier examples are near zero",
+    if j.size >= 2:
+        log_mean = np.log(rank.mean(axis=0))
+        slope, intercept = np.polyfit(j, log_mean, 1)
+        r2 = 1 - np.sum((log_mean - intercept - slope * j) ** 2) / np.sum((log_mean - log_mean.mean()) ** 2)
+        above_bound = bool(np.all(log_mean >= log_mean[0] + (j - 1) * np.log(0.5) - 1e-12))
+        v2 = "full" if r2 >= 0.9 and slope < 0 and above_bound else "part"
+        fit = (f"log-linear fit over ranks j = 1..{j[-1]}: ratio {np.exp(slope):.2f} per step, R^2 = {r2:.3f}; "
+               f"G_h(j) >= G_h(1) 2^-(j-1) at every j: {above_bound}")
+    else:                   # every clean gate underflowed to 0, or too few prompts per rank
+        v2, fit = "none", f"fewer than 2 clean ranks with a positive mean gate (held by >= 100 prompts): no decay to fit"
+    return [[f"Corollary 2 (i) / {fig} ({what}): gates on outlier examples are near zero",
              "G_{i,l+1} <= O(poly(M1)^-1) on outlier examples (red bars very small)",
              f"mean outlier gate {out_mean:.1e} (max {out_max:.2f}); mean clean gate {clean_mean:.1e}; outlier / "
-             f"clean gate at the same position: {np.nanmin(ratio):.2f} to {np.nanmax(ratio):.2f}",
+             "clean gate at the same position: " + (f"{ratio.min():.2f} to {ratio.max():.2f}" if finite.size else
+                                                    "n/a (every clean gate is 0)"),
              f"{_v(v1)} (rule: mean outlier gate <= 1/M1^2 = {M1 ** -2:.3f} and below the clean gate at every "
-             f"position; partly if <= 1/M1)"],
-            ["Corollary 2 (ii) / Fig 4 (one-layer analogue): clean gates decay about exponentially with distance "
-             "from the query", "G_{h(j),l+1} >= Theta(2^-(j-1)) (green bars decay exponentially)",
-             f"log-linear fit over ranks j = 1..{j[-1]}: ratio {np.exp(slope):.2f} per step, R^2 = {r2:.3f}; "
-             f"G_h(j) >= G_h(1) 2^-(j-1) at every j: {above_bound}",
+             f"position; partly if <= 1/M1; not if every clean gate is 0)"],
+            [f"Corollary 2 (ii) / {fig} ({what}): clean gates decay about exponentially with distance "
+             "from the query", "G_{h(j),l+1} >= Theta(2^-(j-1)) (green bars decay exponentially)", fit,
              f"{_v(v2)} (rule: R^2 >= 0.9, decaying, and never below the 2^-(j-1) rate)"]]
 
 
@@ -96,7 +105,7 @@ def _name(key) -> str:
     return f"{key[0]} at kappa_a' = {key[1]:g}"
 
 
-def _table1_claims(res: dict) -> list:
+def _table1_claims(res: dict, what: str = "one-layer analogue", md: str = "table1.md") -> list:
     main = ("flip", float(res["settings"]["main_kappa_a_prime"]))
     matching = ("target", float(res["paper"]["kappa_a"]))
     by = table1_settings(res)
@@ -116,46 +125,60 @@ def _table1_claims(res: dict) -> list:
             f"{_name(matching)} (targeted labels, test outliers as large as training ones) was singled out after "
             "seeing the results of an earlier run (eta = 0.1 for both models), not chosen in advance.")
     main_checks = "; ".join(f"{k}: {v}" for k, v in pattern[main].items())
-    return [["Table 1 numbers (one-layer analogue; alpha = 0.5; FQ / R / CQ)",
+    return [[f"Table 1 numbers ({what}; alpha = 0.5; FQ / R / CQ)",
              f"Mamba {paper('mamba')} %, LT {paper('linear_transformer')} % (three-layer; kappa_a', K' and the "
              "labelling not given)",
-             f"{ours} (%). Every setting: figures/table1.md",
+             f"{ours} (%). Every setting: figures/{md}",
              f"{_v(numbers['level'])} (rule, per (labelling, kappa_a'): every cell within 2 points of the paper). "
              f"{where_text(numbers)}. LT's three cells within 2 points in: {', '.join(lt_close) or 'none'}.{why} "
              "The outcome depends on kappa_a' and the labelling, which the paper does not give."],
-            ["Table 1 pattern (one-layer analogue): Mamba is sensitive to outlier position (CQ worst), the LT much "
+            [f"Table 1 pattern ({what}): Mamba is sensitive to outlier position (CQ worst), the LT much "
              "less; Mamba beats the LT at FQ and R", "FQ 99.84 > R 99.04 >> CQ 73.28 for Mamba; LT within 0.3 points",
              f"main setting ({_name(main)}): {main_checks}",
              f"{_v(pat['level'])} (rule, per (labelling, kappa_a'): all three criteria hold; reproduced if in every "
              f"setting). All three criteria together: {where_text(pat)}." + note]]
 
 
-CLAIMS = {"fig2": _fig2_claims, "fig3": _fig3_claims, "fig4": _fig4_claims, "table1": _table1_claims}
-# claims of the paper that need three-layer models: (JSON name, claim, paper).  No rule is written
-# for them yet: an absent JSON gives "not run"; a present one "run, no verdict rule yet".
-NOT_YET = (("fig3_three_layer", "Fig 3 with three-layer models (first layer)",
-            "same-pattern sum >> different-pattern sum, gap grows in training"),
-           ("fig4_three_layer", "Fig 4 with three-layer models (first layer)",
-            "outlier gates very small, clean gates decay exponentially"),
-           ("table1_three_layer", "Table 1 with three-layer models", "Mamba 99.84 / 99.04 / 73.28 %, LT "
-            "78.52 / 78.28 / 78.60 % (FQ / R / CQ)"),
-           ("fig5", "Fig 5: attention-score sums in layers 2 and 3", "same trend as the first layer"),
-           ("fig6", "Fig 6: gates in layers 2 and 3", "same trend as the first layer"))
+def _depth3_claims(res: dict) -> list:
+    """The same rules on the three-layer runs: Figs 3-4 on layer 1, Table 1, and Figs 5-6 (Appendix B)
+    on layers 2 and 3 (each layer judged on its own; the paper says they show "the same trend")."""
+    L = res["n_layers"]
+    rows = (_fig3_claims(view(res, "fig3", 1), f"{L}-layer, layer 1", "Fig 3", "fig3_L3.png")
+            + _fig4_claims(view(res, "fig4", 1), f"{L}-layer Mamba, layer 1", "Fig 4")
+            + _table1_claims(view(res, "table1"), f"{L}-layer", "table1_L3.md"))
+    for k in range(2, L + 1):
+        rows += _fig3_claims(view(res, "fig3", k), f"{L}-layer, layer {k}", "Fig 5", "fig5.png")
+    for k in range(2, L + 1):
+        rows += _fig4_claims(view(res, "fig4", k), f"{L}-layer Mamba, layer {k}", "Fig 6")
+    return rows
+
+
+CLAIMS = {"fig2": _fig2_claims, "fig3": _fig3_claims, "fig4": _fig4_claims, "table1": _table1_claims,
+          "depth3": _depth3_claims}
+# the paper's three-layer claims, listed as "not run" when depth3.json is absent (e.g. --only fig2)
+DEPTH3_CLAIMS = (("Fig 3 with three-layer models (first layer)",
+                  "same-pattern sum >> different-pattern sum, gap grows in training"),
+                 ("Fig 4 with three-layer models (first layer)",
+                  "outlier gates very small, clean gates decay exponentially"),
+                 ("Table 1 with three-layer models", "Mamba 99.84 / 99.04 / 73.28 %, LT "
+                  "78.52 / 78.28 / 78.60 % (FQ / R / CQ)"),
+                 ("Fig 5: attention-score sums in layers 2 and 3", "same trend as the first layer"),
+                 ("Fig 6: gates in layers 2 and 3", "same trend as the first layer"))
 
 
 def claim_rows(results: dict) -> list:
-    """Every row of the claims table: the rules of the experiments present, then the three-layer claims."""
+    """Every row of the claims table: the rules of the experiments present; the three-layer claims
+    as "not run" if the three-layer experiment (depth3.json) is absent."""
     rows = []
     for name, rule in CLAIMS.items():
         if name in results:
             rows += rule(results[name])
-    for name, claim, paper in NOT_YET:
-        state = ("run; no verdict rule written yet", "**run, no verdict rule**") if name in results else (
-            "no three-layer model in this package yet; the one-layer rows above are not this figure", "**not run**")
-        rows.append([claim, paper, *state])
+    if "depth3" not in results:
+        rows += [[claim, paper, "no three-layer result in this folder (run `reproduce --only depth3`); the "
+                  "one-layer rows above are not this figure", "**not run**"] for claim, paper in DEPTH3_CLAIMS]
     return rows
 
 
 def experiment_names() -> tuple:
     """Every experiment JSON name the claims table looks for (``run.load_results``)."""
-    return tuple(CLAIMS) + tuple(name for name, _, _ in NOT_YET)
+    return tuple(CLAIMS)

@@ -10,7 +10,6 @@ Seeds: training seed s uses the world ``default_rng([s, 0])``; every other strea
 from __future__ import annotations
 
 import re
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -22,8 +21,8 @@ from ..data import make_world, training_batch
 from ..loss import hinge, misclassified
 from ..model import output
 from ..cli.output import save_json
-from ..sgd import Progress, TrainConfig, train
-from .step_size import choose, heldout_loss_after_training
+from ..sgd import TrainConfig, train
+from .step_size import selection_plan
 
 MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}
@@ -106,39 +105,36 @@ def selection_world(k: int):
                       rng=np.random.default_rng([k, 8, 9]))
 
 
-def select_eta(settings: Settings, p_a: float) -> dict:
-    """The rule of ``step_size.py`` for each model at training outlier fraction ``p_a``:
-    {model: selection record} with the chosen fields under "chosen" (here {"eta": ...})."""
-    out = {}
-    for m, model in enumerate(MODELS):
-        score = heldout_loss_after_training(selection_world, settings.train_config(p_a, settings.eta_grid[0]),
-                                            model, settings.n_heldout, stream=(8, round(100 * p_a), m + 1))
-        print(f"[step size] {model}, p_a = {p_a}: {len(settings.eta_grid)} etas x {settings.select_seeds} "
-              "selection seed(s)", file=sys.stderr, flush=True)
-        out[model] = choose({"eta": settings.eta_grid}, score, range(settings.select_seeds))
-    return out
+def eta_selection(settings: Settings, p_a: float, label: str) -> dict:
+    """The rule of ``step_size.py`` for each model at training outlier fraction ``p_a``, as plans
+    of independent units: {model: Plan} whose results are selection records with the chosen
+    fields under "chosen" (here {"eta": ...})."""
+    return {model: selection_plan({"eta": settings.eta_grid}, range(settings.select_seeds), selection_world,
+                                  settings.train_config(p_a, settings.eta_grid[0]), model, settings.n_heldout,
+                                  (8, round(100 * p_a), m + 1), f"{label} step size, {model}")
+            for m, model in enumerate(MODELS)}
 
 
-def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng) -> dict:
+def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng, output_of=output) -> dict:
     """Hinge loss (eq (4)) and 0-1 error (eq (5)) on ``n`` fresh prompts of Definition 1,
-    from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T)."""
+    from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T).
+    ``output_of(model, params, P)``: eq (3)'s ``model.output`` or a stack's ``stack.output``."""
     out = {}
     for name, tasks in (("train_tasks", world.training_tasks()), ("all_tasks", world.all_tasks())):
         b = training_batch(world, n, config.l_tr, p_a=config.p_a, K=config.K,
                            kappa_a=config.kappa_a, rng=rng, tasks=tasks)
-        F = output(model, params, b.P)
+        F = output_of(model, params, b.P)
         out[f"loss_{name}"] = float(np.mean(hinge(F, b.z)))
         out[f"error_{name}"] = float(np.mean(misclassified(F, b.z)))   # NaN counts as an error
     return out
 
 
-def train_logged(world, settings: Settings, config: TrainConfig, model: str, seed: int, stream: int,
-                 label: str, record=None):
-    """Algorithm 1 with progress on stderr; returns (params, history, summary dict)."""
+def train_logged(world, settings: Settings, config: TrainConfig, model: str, seed: int, stream: int, record=None):
+    """Algorithm 1 (no progress lines: a unit's end is reported by ``cli.jobs``); returns
+    (params, history, summary dict)."""
     start = time.perf_counter()
     params, history = train(world, config, model, rng=np.random.default_rng([seed, stream, MODELS.index(model)]),
-                            record_every=settings.record_every, record=record,
-                            progress=Progress(config.T, label, every=5.0))
+                            record_every=settings.record_every, record=record)
     last = max(1, len(history["loss"]) // 10)
     summary = {"seed": seed, "eta": config.eta, "train_seconds": time.perf_counter() - start,
                "final_minibatch_loss": float(np.mean(history["loss"][-last:])),

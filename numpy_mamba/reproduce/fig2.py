@@ -7,15 +7,13 @@ their errors are a paired comparison.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
-from .common import (MODELS, PAPER, Settings, group_wrong_counts, rate_summary, select_eta, task_group_names,
-                     task_groups, train_logged, world_for)
+from ..cli.jobs import Plan, Unit
+from .common import (MODELS, PAPER, Settings, group_wrong_counts, rate_summary, task_group_names, task_groups,
+                     train_logged, world_for)
 from ..model import output
-from ..sgd import Progress
 
 GROUPS = task_group_names(PAPER["M1"])          # training, reversed, distance_2, distance_3
 SUBSETS = ("seen", "unseen", "all") + GROUPS[1:]  # seen = the training tasks; unseen = every other group
@@ -46,47 +44,50 @@ def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
     return wrong, n
 
 
-def run(settings: Settings) -> dict:
-    """Choose eta per model (``step_size.py``), train both models for every seed at p_a = 0.6 and
-    evaluate the whole test grid.
-
-    Returns the JSON-ready result: settings, the step-size selection, per-seed wrong counts and
-    prompt counts, training summaries, and pooled rates (95% Clopper-Pearson intervals) per subset.
-    """
-    selection = select_eta(settings, settings.p_a_fig2)
-    eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
-    wrong = {m: [] for m in MODELS}
-    counts, training = [], {m: [] for m in MODELS}
-    overall = Progress(settings.seeds, "fig2: seeds done (loss: Mamba's final minibatch loss)", every=0.0)
-    for seed in range(settings.seeds):
-        world = world_for(seed)
-        params_by_model = {}
-        for model in MODELS:
-            label = f"fig2 {model} seed {seed + 1}/{settings.seeds}"
-            params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_fig2, eta[model]),
-                                                    model, seed, 1, label)
-            summary["loss_curve"] = history["loss"]
-            summary["steps"] = history["step"]
-            training[model].append(summary)
-            params_by_model[model] = params
-        print(f"[fig2] seed {seed + 1}/{settings.seeds}: testing on "
-              f"{len(settings.alphas) * 18} batches of {settings.n_test} prompts", file=sys.stderr, flush=True)
-        w, n = evaluate_grid(world, params_by_model, settings, seed)
-        for model in MODELS:
-            wrong[model].append(w[model])
-        counts.append(n)
-        overall.update(seed + 1, training["mamba"][-1]["final_minibatch_loss"], force=True)
-    n = np.stack(counts)                                                   # (S, 3, k, c, a, G)
-    result = {"experiment": "fig2", "settings": settings.to_dict(), "paper": PAPER,
-              "p_a": settings.p_a_fig2, "eta": eta, "step_size": selection,
-              "label_rules": list(LABEL_RULES), "subsets": list(SUBSETS), "task_groups": list(GROUPS),
-              "axes": f"seed, label_rule, kappa_a_prime, K_prime, alpha, task group ({', '.join(GROUPS)})",
-              "n_prompts": n, "training": training, "wrong": {}, "error": {}}
+def seed_unit(settings: Settings, seed: int, eta: dict) -> dict:
+    """One unit of work: train both models on seed ``seed``'s world at p_a = 0.6 with step sizes
+    ``eta`` ({model: eta}) and evaluate the whole test grid.  Its randomness comes only from the
+    seed's own streams.  Returns {"training": {model: summary}, "wrong": {model: counts}, "n": counts}."""
+    world = world_for(seed)
+    params_by_model, training = {}, {}
     for model in MODELS:
-        w = np.stack(wrong[model])                                         # (S, 3, k, c, a, G)
-        result["wrong"][model] = w
-        result["error"][model] = summarise(w, n)
-    return result
+        params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_fig2, eta[model]),
+                                                model, seed, 1)
+        summary["loss_curve"] = history["loss"]
+        summary["steps"] = history["step"]
+        training[model] = summary
+        params_by_model[model] = params
+    wrong, n = evaluate_grid(world, params_by_model, settings, seed)
+    return {"training": training, "wrong": wrong, "n": n}
+
+
+def plan(settings: Settings, selection: dict) -> Plan:
+    """Figure 2 as units (one per training seed) for ``cli.jobs.run_plans``; ``selection`` is the
+    step-size rule's record per model (``common.eta_selection`` at p_a = 0.6).
+
+    The assembled result is JSON-ready: settings, the step-size selection, per-seed wrong counts
+    and prompt counts, training summaries, and pooled rates (95% Clopper-Pearson intervals) per subset.
+    """
+    eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
+    units = [Unit(seed, f"fig2 seed {seed + 1}/{settings.seeds}", seed_unit, (settings, seed, eta))
+             for seed in range(settings.seeds)]
+
+    def assemble(found: dict) -> dict:
+        runs = [found[seed] for seed in range(settings.seeds)]
+        n = np.stack([r["n"] for r in runs])                               # (S, 3, k, c, a, G)
+        result = {"experiment": "fig2", "settings": settings.to_dict(), "paper": PAPER,
+                  "p_a": settings.p_a_fig2, "eta": eta, "step_size": selection,
+                  "label_rules": list(LABEL_RULES), "subsets": list(SUBSETS), "task_groups": list(GROUPS),
+                  "axes": f"seed, label_rule, kappa_a_prime, K_prime, alpha, task group ({', '.join(GROUPS)})",
+                  "n_prompts": n, "training": {m: [r["training"][m] for r in runs] for m in MODELS},
+                  "wrong": {}, "error": {}}
+        for model in MODELS:
+            w = np.stack([r["wrong"][model] for r in runs])                 # (S, 3, k, c, a, G)
+            result["wrong"][model] = w
+            result["error"][model] = summarise(w, n)
+        return result
+
+    return Plan(units, assemble)
 
 
 SUMMARY_KEYS = ("rate", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max")

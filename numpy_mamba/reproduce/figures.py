@@ -4,6 +4,7 @@ Figure 2's plots and the shared style live in ``plots.py``.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -21,13 +22,11 @@ GROUP_STYLE = {"training": ("#D55E00", "-", "training partner (a training task)"
 SCORE_LABEL = r"sum of attention scores $p_i^\top W_B^\top W_C\, p_{query}$"
 
 
-def fig3(result: dict, path) -> Path:
-    """Figure 3 (Corollary 1): sum of p_i^T W_B^T W_C p_query over same-pattern examples and, by
-    the prompt's task group, over different-pattern examples, against the SGD step; mean over
-    prompts and seeds with a min-max band over seeds (Mamba and LT on one shared y-scale); plus
-    the training loss."""
-    fig, axes = subplots(1, 3, figsize=(16, 6.6))
-    for ax, model in zip(axes[:2], MODELS):
+def score_panels(axes, result: dict, title: str = "{model}, $\\eta$ = {eta:g}") -> None:
+    """Mamba's and the LT's attention-score sums against the SGD step into two axes (shared y-scale):
+    same-pattern examples and, by task group, different-pattern ones; mean over prompts and seeds,
+    min-max band over seeds."""
+    for ax, model in zip(axes, MODELS):
         runs = result["per_seed"][model]
         steps = np.asarray(runs[0]["step"])
         curves = [("score_same", CLEAN, "-", r"same relevant pattern as the query ($i \in N_1$)")]
@@ -39,10 +38,19 @@ def fig3(result: dict, path) -> Path:
             ax.plot(steps, np.nanmean(v, 0), color=color, ls=ls, label=label)
             ax.fill_between(steps, np.nanmin(v, 0), np.nanmax(v, 0), color=color, alpha=0.15, lw=0)
         ax.axhline(0, color=GREY, lw=0.8)
-        ax.set_title(f"{MODEL_LABEL[model]}, $\\eta$ = {result['eta'][model]:g}")
+        ax.set_title(title.format(model=MODEL_LABEL[model], eta=result["eta"][model]))
         ax.set_xlabel("SGD step t")
         ax.grid(alpha=0.3)
     axes[1].sharey(axes[0])
+
+
+def fig3(result: dict, path, title: str = "Figure 3 (one-layer analogue, Corollary 1)", note: str = ONE_LAYER_NOTE) -> Path:
+    """Figure 3 (Corollary 1): sum of p_i^T W_B^T W_C p_query over same-pattern examples and, by
+    the prompt's task group, over different-pattern examples, against the SGD step; mean over
+    prompts and seeds with a min-max band over seeds (Mamba and LT on one shared y-scale); plus
+    the training loss."""
+    fig, axes = subplots(1, 3, figsize=(16, 6.6))
+    score_panels(axes[:2], result)
     axes[0].set_ylabel(SCORE_LABEL + "\n(mean over the prompts of each group)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9,
                bbox_to_anchor=(0.5, 0.07))
@@ -56,11 +64,11 @@ def fig3(result: dict, path) -> Path:
     axes[2].grid(alpha=0.3)
     axes[2].legend(fontsize=9)
     s = result["settings"]
-    fig.suptitle("Figure 3 (one-layer analogue, Corollary 1): attention scores on fixed test prompts during "
-                 "training; left and middle share the y-axis")
+    fig.suptitle(f"{title}: attention scores on fixed test prompts during training; left and middle share "
+                 "the y-axis")
     _footnote(fig, _settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
                                   f"kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g}, flipped "
-                                  "outlier labels; lines: mean over prompts and seeds, bands: min-max over seeds."))
+                                  "outlier labels; lines: mean over prompts and seeds, bands: min-max over seeds."), note)
     fig.tight_layout(rect=(0, 0.2, 1, 0.97))
     return _save(fig, path, result)
 
@@ -69,11 +77,12 @@ MIN_RANK_PROMPTS = 100      # ranks j held by fewer test prompts (pooled over se
 
 
 def clean_rank_curve(runs: list):
-    """Ranks j = 1, 2, ... held by >= MIN_RANK_PROMPTS test prompts (pooled over seeds), and the
-    per-seed mean clean gate G_{h(j),l+1} at those ranks, (S, n_ranks)."""
+    """Ranks j = 1, 2, ... held by >= MIN_RANK_PROMPTS test prompts (pooled over seeds) whose mean
+    clean gate G_{h(j),l+1} is positive in every seed (a log axis and fit need it; a gate that
+    underflowed to 0 is left out), and those per-seed means, (S, n_ranks)."""
     rank = _stack(runs, "clean_rank_mean")
     enough = (np.sum([r["clean_rank_count"] for r in runs], axis=0) >= MIN_RANK_PROMPTS) & np.all(
-        np.isfinite(rank), axis=0)
+        np.isfinite(rank) & (rank > 0), axis=0)
     return np.flatnonzero(enough) + 1, rank[:, enough]
 
 
@@ -81,15 +90,12 @@ def _stack(runs, key):
     return np.array([[np.nan if v is None else v for v in r[key]] for r in runs], dtype=float)
 
 
-def fig4(result: dict, path) -> Path:
-    """Figure 4 (Corollary 2): Mamba's gates G_{i,l+1} on outlier and clean examples at alpha = 0.3,
-    per position (points with min-max bars over seeds, log axis) and per clean rank j."""
-    runs = result["per_seed"]
+def gate_position_panel(ax, runs: list, channel: str = "") -> None:
+    """Mean gate per context position on outlier and clean examples (points, min-max bars over seeds, log axis);
+    ``channel`` ("d+1,") names the channel of a stack's gate in the axis label."""
     out, clean = _stack(runs, "outlier_mean"), _stack(runs, "clean_mean")     # (S, l)
     l = out.shape[1]
     position = np.arange(1, l + 1)
-    fig, axes = subplots(1, 2, figsize=(15, 5.6))
-    ax = axes[0]
     for values, dx, color, marker, name in ((out, -0.15, OUTLIER, "v", "examples with an outlier"),
                                             (clean, 0.15, CLEAN, "o", "clean examples")):
         mean = np.nanmean(values, axis=0)
@@ -98,12 +104,35 @@ def fig4(result: dict, path) -> Path:
     ax.set_yscale("log")
     ax.set_xticks(position)
     ax.set_xlabel(f"context position i (the query is at l+1 = {l + 1}; distance from the query = {l + 1} - i)")
-    ax.set_ylabel(r"mean gate $G_{i,l+1}(w)$ (eq (3)), log scale")
+    ax.set_ylabel(f"mean gate $G_{{{channel}i,l+1}}(w)$ (eq (3)), log scale")
     ax.set_title("gates per position (mean over prompts; bars: min-max over seeds)")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=9.5, loc="upper left")
-    ax = axes[1]
+
+
+def fig4(result: dict, path, title: str = "Figure 4 (one-layer analogue)", note: str = ONE_LAYER_NOTE,
+         channel: str = "") -> Path:
+    """Figure 4 (Corollary 2): Mamba's gates G_{i,l+1} on outlier and clean examples at alpha = 0.3,
+    per position (points with min-max bars over seeds, log axis) and per clean rank j."""
+    runs = result["per_seed"]
+    fig, axes = subplots(1, 2, figsize=(15, 5.6))
+    gate_position_panel(axes[0], runs, channel)
+    rank_panel(axes[1], runs, channel)
+    s = result["settings"]
+    fig.suptitle(f"{title}: Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
+    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
+                                  f"K' = {s['main_K_prime']:g}, flipped outlier labels, outliers at random positions."), note)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.97))
+    return _save(fig, path, result)
+
+
+def rank_panel(ax, runs: list, channel: str = "") -> None:
+    """Mean gate of the j-th closest clean example against j, with an exponential fit and eq (18)'s rate."""
     j, rank = clean_rank_curve(runs)
+    if j.size == 0:
+        ax.text(0.5, 0.5, f"no clean rank held by >= {MIN_RANK_PROMPTS} prompts\nwith a positive mean gate",
+                ha="center", va="center", transform=ax.transAxes)
+        return
     mean = rank.mean(axis=0)
     ax.plot(j, mean, "o-", color=CLEAN, label="clean example h(j), the j-th closest clean one to the query")
     ax.fill_between(j, rank.min(0), rank.max(0), color=CLEAN, alpha=0.2, lw=0)
@@ -116,16 +145,10 @@ def fig4(result: dict, path) -> Path:
     ax.set_yscale("log")
     ax.set_xlabel(f"rank j of a clean example by distance from the query (ranks held by >= {MIN_RANK_PROMPTS} prompts)")
     ax.set_xticks(j)
-    ax.set_ylabel(r"mean gate $G_{h(j),l+1}(w)$, log scale")
+    ax.set_ylabel(f"mean gate $G_{{{channel}h(j),l+1}}(w)$, log scale")
     ax.set_title("clean examples ranked by distance from the query (eq (18))")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
-    s = result["settings"]
-    fig.suptitle(f"Figure 4 (one-layer analogue): Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
-    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
-                                  f"K' = {s['main_K_prime']:g}, flipped outlier labels, outliers at random positions."))
-    fig.tight_layout(rect=(0, 0.08, 1, 0.97))
-    return _save(fig, path, result)
 
 
 PAPER_TABLE1 = {"mamba": {"FQ": 0.9984, "R": 0.9904, "CQ": 0.7328},
@@ -177,7 +200,7 @@ def table1_overview(result: dict, sep: str = " ") -> tuple:
     return header, rows
 
 
-def table1_png(result: dict, path) -> Path:
+def table1_png(result: dict, path, label: str = "one-layer analogue", note: str = ONE_LAYER_NOTE) -> Path:
     """Table 1 as an image: accuracy (1 - eq (5)) with 95% intervals at alpha = 0.5 for the FQ / R /
     CQ placements, every kappa_a' and outlier labelling; the main setting (flipped labels, main
     kappa_a') in bold blue, the setting matching the paper's pattern (targeted labels, kappa_a' =
@@ -206,11 +229,11 @@ def table1_png(result: dict, path) -> Path:
                 cell.set_facecolor(colour)
                 cell.get_text().set_fontweight("bold")
     s = result["settings"]
-    ax.set_title(f"Table 1 (one-layer analogue): ICL accuracy (%) [95% Clopper-Pearson interval] at alpha = "
+    ax.set_title(f"Table 1 ({label}): ICL accuracy (%) [95% Clopper-Pearson interval] at alpha = "
                  f"{result['alpha']}, all tasks; FQ = outliers farthest from the query, R = at random positions, "
                  "CQ = closest to the query.\nThe outcome depends on kappa_a' and the labelling (the paper gives "
                  "neither): no single column pair is 'the' Table 1.", fontsize=10.5, y=1 - 0.55 / height)
-    ax.text(0, 0.05 / height, f"{ONE_LAYER_NOTE}.\n" + _settings_line(
+    ax.text(0, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + _settings_line(
         result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nBlue: main setting "
         f"(flipped labels, kappa_a' = {main}). Green: targeted labels, kappa_a' = kappa_a = {match}, the setting "
         "closest to the paper's pattern, singled out after seeing an earlier run. Task groups, seed ranges: table1.md.",

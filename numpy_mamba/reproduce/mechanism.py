@@ -14,11 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import LABEL_RULES, PLACEMENTS, testing_batch
-from .common import (MODELS, PAPER, Settings, group_wrong_counts, rate_summary, select_eta, task_groups,
-                     train_logged, world_for)
+from ..cli.jobs import Plan, Unit
+from .common import MODELS, PAPER, Settings, group_wrong_counts, rate_summary, task_groups, train_logged, world_for
 from .fig2 import GROUPS, subset_counts
 from ..model import gates_for, output
-from ..sgd import Progress
 from ..theory.measure import score_sums as prompt_score_sums
 
 PARTS = ("fig3", "fig4", "table1")
@@ -76,8 +75,9 @@ def gate_profile(params, batch) -> dict:
             "query_gate_mean": float(np.mean(gates_for("mamba", params, batch.P)[:, -1]))}
 
 
-def table1_counts(world, params_by_model, settings: Settings, seed: int) -> dict:
+def table1_counts(world, params_by_model, settings: Settings, seed: int, output_of=output) -> dict:
     """Wrong counts for every labelling, kappa_a', placement (K' main, alpha = 0.5).
+    ``output_of(model, params, P)``: ``model.output`` (eq (3)) or ``stack.output`` (three layers).
 
     Returns {"n": (3 rules, n_kappa, 3 placements, G), model: same shape}, last axis the task
     group (fig2.GROUPS: training, reversed, distance 2, distance 3).
@@ -95,64 +95,80 @@ def table1_counts(world, params_by_model, settings: Settings, seed: int) -> dict
                 group = task_groups(batch.task, world.M1)
                 for model, params in params_by_model.items():
                     out[model][r, k, q], out["n"][r, k, q] = group_wrong_counts(
-                        output(model, params, batch.P), batch.z, group, len(GROUPS))
+                        output_of(model, params, batch.P), batch.z, group, len(GROUPS))
     return out
 
 
-def run(settings: Settings, parts=PARTS) -> dict:
-    """Choose eta per model (``step_size.py``, at p_a = 0.4), train both models per seed and
-    measure the requested ``parts``.
+def probe_batch(world, settings: Settings, seed: int):
+    """Figure 3's fixed test prompts of seed ``seed`` (alpha = 0.3, flipped labels) and their task groups."""
+    probe = testing_batch(world, settings.n_probe, PAPER["l_ts"], alpha=settings.alpha_fig3,
+                          K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
+                          label_rule="flip", rng=np.random.default_rng([seed, 3]))
+    return probe, task_groups(probe.task, world.M1)
 
-    Returns {part: JSON-ready result} for each part in ``parts``.
-    """
+
+def fig4_batch(world, settings: Settings, seed: int):
+    """Figure 4's test prompts of seed ``seed`` (alpha = 0.3, flipped labels, random positions)."""
+    return testing_batch(world, settings.n_test, PAPER["l_ts"], alpha=settings.alpha_fig4,
+                         K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
+                         label_rule="flip", rng=np.random.default_rng([seed, 6]))
+
+
+def seed_unit(settings: Settings, parts: tuple, seed: int, eta: dict) -> dict:
+    """One unit of work: train both one-layer models on seed ``seed``'s world at p_a = 0.4 and
+    measure the requested ``parts``; randomness only from the seed's own streams.
+    Returns {"training": {model: summary}, "fig3": {model: record}, "fig4": profile, "table1": counts}."""
+    world = world_for(seed)
+    probe, probe_group = probe_batch(world, settings, seed)
+    out = {"training": {}, "fig3": {}}
+    params_by_model = {}
+    for model in MODELS:
+        record = (lambda step, params: score_sums(params, probe, probe_group)) if "fig3" in parts else None
+        params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_mechanism, eta[model]),
+                                                model, seed, 4, record=record)
+        out["training"][model] = summary
+        params_by_model[model] = params
+        if "fig3" in parts:
+            same, diff = prompt_score_sums(params, probe)                 # final per-prompt sums (Corollary 1)
+            out["fig3"][model] = {"step": history["step"], "loss": history["loss"],
+                                  **{k: v for k, v in history.items() if k.startswith("score_")},
+                                  "final_same": same, "final_different": diff, "final_group": probe_group}
+    if "fig4" in parts:
+        out["fig4"] = gate_profile(params_by_model["mamba"], fig4_batch(world, settings, seed))
+    if "table1" in parts:
+        out["table1"] = table1_counts(world, params_by_model, settings, seed)
+    return out
+
+
+def plan(settings: Settings, parts: tuple, selection: dict) -> Plan:
+    """Figures 3, 4 and Table 1 (the requested ``parts``) as units, one per training seed, for
+    ``cli.jobs.run_plans``; ``selection``: the step-size rule's record per model at p_a = 0.4.
+    Assembles to {part: JSON-ready result} for each part in ``parts``."""
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise ValueError(f"parts must be among {PARTS}; got {sorted(unknown)}.")
-    selection = select_eta(settings, settings.p_a_mechanism)
     eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
-    training = {m: [] for m in MODELS}
-    fig3 = {m: [] for m in MODELS}
-    fig4, t1 = [], []
-    overall = Progress(settings.seeds, f"{'/'.join(parts)}: seeds done (loss: Mamba's final minibatch loss)", every=0.0)
-    for seed in range(settings.seeds):
-        world = world_for(seed)
-        probe = testing_batch(world, settings.n_probe, PAPER["l_ts"], alpha=settings.alpha_fig3,
-                              K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
-                              label_rule="flip", rng=np.random.default_rng([seed, 3]))
-        probe_group = task_groups(probe.task, world.M1)
-        params_by_model = {}
-        for model in MODELS:
-            label = f"fig3/4,table1 {model} seed {seed + 1}/{settings.seeds}"
-            record = (lambda step, params: score_sums(params, probe, probe_group)) if "fig3" in parts else None
-            params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_mechanism, eta[model]),
-                                                    model, seed, 4, label, record=record)
-            training[model].append(summary)
-            params_by_model[model] = params
-            if "fig3" in parts:
-                same, diff = prompt_score_sums(params, probe)             # final per-prompt sums (Corollary 1)
-                fig3[model].append({"step": history["step"], "loss": history["loss"],
-                                    **{k: v for k, v in history.items() if k.startswith("score_")},
-                                    "final_same": same, "final_different": diff, "final_group": probe_group})
+    units = [Unit(seed, f"{'/'.join(parts)} seed {seed + 1}/{settings.seeds}", seed_unit, (settings, tuple(parts), seed, eta))
+             for seed in range(settings.seeds)]
+
+    def assemble(found: dict) -> dict:
+        runs = [found[seed] for seed in range(settings.seeds)]
+        common = {"settings": settings.to_dict(), "paper": PAPER, "p_a": settings.p_a_mechanism, "eta": eta,
+                  "step_size": selection, "task_groups": list(GROUPS),
+                  "training": {m: [r["training"][m] for r in runs] for m in MODELS}}
+        results = {}
+        if "fig3" in parts:
+            results["fig3"] = {"experiment": "fig3", **common, "alpha": settings.alpha_fig3, "label_rule": "flip",
+                               "per_seed": {m: [r["fig3"][m] for r in runs] for m in MODELS}}
         if "fig4" in parts:
-            batch = testing_batch(world, settings.n_test, PAPER["l_ts"], alpha=settings.alpha_fig4,
-                                  K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
-                                  label_rule="flip", rng=np.random.default_rng([seed, 6]))
-            fig4.append(gate_profile(params_by_model["mamba"], batch))
+            results["fig4"] = {"experiment": "fig4", **common, "alpha": settings.alpha_fig4, "label_rule": "flip",
+                               "per_seed": [r["fig4"] for r in runs]}
         if "table1" in parts:
-            t1.append(table1_counts(world, params_by_model, settings, seed))
-        overall.update(seed + 1, training["mamba"][-1]["final_minibatch_loss"], force=True)
-    common = {"settings": settings.to_dict(), "paper": PAPER, "p_a": settings.p_a_mechanism,
-              "eta": eta, "step_size": selection, "task_groups": list(GROUPS), "training": training}
-    results = {}
-    if "fig3" in parts:
-        results["fig3"] = {"experiment": "fig3", **common, "alpha": settings.alpha_fig3,
-                           "label_rule": "flip", "per_seed": fig3}
-    if "fig4" in parts:
-        results["fig4"] = {"experiment": "fig4", **common, "alpha": settings.alpha_fig4,
-                           "label_rule": "flip", "per_seed": fig4}
-    if "table1" in parts:
-        results["table1"] = {"experiment": "table1", **common, **summarise_table1(t1, settings)}
-    return results
+            results["table1"] = {"experiment": "table1", **common,
+                                 **summarise_table1([r["table1"] for r in runs], settings)}
+        return results
+
+    return Plan(units, assemble)
 
 
 def summarise_table1(per_seed: list, settings: Settings) -> dict:

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from . import report_depth3
 from .claims_mechanism import claim_rows
 from .common import MODELS, PAPER, SMOKE
 from .step_size import RULE as STEP_RULE
@@ -28,7 +29,7 @@ def _eta_text(results: dict) -> str:
 
 
 def settings_section(results: dict) -> str:
-    any_result = next(iter(results.values()))
+    any_result = next((r for n, r in results.items() if n != "depth3"), next(iter(results.values())))
     s = any_result["settings"]
     p_a = s["p_a_fig2"]
     B_T = PAPER["M1"] / (1 - p_a) * np.log(100)
@@ -39,9 +40,10 @@ def settings_section(results: dict) -> str:
     lines = [
         "### Settings the paper does not give, and why",
         "",
-        "All results use the **one-layer model of eq (3)** that the theory analyses (and the linear "
-        "Transformer: the same model with every gate G = 1). The paper's Figures 3, 4 and Table 1 use "
-        "three-layer models, so those numbers are not expected to match ours exactly.",
+        "Figure 2 and the one-layer rows use the **one-layer model of eq (3)** that the theory analyses (and the "
+        "linear Transformer: the same model with every gate G = 1). The paper's Figures 3-6 and Table 1 use "
+        "three-layer models: the rows marked three-layer (3-layer) come from our three-layer stacks (settings in "
+        "\"Three-layer runs\" below); the one-layer analogues stay beside them to show what depth changes.",
         "",
         f"- Paper's settings: d = {PAPER['d']}, M1 = {PAPER['M1']}, M2 = {PAPER['M2']}, V = {PAPER['V']}, "
         f"beta = {PAPER['beta']:g}, delta = {PAPER['delta']}, kappa_a = {PAPER['kappa_a']:g}, l_tr = l_ts = 20, "
@@ -159,6 +161,8 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
             parts += ["", pattern_score_table(results["fig2"])]
     if "table1" in results:
         parts += ["", "### Table 1 (figures/table1.md, figures/table1.png)", "", table1_markdown(results["table1"])]
+    if "depth3" in results:
+        parts += ["", report_depth3.section(results["depth3"])]
     return "\n".join(parts)
 
 
@@ -186,6 +190,8 @@ def stdout_summary(results: dict, seconds: float | None = None) -> str:
     if seconds is not None:
         lines.append(f"wall time {seconds:.0f} s; experiments: {', '.join(sorted(results))}; mode: {mode}")
     lines.append(f"step size chosen per model on held-out training prompts: {_eta_text(results)}")
+    if "depth3" in results:
+        lines.append(f"three layers, delta and eta chosen by the same rule: {report_depth3.chosen_text(results['depth3'])}")
     for claim, _, ours, verdict in claim_rows(results):
         lines.append(f"- {claim[:90]}\n    {_plain(verdict)[:300]}\n    {_plain(ours)[:200]}")
     if smoke:

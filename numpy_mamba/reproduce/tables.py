@@ -88,12 +88,16 @@ def pattern_score_table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def table1_markdown(res: dict) -> str:
-    """Table 1 for every labelling and kappa_a' (overview with intervals), then one detailed table per labelling."""
+ONE_LAYER_MODELS = "one-layer models of eq (3) (the paper's are three-layer"
+
+
+def table1_markdown(res: dict, models: str = ONE_LAYER_MODELS) -> str:
+    """Table 1 for every labelling and kappa_a' (overview with intervals), then one detailed table per
+    labelling.  ``models`` says which models (opens a parenthesis the text closes)."""
     s = res["settings"]
     header, rows = table1_overview(res)
     lines = [f"Table 1: ICL accuracy (%) at alpha = {res['alpha']}, K' = {res['K_prime']:g}, p_a = {res['p_a']} in "
-             "training; one-layer models of eq (3) (the paper's are three-layer and it does not say which outlier "
+             f"training; {models} and it does not say which outlier "
              f"labelling or kappa_a' it used). {s['n_test']} test prompts per seed and cell, {s['seeds']} seeds; "
              "[95% Clopper-Pearson interval]. The outcome depends on kappa_a' and the labelling: no single row is "
              f"'the' Table 1. Main setting: flipped labels, kappa_a' = {s['main_kappa_a_prime']:g}; the setting "

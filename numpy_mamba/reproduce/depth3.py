@@ -1,0 +1,161 @@
+"""Section 4.2 with the paper's three-layer models (stack.py): Figures 3-4 for layer 1, Figures 5-6
+(Appendix B) for layers 2 and 3, and Table 1, all at p_a = 0.4 from one training run per seed and model.
+
+What a layer's figure measures (our reading of the paper; the stack is ours, see stack.py): layer
+k's "prompt examples" are the columns h_i of its input H^(k-1) (H^(0) = P); its attention score is
+s_{i,l+1} = h_i^T W_B^T W_C h_{l+1} with that layer's W_B, W_C, and its gate is G_{d+1,i,l+1}, the
+gate of the label channel d+1 at the query column, the only one that moves F.  Both are exactly
+eq (3)'s scores and gates of ``Params(W_B, W_C, W[:, -1])`` on H^(k-1) (``layer_view``), so the
+one-layer measurements (``mechanism.score_sums``, ``mechanism.gate_profile``) serve every layer;
+tests/test_reproduce_depth3.py checks them against a literal loop over ``stack.forward_with_caches``.
+
+Delta and eta are chosen per model by the rule of step_size.py over DELTA x ETA grids on selection
+worlds (never the test settings); three layers are slow (a Mamba SGD step ~20-45 ms), so this part
+runs fewer seeds and steps than the one-layer part (``DEPTH3``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cli.jobs import Plan, Unit
+from ..model import Params
+from ..sgd import TrainConfig, train
+from .. import stack
+from .common import FULL, MODELS, PAPER, QUICK, Settings, heldout_check, selection_world, world_for
+from .fig2 import GROUPS
+from .mechanism import fig4_batch, gate_profile, probe_batch, score_sums, summarise_table1, table1_counts
+from .step_size import selection_plan
+from ..theory.measure import score_sums as prompt_score_sums
+
+
+@dataclass(frozen=True)
+class Depth3Settings(Settings):
+    """``Settings`` of the three-layer runs: the one-layer test grid (alphas, kappa_a', K', p_a) with
+    fewer seeds and steps, plus the number of layers and the grid of delta (Algorithm 1: (0, 0.2])
+    that the step-size rule searches together with eta."""
+
+    n_layers: int = 3
+    delta_grid: tuple = (0.05, 0.1, 0.2)
+
+    def train_config(self, p_a: float, eta: float, delta: float = 0.2) -> TrainConfig:
+        return TrainConfig(T=self.T, B=self.B, eta=eta, l_tr=PAPER["l_tr"], p_a=p_a, K=self.K,
+                           kappa_a=PAPER["kappa_a"], delta=delta, n_layers=self.n_layers)
+
+
+_OWN = dict(seeds=3, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1, record_every=10, n_test=1000,
+            n_probe=256, n_heldout=1024)
+DEPTH3 = Depth3Settings(**{**{k: getattr(FULL, k) for k in Settings.__dataclass_fields__}, **_OWN})
+DEPTH3_QUICK = Depth3Settings(**{**{k: getattr(QUICK, k) for k in Settings.__dataclass_fields__},
+                                 **dict(seeds=1, T=12, eta_grid=(0.01, 0.1), delta_grid=(0.05, 0.2), select_seeds=1,
+                                        record_every=4, n_test=120, n_probe=16, n_heldout=32)})
+
+
+def depth3_settings(quick: bool) -> Depth3Settings:
+    """DEPTH3 (full run: 3 seeds, T = 500) or DEPTH3_QUICK (smoke run: 1 seed, T = 12)."""
+    return DEPTH3_QUICK if quick else DEPTH3
+
+
+# ---------------------------------------------------------------- per-layer measurement
+def layer_view(layers, P, model: str = "mamba") -> list:
+    """[(Params(W_B, W_C, W[:, -1]) of layer k, H^(k-1))] for k = 1..L: each layer as eq (3)'s model
+    and its input, so that eq (3)'s scores p_i^T W_B^T W_C p_query and gates G_{i,l+1}(w) of that
+    pair are layer k's s_{i,l+1} and label-channel gates G_{d+1,i,l+1}.  P (B, d+1, l+1); every
+    H^(k-1) (B, d+1, l+1)."""
+    _, caches = stack.stack_forward(layers, P, model)
+    return [(Params(layer.W_B, layer.W_C, layer.W[:, -1]), cache.H) for layer, cache in zip(layers, caches)]
+
+
+def layer_score_sums(layers, batch, model: str, group=None) -> dict:
+    """Corollary 1's sums (``mechanism.score_sums``) in every layer: {"L<k>_<key>": value}."""
+    return {f"L{k}_{key}": value for k, (params, H) in enumerate(layer_view(layers, batch.P, model), start=1)
+            for key, value in score_sums(params, batch._replace(P=H), group).items()}
+
+
+def layer_gate_profiles(layers, batch) -> list:
+    """``mechanism.gate_profile`` of the label-channel gates in every layer of a Mamba stack: [dict] * L."""
+    return [gate_profile(params, batch._replace(P=H)) for params, H in layer_view(layers, batch.P, "mamba")]
+
+
+# ---------------------------------------------------------------- units
+def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
+    """Train both three-layer models on seed ``seed``'s world at p_a = 0.4 with the chosen
+    {model: {"delta", "eta"}}; measure scores per layer during training (Figs 3, 5), gates per
+    layer (Figs 4, 6) and Table 1.  Same worlds and test prompts as the one-layer seed ``seed``."""
+    world = world_for(seed)
+    probe, probe_group = probe_batch(world, settings, seed)
+    out = {"training": {}, "scores": {}}
+    trained = {}
+    for m, model in enumerate(MODELS):
+        cfg = settings.train_config(settings.p_a_mechanism, chosen[model]["eta"], chosen[model]["delta"])
+        layers, history = train(world, cfg, model, rng=np.random.default_rng([seed, 10, m]),
+                                record_every=settings.record_every,
+                                record=lambda step, layers: layer_score_sums(layers, probe, model, probe_group))
+        trained[model] = layers
+        last = max(1, len(history["loss"]) // 10)
+        out["training"][model] = {
+            "seed": seed, **chosen[model], "final_minibatch_loss": float(np.mean(history["loss"][-last:])),
+            "final_minibatch_error": float(np.mean(history["error"][-last:])),
+            **heldout_check(world, layers, model, cfg, settings.n_heldout, np.random.default_rng([seed, 10, m, 99]),
+                            output_of=stack.output)}
+        finals = {}
+        for k, (params, H) in enumerate(layer_view(layers, probe.P, model), start=1):
+            same, diff = prompt_score_sums(params, probe._replace(P=H))
+            finals.update({f"L{k}_final_same": same, f"L{k}_final_different": diff})
+        out["scores"][model] = {"step": history["step"], "loss": history["loss"], "final_group": probe_group,
+                                **{k: v for k, v in history.items() if k.startswith("L")}, **finals}
+    out["gates"] = layer_gate_profiles(trained["mamba"], fig4_batch(world, settings, seed))
+    out["table1"] = table1_counts(world, trained, settings, seed, output_of=stack.output)
+    return out
+
+
+def selection_plans(settings: Depth3Settings) -> dict:
+    """{model: Plan} of the step-size rule over delta x eta for the three-layer models at p_a = 0.4."""
+    grid = {"delta": settings.delta_grid, "eta": settings.eta_grid}
+    return {model: selection_plan(grid, range(settings.select_seeds), selection_world,
+                                  settings.train_config(settings.p_a_mechanism, settings.eta_grid[0]), model,
+                                  settings.n_heldout, (8, round(100 * settings.p_a_mechanism), m + 1, settings.n_layers),
+                                  f"depth3 step size, {model}")
+            for m, model in enumerate(MODELS)}
+
+
+def plan(settings: Depth3Settings, selection: dict) -> Plan:
+    """The three-layer experiments as units (one per seed); assembles to the JSON-ready "depth3" result:
+    per layer k, "layers"[k-1] = {"scores": {model: [per seed]}, "gates": [per seed]}, and "table1"."""
+    chosen = {m: dict(selection[m]["chosen"]) for m in MODELS}
+    units = [Unit(seed, f"three-layer seed {seed + 1}/{settings.seeds}", seed_unit, (settings, seed, chosen))
+             for seed in range(settings.seeds)]
+
+    def assemble(found: dict) -> dict:
+        runs = [found[seed] for seed in range(settings.seeds)]
+        layers = []
+        for k in range(1, settings.n_layers + 1):
+            scores = {m: [{key[len(f"L{k}_"):] if key.startswith(f"L{k}_") else key: value
+                           for key, value in r["scores"][m].items() if key[0] != "L" or key.startswith(f"L{k}_")}
+                          for r in runs] for m in MODELS}
+            layers.append({"layer": k, "scores": scores, "gates": [r["gates"][k - 1] for r in runs]})
+        return {"experiment": "depth3", "settings": settings.to_dict(), "paper": PAPER, "n_layers": settings.n_layers,
+                "p_a": settings.p_a_mechanism, "eta": {m: chosen[m]["eta"] for m in MODELS},
+                "delta": {m: chosen[m]["delta"] for m in MODELS}, "step_size": selection,
+                "task_groups": list(GROUPS), "alpha_fig3": settings.alpha_fig3, "alpha_fig4": settings.alpha_fig4,
+                "training": {m: [r["training"][m] for r in runs] for m in MODELS}, "layers": layers,
+                "table1": summarise_table1([r["table1"] for r in runs], settings)}
+
+    return Plan(units, assemble)
+
+
+def view(result: dict, part: str, layer: int = 1) -> dict:
+    """A "depth3" result seen as the one-layer fig3 / fig4 / table1 result of layer ``layer``
+    (the same keys), so the same figures and verdict rules apply to every layer."""
+    common = {k: result[k] for k in ("settings", "paper", "p_a", "eta", "step_size", "task_groups", "training")}
+    common.update(depth=result["n_layers"], layer=layer, delta=result["delta"])
+    if part == "fig3":
+        return {"experiment": "fig3", **common, "alpha": result["alpha_fig3"], "label_rule": "flip",
+                "per_seed": result["layers"][layer - 1]["scores"]}
+    if part == "fig4":
+        return {"experiment": "fig4", **common, "alpha": result["alpha_fig4"], "label_rule": "flip",
+                "per_seed": result["layers"][layer - 1]["gates"]}
+    if part == "table1":
+        return {"experiment": "table1", **common, **result["table1"]}
+    raise ValueError(f"part must be fig3, fig4 or table1; got {part!r}.")

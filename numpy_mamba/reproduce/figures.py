@@ -236,6 +236,7 @@ def table1_png(result: dict, path, label: str = "one-layer analogue", note: str 
     ax.text(0, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + _settings_line(
         result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nBlue: main setting "
         f"(flipped labels, kappa_a' = {main}). Green: targeted labels, kappa_a' = kappa_a = {match}, the setting "
-        "closest to the paper's pattern, singled out after seeing an earlier run. Task groups, seed ranges: table1.md.",
+        "closest to the paper's pattern, singled out after seeing an earlier run. Task groups, seed ranges: "
+        f"{Path(path).with_suffix('.md').name}.",
         fontsize=8, color=GREY, va="bottom", transform=ax.transAxes)
     return _save(fig, path, result)

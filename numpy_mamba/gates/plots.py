@@ -79,7 +79,7 @@ def plot_error_vs_alpha(result, summary, path: Path, quick: bool = False) -> Pat
     axes[0, 0].legend(loc="upper left", fontsize=9)
     n = len(cfg["seeds"])
     bars = "95% t-interval over seeds" if n >= 2 else "95% Wilson binomial interval"
-    fig.suptitle(rf"Gates of Appendix E.6 vs Mamba and the linear Transformer: test error vs $\alpha$ "
+    fig.suptitle(rf"Gates of Appendix E.6 vs Mamba and the linear Transformer: test error vs $\alpha$" "\n"
                  rf"($l_{{tr}} = l_{{ts}}$ = {cfg['l_tr']}, $p_a$ = {cfg['p_a']}, $\eta$ = {cfg['eta']} for every model, "
                  f"{n} seed(s), {cfg['n_test']} test prompts each; bars: {bars})", fontsize=11)
     fig.tight_layout()

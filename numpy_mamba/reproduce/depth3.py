@@ -44,7 +44,7 @@ class Depth3Settings(Settings):
                            kappa_a=PAPER["kappa_a"], delta=delta, n_layers=self.n_layers)
 
 
-_OWN = dict(seeds=3, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1, record_every=10, n_test=1000,
+_OWN = dict(seeds=5, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1, record_every=10, n_test=1000,
             n_probe=256, n_heldout=1024)
 DEPTH3 = Depth3Settings(**{**{k: getattr(FULL, k) for k in Settings.__dataclass_fields__}, **_OWN})
 DEPTH3_QUICK = Depth3Settings(**{**{k: getattr(QUICK, k) for k in Settings.__dataclass_fields__},
@@ -53,7 +53,7 @@ DEPTH3_QUICK = Depth3Settings(**{**{k: getattr(QUICK, k) for k in Settings.__dat
 
 
 def depth3_settings(quick: bool) -> Depth3Settings:
-    """DEPTH3 (full run: 3 seeds, T = 500) or DEPTH3_QUICK (smoke run: 1 seed, T = 12)."""
+    """DEPTH3 (full run: 5 seeds, T = 500) or DEPTH3_QUICK (smoke run: 1 seed, T = 12)."""
     return DEPTH3_QUICK if quick else DEPTH3
 
 

@@ -113,6 +113,18 @@ def test_quick_stdout_is_stamped_and_summarises_the_verdicts(quick_run):
     assert "step size chosen per model" in text and "Corollary 1" in text and "three layers, delta and eta" in text
 
 
+def test_stdout_summary_names_every_claim_in_full(quick_run):
+    """If this fails, the terminal summary cuts claims mid-word (it once printed "... decay about
+    exponentially w") or shortens a verdict without saying so."""
+    from numpy_mamba.reproduce.claims_mechanism import claim_rows
+    from numpy_mamba.reproduce.run import load_results
+    text = (quick_run[0] / "stdout.txt").read_text()
+    for claim, *_ in claim_rows(load_results(quick_run[0])):
+        assert f"- {claim}\n" in text, f"claim not printed in full: {claim!r}"
+    for line in text.splitlines():
+        assert len(line) <= 320 or line.endswith("[...]"), "a long line must be shortened with a marker"
+
+
 def test_eta_is_chosen_by_the_rule_and_used_for_training(quick_run):
     for name, p_a in (("fig2", QUICK.p_a_fig2), ("table1", QUICK.p_a_mechanism)):
         doc = json.loads((quick_run[0] / f"{name}.json").read_text())

@@ -8,6 +8,7 @@ from a rule stated next to it, so no verdict is typed in by hand.
 from __future__ import annotations
 
 import re
+import textwrap
 
 import numpy as np
 
@@ -193,7 +194,8 @@ def stdout_summary(results: dict, seconds: float | None = None) -> str:
     if "depth3" in results:
         lines.append(f"three layers, delta and eta chosen by the same rule: {report_depth3.chosen_text(results['depth3'])}")
     for claim, _, ours, verdict in claim_rows(results):
-        lines.append(f"- {claim[:90]}\n    {_plain(verdict)[:300]}\n    {_plain(ours)[:200]}")
+        lines.append(f"- {claim}\n    {textwrap.shorten(_plain(verdict), 300, placeholder=' [...]')}\n"
+                     f"    {textwrap.shorten(_plain(ours), 200, placeholder=' [...]')}")
     if smoke:
         lines.append(f"*** {SMOKE} ***")
     return "\n".join(lines)

@@ -49,7 +49,7 @@ def gate_weights(sigma, c, out=None) -> np.ndarray:
 
 
 def gate_backward(w, P, G, dG) -> np.ndarray:
-    """Chain rule through the Mamba gate: sum_{n,i} dG_{n,i} dG_{n,i}/dw, shape (d+1,).
+    """Chain rule through the Mamba gate (eq (135)): sum_{n,i} dG_{n,i} dG_{n,i}/dw, shape (d+1,).
 
     P (B, d+1, l+1), G and dG (B, l+1); the column weights are ``gate_weights``.
     """
@@ -93,9 +93,9 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
 
 
 def value_and_gradients(model: str, params, P, z) -> tuple:
-    """Unchecked (F (B,), gradients) for P (B, d+1, l+1), z (B,): ``gradients`` without the
-    input checks, plus the output F it computes on the way (``sgd.train`` checks its inputs
-    once and runs this at every step, one forward pass per step)."""
+    """Unchecked (F (B,), gradients of eqs (93), (118), (135)) for P (B, d+1, l+1), z (B,):
+    ``gradients`` without the input checks, plus the output F it computes on the way
+    (``sgd.train`` checks its inputs once and runs this at every step, one forward pass per step)."""
     if (ext := extension(model)) is not None:                 # e.g. an Appendix E.6 gate
         F, cache = ext.output(params, P)
         return F, ext.backward(params, P, cache, mean_hinge_slope(F, z))

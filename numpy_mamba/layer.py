@@ -93,7 +93,8 @@ def gates(a) -> np.ndarray:
 
 
 def layer_forward(H, layer: LayerParams, model: str = "mamba"):
-    """One eq (1) layer in closed form on hidden states H (B, D, N): returns (O (B, D, N), LayerCache).
+    """One eq (1) layer in closed form (Appendix E.1, eqs (88)-(90)) on hidden states H (B, D, N):
+    returns (O (B, D, N), LayerCache).
 
     O[:, j, t] = o_{t,j} = sum_{i<=t} G_{j,i,t} h_{i,j} s_{i,t}; every G = 1 for the linear
     Transformer.  Unchecked: ``forward`` and ``gradients`` validate their input once.

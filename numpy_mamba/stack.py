@@ -97,6 +97,7 @@ def _checked(layers, P, model):
 
 def stack_forward(layers, P, model: str = "mamba", factored: bool = True):
     """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [cache of each layer]).
+    Each layer is the eq (1) scan in closed form; H^(k) = H^(k-1) + O^(k) (Section 4.2, our architecture).
 
     ``factored``: Mamba layers run ``layer_forward_factored`` (same O, no (B, D, N, N) gate
     tensor, 3-4x faster at l = 20; it falls back to ``layer_forward`` on its own when the gates
@@ -115,6 +116,7 @@ def stack_forward(layers, P, model: str = "mamba", factored: bool = True):
 
 def stack_backward(dF, caches) -> list:
     """Unchecked backward through the stack: dF = dL/dF (B,) -> [LayerParams of gradients].
+    The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k): dL/dH^(k-1) = dL/dH^(k) + (layer k's dH).
     Each cache picks its own backward (``layer_backward_factored`` hands a LayerCache on)."""
     dH = np.zeros_like(caches[-1].H)
     dH[:, -1, -1] = dF                                # F = e_{d+1}^T H^(L) e_{l+1}
@@ -178,8 +180,8 @@ def gradients(layers, P, z, model: str = "mamba") -> list:
 
 
 def value_and_gradients(model: str, layers, P, z) -> tuple:
-    """Unchecked (F (B,), gradients) for P (B, d+1, l+1), z (B,), with the signature of
-    ``gradients.value_and_gradients`` (``sgd.train`` runs it at every step)."""
+    """Unchecked (F (B,), gradients of the mean hinge loss, eqs (4), (19)) for P (B, d+1, l+1),
+    z (B,), with the signature of ``gradients.value_and_gradients`` (``sgd.train`` runs it at every step)."""
     F, caches = stack_forward(layers, P, model)
     return F, stack_backward(mean_hinge_slope(F, z), caches)
 

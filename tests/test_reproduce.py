@@ -125,6 +125,12 @@ def test_stdout_summary_names_every_claim_in_full(quick_run):
         assert len(line) <= 320 or line.endswith("[...]"), "a long line must be shortened with a marker"
 
 
+def test_report_names_its_figures_relative_to_its_own_folder(quick_run):
+    """If this fails, a report written into --out points at figures/... (the committed folder)
+    instead of the files next to it."""
+    assert "figures/" not in (quick_run[0] / "REPORT.md").read_text()
+
+
 def test_eta_is_chosen_by_the_rule_and_used_for_training(quick_run):
     for name, p_a in (("fig2", QUICK.p_a_fig2), ("table1", QUICK.p_a_mechanism)):
         doc = json.loads((quick_run[0] / f"{name}.json").read_text())

@@ -145,7 +145,7 @@ def report_markdown(result, summary, quick: bool = False) -> str:
         "Transformer's clean error moved from 0.17 at eta = 0.1 to 0.04 at 0.02). "
         f"{len(cfg['seeds'])} seed(s) x {cfg['n_test']} test prompts per point; ± is a 95% interval "
         f"({'t over seeds' if len(cfg['seeds']) > 1 else 'Wilson binomial'}). Settings and every number: "
-        "`figures/gates.json`; figures `gates_error_vs_alpha.png`, `gates_training.png`.", "",
+        "`gates.json`; figures `gates_error_vs_alpha.png`, `gates_training.png`.", "",
         f"| model | error, alpha = {alpha} flip, kappa_a' = {k2:g} | same, kappa_a' = {k8:g} | error, "
         f"alpha = 0 | same, training / unseen tasks | steps to loss < {eps_hi} (runs) | steps to loss < {eps_lo} (runs) | gate's outlier share ratio | "
         "learned a, gamma, tau |",

@@ -38,7 +38,7 @@ def _fig3_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 3"
              "query's pattern",
              "sum over N_1 >= Theta(1); sum over the rest <= Theta((1-p_a)^-1 eps)",
              f"Mamba after training, {len(runs)} seeds x {len(runs[0]['final_same'])} test prompts (alpha = "
-             f"{res['alpha']}), by task group of the prompt (figures/{png})",
+             f"{res['alpha']}), by task group of the prompt ({png})",
              corollary1_text(c, "reproduce") + " (rule, the same in the theory section: "
              + COROLLARY1_RULE.format(r=c["ratio"]) + ")"],
             [f"{fig} ({what}): the gap between the two sums grows during training",
@@ -128,7 +128,7 @@ def _table1_claims(res: dict, what: str = "one-layer analogue", md: str = "table
     return [[f"Table 1 numbers ({what}; alpha = 0.5; FQ / R / CQ)",
              f"Mamba {paper('mamba')} %, LT {paper('linear_transformer')} % (three-layer; kappa_a', K' and the "
              "labelling not given)",
-             f"{ours} (%). Every setting: figures/{md}",
+             f"{ours} (%). Every setting: {md}",
              f"{_v(numbers['level'])} (rule, per (labelling, kappa_a'): every cell within 2 points of the paper). "
              f"{where_text(numbers)}. LT's three cells within 2 points in: {', '.join(lt_close) or 'none'}.{why} "
              "The outcome depends on kappa_a' and the labelling, which the paper does not give."],

@@ -63,7 +63,7 @@ def settings_section(results: dict) -> str:
         "we do not follow).",
         f"- Steps T = {s['T']}: T_M = Theta(eta^-1 (1-p_a)^-1 beta^-2 M1) = {T_M:.0f} without constants "
         f"(eq (9), Mamba's eta = {eta_m:g}); T is {s['T'] / T_M:.0f} times that, and the training loss has flattened long before "
-        "(see the training table and figures/fig2_training.png).",
+        "(see the training table and fig2_training.png).",
         f"- K = {s['K']}: the largest value Definition 1 allows (K <= 1/2).",
         f"- K' = {s['main_K_prime']:g} (main; grid {', '.join(f'{k:g}' for k in s['K_primes'])}): "
         "Definition 2 asks K' > 1; 1.5 is a modest shift, 3 a large one.",
@@ -161,7 +161,7 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
         if "pattern_scores" in results["fig2"]["training"]["mamba"][0]:
             parts += ["", pattern_score_table(results["fig2"])]
     if "table1" in results:
-        parts += ["", "### Table 1 (figures/table1.md, figures/table1.png)", "", table1_markdown(results["table1"])]
+        parts += ["", "### Table 1 (table1.md, table1.png)", "", table1_markdown(results["table1"])]
     if "depth3" in results:
         parts += ["", report_depth3.section(results["depth3"])]
     return "\n".join(parts)

@@ -35,7 +35,7 @@ def chosen_text(res: dict) -> str:
 def section(res: dict) -> str:
     s = res["settings"]
     L = res["n_layers"]
-    lines = [f"### Three-layer runs (Section 4.2 at the paper's depth: figures/fig3_L3.png, fig4_L3.png, fig5.png, "
+    lines = [f"### Three-layer runs (Section 4.2 at the paper's depth: fig3_L3.png, fig4_L3.png, fig5.png, "
              "fig6.png, table1_L3.png)", "",
              f"- Models: {MODELS_TEXT}): H^(0) = P, H^(k) = H^(k-1) + O^(k) with every output column of the eq (1) "
              "scan of layer k, F = H^(L)[d+1, l+1]; the linear Transformer is the same stack with every gate 1. In "
@@ -79,7 +79,7 @@ def section(res: dict) -> str:
                      f("loss_train_tasks"), f("error_train_tasks"), f("error_all_tasks")])
     lines += _md(["model", "delta", "eta", "final minibatch loss", "held-out loss, T_tr", "held-out error, T_tr",
                   "held-out error, all T"], rows)
-    lines += ["", f"**Table 1, {L} layers (figures/table1_L3.md, figures/table1_L3.png)**", "",
+    lines += ["", f"**Table 1, {L} layers (table1_L3.md, table1_L3.png)**", "",
               table1_markdown(view(res, "table1"), MODELS_TEXT)]
     return "\n".join(lines)
 

@@ -30,8 +30,8 @@ def fig2_tables(res: dict) -> str:
     s = res["settings"]
     show = _shown(s, (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9))
     lines = [f"### Figure 2 in numbers (kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g})", "",
-             "Test error, pooled over seeds [95% Clopper-Pearson]. Figures: figures/fig2.png (main setting), "
-             "figures/fig2_sensitivity.png (every kappa_a', K'), figures/fig2_kappa2.png "
+             "Test error, pooled over seeds [95% Clopper-Pearson]. Figures: fig2.png (main setting), "
+             "fig2_sensitivity.png (every kappa_a', K'), fig2_kappa2.png "
              "(kappa_a' = 2).", ""]
     subsets = ("all", "seen", "unseen")
     for rule in res["label_rules"]:

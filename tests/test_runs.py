@@ -244,6 +244,25 @@ def test_a_swallowed_interrupt_still_ends_the_run(signum, code, tmp_path, capsys
     assert f"({signal.Signals(signum).name})" in err and "nothing in" in err
 
 
+def test_an_interrupt_turned_into_another_error_by_a_library_is_still_an_interrupt(tmp_path, capsys):
+    """If this fails, a Ctrl-C that lands inside matplotlib's renderer (which re-raises it as
+    "ValueError: Invalid bounding box") ends the run with rc 1 and a traceback instead of 130."""
+    before = _old_content(tmp_path, "theory")
+
+    def work(stage):
+        _stage_files(stage)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise ValueError("Invalid bounding box") from None      # what the renderer raised
+
+    assert run_staged("theory", tmp_path, work) == 130
+    assert _check_previous_or_complete(tmp_path, "theory", before) == "previous"
+    err = capsys.readouterr().err
+    assert "interrupted (SIGINT)" in err and "nothing in" in err and "Traceback" not in err
+
+
 def test_a_failing_unit_ends_the_command_with_its_error_and_leaves_out_as_it_was(tmp_path, capsys):
     """If this fails, a unit's error is hidden, exits 0, or leaves new files beside old ones."""
     before = _old_content(tmp_path, "gates")

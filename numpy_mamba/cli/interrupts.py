@@ -54,6 +54,11 @@ def handle_interrupts():
         _Signals.received, _Signals.defer = None, 0
 
 
+def received_signal() -> int | None:
+    """The signal recorded inside ``handle_interrupts`` (None if none arrived)."""
+    return _Signals.received
+
+
 def check_interrupted() -> None:
     """Raise ``Interrupted`` if a signal arrived, even if the raise in the handler was swallowed
     (e.g. it landed in a garbage-collector callback)."""

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
-from .interrupts import Interrupted, check_interrupted, handle_interrupts, interrupts_held
+from .interrupts import Interrupted, check_interrupted, handle_interrupts, interrupts_held, received_signal
 from .jobs import UnitError
 from .output import REPORT_TITLE, _SECTION, merge_section
 
@@ -177,6 +178,11 @@ def run_staged(command: str, out, work, *, report=None, stream=None) -> int:
             return 1
         except BaseException:
             clean_up()
+            signum = received_signal()
+            if signum is not None:     # the interrupt surfaced in a library as another error, e.g.
+                # matplotlib's renderer turned it into "ValueError: Invalid bounding box"
+                print(unchanged(f"interrupted ({signal.Signals(signum).name})"), file=err)
+                return 128 + signum
             print(unchanged("failed"), file=err)
             raise
     return 0

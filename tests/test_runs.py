@@ -25,6 +25,7 @@ import pytest
 
 from numpy_mamba.cli import jobs, output, staging
 from numpy_mamba.cli.jobs import Unit, UnitError, run_units
+from numpy_mamba.cli.interrupts import check_interrupted
 from numpy_mamba.cli.output import save_json, write_section
 from numpy_mamba.cli.staging import run_staged
 from numpy_mamba.gates import compare as gates
@@ -261,6 +262,29 @@ def test_an_interrupt_turned_into_another_error_by_a_library_is_still_an_interru
     assert _check_previous_or_complete(tmp_path, "theory", before) == "previous"
     err = capsys.readouterr().err
     assert "interrupted (SIGINT)" in err and "nothing in" in err and "Traceback" not in err
+
+
+def test_an_interrupt_inside_a_destructor_prints_no_traceback(tmp_path, capsys, monkeypatch):
+    """If this fails, a Ctrl-C that lands in a __del__ (or a garbage-collector callback) prints
+    Python's "Exception ignored in ... Traceback" before the run stops."""
+    before = _old_content(tmp_path, "theory")
+    printed = []                                             # what Python's hook would print
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: printed.append(u.exc_type))
+
+    class Noisy:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)                                    # the handler raises in here
+
+    def work(stage):
+        _stage_files(stage)
+        Noisy()                                              # dropped at once: __del__ runs
+        check_interrupted()
+
+    assert run_staged("theory", tmp_path, work) == 130
+    assert _check_previous_or_complete(tmp_path, "theory", before) == "previous"
+    err = capsys.readouterr().err
+    assert "interrupted (SIGINT)" in err and "Traceback" not in err and not printed, printed
 
 
 def test_a_failing_unit_ends_the_command_with_its_error_and_leaves_out_as_it_was(tmp_path, capsys):

@@ -3,7 +3,7 @@
 Inside ``handle_interrupts()`` a SIGINT or SIGTERM raises ``Interrupted`` (a KeyboardInterrupt,
 exit code 128 + signal number) and is also recorded, so a raise that some library swallows
 (it once landed in a garbage-collector callback and the run finished with rc 0) is raised again
-by the next ``check_interrupted()``: the units loop calls it after every unit, and the final move
+by the next ``check_interrupted()`` (and Python's "Exception ignored in" traceback for it is not printed): the units loop calls it after every unit, and the final move
 of the outputs calls it before starting and after finishing.  Inside ``interrupts_held()`` a
 signal is only recorded (the final moves and the clean-up are never cut in half).  As Python
 itself does, a SIGINT that the environment ignores (a background job of a script) stays ignored.
@@ -11,6 +11,7 @@ itself does, a SIGINT that the environment ignores (a background job of a script
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -46,9 +47,19 @@ def handle_interrupts():
     watched = [s for s in (signal.SIGINT, signal.SIGTERM) if main and signal.getsignal(s) is not signal.SIG_IGN]
     previous = {s: signal.signal(s, _on_signal) for s in watched}
     _Signals.received, _Signals.defer = None, 0
+    hook = sys.unraisablehook
+
+    def quiet(unraisable):
+        # Python prints an exception raised in a __del__ or a GC callback with its traceback and
+        # drops it; ours is recorded, and check_interrupted() raises it again, so print nothing.
+        if not isinstance(unraisable.exc_value, Interrupted):
+            hook(unraisable)
+
+    sys.unraisablehook = quiet
     try:
         yield
     finally:
+        sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
         _Signals.received, _Signals.defer = None, 0

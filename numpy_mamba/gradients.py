@@ -12,10 +12,10 @@ is the mean over prompts (Algorithm 1, eq (19)).  The sums over i in (93) and (1
 their upper limit, but the query's label y_{l+1} is 0, so they agree.
 
 ``gradients`` is the vectorised version (no Python loop over prompts or tokens; the double sum
-in (135) becomes one prefix sum, and the forward and the backward each read P once).
+in (135) becomes one prefix sum, and every sum over columns is one matrix-vector pass over P).
 ``gradients_literal`` follows each equation term by term for reading.  tests/test_gradients.py
 proves them equal to 1e-12 and checks both against central finite differences;
-tests/test_speed_paths.py checks the one-pass products against a plain einsum per equation.
+tests/test_speed_paths.py checks this fast path against a plain einsum per equation.
 """
 from __future__ import annotations
 
@@ -36,6 +36,14 @@ def _checked(params, P, z, model):
     return params, P, z
 
 
+def column_sum(P, weights) -> np.ndarray:
+    """sum_i weights_i p_i for every prompt: P (B, d+1, l+1), weights (B, l+1) -> (B, d+1).
+
+    One batched matrix-vector product, one pass over P.
+    """
+    return (P @ weights[:, :, None])[:, :, 0]
+
+
 def gate_weights(sigma, c, out=None) -> np.ndarray:
     """The weight of each column p_s in dw of eq (135), given c_i = dL/dG_i G_i (B, l+1).
 
@@ -54,7 +62,7 @@ def gate_backward(w, P, G, dG) -> np.ndarray:
     P (B, d+1, l+1), G and dG (B, l+1); the column weights are ``gate_weights``.
     """
     coeff = gate_weights(expit(gate_logits(w, P)), dG * G)   # (B, l+1)
-    return (P @ coeff[:, :, None]).sum(axis=0)[:, 0]         # sum_{n,s} coeff_s p_s: (d+1,)
+    return column_sum(P, coeff).sum(axis=0)                  # sum_{n,s} coeff_s p_s: (d+1,)
 
 
 def attention_weights(params: Params, P, key_sum) -> tuple:
@@ -73,8 +81,7 @@ def attention_backward(params: Params, P, ds) -> tuple:
 
     ds = dL/ds_i (B, l+1); see ``attention_weights`` for eqs (93), (118).
     """
-    key_sum = (P @ ds[:, :, None])[:, :, 0]                   # sum_i ds_i p_i: (B, d+1)
-    return attention_weights(params, P, key_sum)
+    return attention_weights(params, P, column_sum(P, ds))   # k = sum_i ds_i p_i: (B, d+1)
 
 
 def gradients(params, P, z, model: str = "mamba") -> Params:
@@ -85,8 +92,8 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
     a registered extension (an Appendix E.6 gate) the result is that model's container, from
     its own backward given dL/dF.  Paper: eqs (93), (118), (135), (19).
 
-    The forward pass reads P once (``model.forward_terms``) and so does the backward: the
-    sums over columns of (93)/(118) and of (135) are one batched product P @ [ds, coeff].
+    The forward pass makes two matrix-vector passes over P (``model.forward_terms``) and so does
+    the backward: the sums over columns of (93)/(118) and of (135) (``column_sum``).
     """
     params, P, z = _checked(params, P, z, model)
     return value_and_gradients(model, params, P, z)[1]
@@ -102,16 +109,15 @@ def value_and_gradients(model: str, params, P, z) -> tuple:
     F, G, s, sigma = forward_terms(model, params, P)
     r = mean_hinge_slope(F, z)                                # d(mean loss)/dF^n: (B,)
     if model == "mamba":
-        weights = np.empty(G.shape + (2,))                    # column weights: (B, l+1, 2)
-        ds = np.multiply(G * P[:, -1, :], r[:, None], out=weights[:, :, 0])  # dL/ds_i = r G_i y_i
-        gate_weights(sigma, ds * s, out=weights[:, :, 1])     # c_i = dL/dG_i G_i = ds_i s_i
-        sums = P @ weights                                    # (B, d+1, 2): one pass over P
-        key_sum = np.ascontiguousarray(sums[:, :, 0])         # sum_i ds_i p_i: (B, d+1)
-        dw = sums.sum(axis=0)[:, 1]                           # eq (135), summed over the batch
+        ds = np.multiply(G, P[:, -1, :])                      # dL/ds_i = r G_i y_i: (B, l+1)
+        ds *= r[:, None]
+        c = ds * s                                            # c_i = dL/dG_i G_i = ds_i s_i
+        coeff = gate_weights(sigma, c, out=c)                 # in place: one array fewer
+        dw = column_sum(P, coeff).sum(axis=0)                 # eq (135), summed over the batch
     else:
         ds = r[:, None] * P[:, -1, :]                         # dL/ds_i = r y_i (G = 1)
-        key_sum = (P @ ds[:, :, None])[:, :, 0]               # sum_i ds_i p_i: (B, d+1)
         dw = np.zeros_like(params.w)                          # G = 1 does not depend on w
+    key_sum = column_sum(P, ds)                               # sum_i ds_i p_i: (B, d+1)
     return F, Params(*attention_weights(params, P, key_sum), dw)   # eqs (118), (93)
 
 

@@ -23,6 +23,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, log_expit
 
+from .model import log_sigmoid
+
 
 class LayerParams(NamedTuple):
     """One layer's parameters, as in eq (1).
@@ -185,7 +187,7 @@ def layer_forward_factored(H, layer: LayerParams):
     returns ``layer_forward``'s result and cache.  Same O to ~1e-13 (tests/test_stack.py).
     """
     a = layer.W.T @ H                                  # a_{j,i} = w_j^T h_i: (B, D, N)
-    log_sigma = log_expit(a)                           # log sigma(a); log(1 - sigma(a)) = log sigma(a) - a
+    log_sigma = log_sigmoid(a)                         # log sigma(a); log(1 - sigma(a)) = log sigma(a) - a
     C = running_sum(log_sigma - a)                     # C_{j,t}, non-increasing in t: (B, D, N)
     if np.any(C[..., 0] - C[..., -1] > MAX_LOG_DECAY):
         return layer_forward(H, layer, "mamba")

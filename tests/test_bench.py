@@ -132,3 +132,26 @@ def test_bench_without_torch_says_so(capsys):
     out = capsys.readouterr().out
     assert "PyTorch not timed" in out and "torch/numpy" not in out
     assert any(line.split()[:3] == ["mamba", "3", "2"] for line in out.splitlines())
+
+
+def test_interleaved_medians_times_each_callable_after_a_call_of_its_own(monkeypatch):
+    # A fake clock: each callable costs 5 units right after the other one and 1 unit right
+    # after itself (as a NumPy step costs more right after PyTorch's).  The bench must time a
+    # step after a step of its own, as training runs it: 1 unit each.  Before the untimed call
+    # per block, the first call of every block paid 5 and the medians were 3.
+    from numpy_mamba.cli import bench
+    clock, last = [0.0], [None]
+
+    class FakeTime:
+        @staticmethod
+        def perf_counter():
+            return clock[0]
+
+    def step(name):
+        clock[0] += 1.0 if last[0] == name else 5.0
+        last[0] = name
+
+    monkeypatch.setattr(bench, "time", FakeTime)
+    medians = bench.interleaved_medians({"numpy": lambda: step("numpy"), "torch": lambda: step("torch")},
+                                        repeat=5, budget=1e9, block=10.0)
+    assert medians == {"numpy": 1.0, "torch": 1.0}

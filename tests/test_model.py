@@ -123,3 +123,20 @@ def test_scan_outputs_shape():
     params, W, P, _ = random_problem(11, d=3, l=2)
     o = scan_outputs(params.W_B, params.W_C, W, P)
     assert o.shape == (P.shape[0], P.shape[2], P.shape[1])
+
+
+def test_log_sigmoid_equals_scipy_log_expit():
+    # model.log_sigmoid writes scipy's formula with vectorised NumPy ufuncs; it must agree
+    # with log_expit to rounding over every regime: tiny, moderate, saturated, huge, infinite.
+    from scipy.special import log_expit
+    rng = np.random.default_rng(0)
+    a = np.concatenate([rng.normal(size=2000) * s for s in (1e-8, 1.0, 10.0, 50.0, 800.0)]
+                       + [[0.0, -0.0, 1e-300, -1e-300, 745.0, -745.0, 1e4, -1e4, 1e300, -1e300]])
+    ours, theirs = model_module.log_sigmoid(a), log_expit(a)
+    assert ours.shape == a.shape and np.all(np.isfinite(ours)) and np.all(ours <= 0)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(model_module.log_sigmoid(np.array([np.inf, -np.inf])), [0.0, -np.inf])
+    B = rng.normal(size=(3, 4, 5)) * 30                  # any shape, input left untouched
+    copy = B.copy()
+    np.testing.assert_allclose(model_module.log_sigmoid(B), log_expit(B), rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(B, copy)

@@ -1,10 +1,12 @@
-"""The fused fast path (one pass over P forward, one backward) against a straightforward one.
+"""The fast path against a straightforward one.
 
-``model.forward_terms`` computes the gate logits w^T p_i and the scores p_i^T u in one batched
-product, and ``gradients.gradients`` the sums of eqs (93)/(118) and (135) in another.  Here
-every quantity is recomputed the plain way, one einsum per equation with the prefix-sum form of
-eq (135) as first written (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i), and the two must agree to
-1e-12 on awkward problems: l = 1, saturated gates |w^T p| ~ 50, l = 10,000, an inactive hinge.
+``model.forward_terms`` computes the gate logits w^T p_i and the scores p_i^T u (two
+matrix-vector passes over P, log sigma by ``model.log_sigmoid``, everything reused between the
+forward and the backward, several arrays updated in place), and ``gradients.gradients`` the sums
+of eqs (93)/(118) and (135) with ``column_sum``.  Here every quantity is recomputed the plain
+way, one einsum per equation with scipy's log_expit and the prefix-sum form of eq (135) as first
+written (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i), and the two must agree to 1e-12 on awkward
+problems: l = 1, saturated gates |w^T p| ~ 50, l = 10,000, an inactive hinge.
 """
 import numpy as np
 import pytest

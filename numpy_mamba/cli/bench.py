@@ -7,8 +7,9 @@ Each row also times one pass over the prompts: the matrix-vector product w @ P, 
 logits a_i = w^T p_i of eq (3) alone.  It reads every entry of P once, as any step must, and is
 the first thing a step computes, so no step can beat it; "passes" is the step's time in those
 units and shows how close to memory bandwidth a step runs.  The NumPy step, the PyTorch step
-and the pass take turns in short blocks (``interleaved_medians``), so on a shared machine all
-three see the same load; the medians are reported.
+and the pass take turns in short blocks, each after one untimed call of its own
+(``interleaved_medians``), so on a shared machine all three see the same load; the medians
+are reported.
 """
 from __future__ import annotations
 
@@ -35,10 +36,13 @@ STACK_CASES = [(20, 64)]                                              # Section 
 def interleaved_medians(fns: dict, repeat: int, budget: float = 3.0, block: float = 0.01) -> dict:
     """Median seconds per call of each callable in ``fns``, the callables taking turns.
 
-    In each of ``repeat`` rounds every callable runs back to back for about ``block`` seconds
-    (as a step follows a step in training; a call right after another library's is slower, its
-    caches cold) and scores block time / calls.  Fewer rounds once ``budget`` seconds have
-    passed and at least 3 are done.  Taking turns puts every callable under the same load.
+    In each of ``repeat`` rounds every callable runs once untimed and then back to back for
+    about ``block`` seconds, scoring block time / calls: a step timed as it runs in training,
+    right after a step of its own.  (Without the untimed call, whichever callable follows
+    another library's pays for that library's cold caches and freed memory: the NumPy step at
+    l = 1000, B = 64 measured 0.5 ms slower right after PyTorch's than after its own.)  Fewer
+    rounds once ``budget`` seconds have passed and at least 3 are done.  Taking turns puts
+    every callable under the same load.
     """
     calls = {}
     for name, fn in fns.items():                          # warm-up, and how many calls fill a block
@@ -49,6 +53,7 @@ def interleaved_medians(fns: dict, repeat: int, budget: float = 3.0, block: floa
     start = time.perf_counter()
     for done in range(1, repeat + 1):
         for name, fn in fns.items():
+            fn()                                          # untimed: after its own call, as in training
             t0 = time.perf_counter()
             for _ in range(calls[name]):
                 fn()

@@ -25,7 +25,7 @@ from scipy.special import expit
 from ._checks import check_labels, check_prompts
 from ._models import PAPER_MODELS, check_model, extension
 from .loss import mean_hinge_slope
-from .model import Params, check_params, forward_terms, gate_logits
+from .model import Params, check_params, forward_terms, gate_logits, running_sum
 
 
 def _checked(params, P, z, model):
@@ -52,7 +52,7 @@ def gate_weights(sigma, c, out=None) -> np.ndarray:
                       = sum_s p_s (c_s - sigma_s sum_{i<=s} c_i): an inclusive prefix sum.
     sigma = sigma(w^T p_s) (B, l+1) -> (B, l+1), written into ``out`` if given.
     """
-    inclusive = np.cumsum(c, axis=1)                          # sum_{i<=s} c_i: (B, l+1)
+    inclusive = running_sum(c)                                # sum_{i<=s} c_i: (B, l+1)
     return np.subtract(c, np.multiply(sigma, inclusive, out=inclusive), out=out)
 
 

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .model import log_sigmoid
+from .model import log_sigmoid, running_sum
 
 
 class LayerParams(NamedTuple):
@@ -62,19 +62,6 @@ class LayerCache(NamedTuple):
     S: np.ndarray
     G: np.ndarray
     a: np.ndarray | None
-
-
-def running_sum(X, reverse: bool = False) -> np.ndarray:
-    """sum_{k<=t} X[..., k] along the last axis (sum_{k>=t} with ``reverse``), same shape as X.
-
-    A matmul with a triangle of ones adds the same terms as ``np.cumsum``, several times faster
-    when the axis is short (l = 20); long prompts use ``np.cumsum`` (O(N^2), not O(N^3)).
-    """
-    n = X.shape[-1]
-    if n > 64:
-        return np.cumsum(X[..., ::-1], axis=-1)[..., ::-1] if reverse else np.cumsum(X, axis=-1)
-    upto = np.triu(np.ones((n, n)))                   # 1[k <= t]: rows k, columns t
-    return X @ (upto.T if reverse else upto)
 
 
 def gates(a) -> np.ndarray:

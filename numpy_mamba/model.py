@@ -113,16 +113,29 @@ def log_sigmoid(a) -> np.ndarray:
     return np.subtract(np.minimum(a, 0.0), t, out=t)
 
 
+def running_sum(X, reverse: bool = False) -> np.ndarray:
+    """sum_{k<=t} X[..., k] along the last axis (sum_{k>=t} with ``reverse``), same shape as X.
+
+    A matmul with a triangle of ones adds the same terms as ``np.cumsum``, several times faster
+    when the axis is short (l = 20); long prompts use ``np.cumsum`` (O(N^2), not O(N^3)).
+    """
+    n = X.shape[-1]
+    if n > 64:
+        return np.cumsum(X[..., ::-1], axis=-1)[..., ::-1] if reverse else np.cumsum(X, axis=-1)
+    upto = np.triu(np.ones((n, n)))                   # 1[k <= t]: rows k, columns t
+    return X @ (upto.T if reverse else upto)
+
+
 def log_gates(a, log_sigma) -> np.ndarray:
     """log G_{i,l+1} of eq (3) from the gate logits a_i = w^T p_i and log sigma(a_i), (B, l+1).
 
     log G_i = log sigma(a_i) + sum_{j=i+1}^{l+1} log(1 - sigma(a_j)), with
     log(1 - sigma(a)) = log sigma(a) - a (no second log_sigmoid) and the suffix sums taken by a
-    reversed cumulative sum (no cancellation), so l = 10,000 and |a| = 50 stay finite.
+    reversed running sum (no cancellation), so l = 10,000 and |a| = 50 stay finite.
     """
     log_G = np.zeros_like(log_sigma)                        # (B, l+1); the query's sum is empty
     log_keep = log_sigma - a                                # log(1 - sigma(a_j)): (B, l+1)
-    np.cumsum(log_keep[:, :0:-1], axis=1, out=log_G[:, -2::-1])   # sum_{j>i}, from i = l down to 1
+    log_G[:, :-1] = running_sum(log_keep[:, 1:], reverse=True)   # sum_{j>i}, i = 1..l
     log_G += log_sigma                                      # + log sigma(a_i)
     return log_G
 

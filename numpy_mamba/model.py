@@ -102,9 +102,9 @@ def gate_logits(w, P) -> np.ndarray:
 def log_sigmoid(a) -> np.ndarray:
     """log sigma(a) = min(a, 0) - log1p(exp(-|a|)), elementwise; stable for every a (shape kept).
 
-    The formula ``scipy.special.log_expit`` evaluates one element at a time, written as three
-    NumPy ufuncs over the whole array so that exp runs vectorised: on the (64, 1001) gate
-    logits of ``bench`` it takes half log_expit's time.  exp(-|a|) lies in (0, 1], so nothing
+    The formula ``scipy.special.log_expit`` evaluates one element at a time, written as NumPy
+    ufuncs over the whole array so that exp runs vectorised: on the (64, 1001) gate logits of
+    ``bench`` it takes half log_expit's time or less.  exp(-|a|) lies in (0, 1], so nothing
     overflows; tests/test_model.py checks it against log_expit to 1e-15 for |a| up to 1e300.
     """
     t = np.abs(a)
@@ -117,10 +117,12 @@ def running_sum(X, reverse: bool = False) -> np.ndarray:
     """sum_{k<=t} X[..., k] along the last axis (sum_{k>=t} with ``reverse``), same shape as X.
 
     A matmul with a triangle of ones adds the same terms as ``np.cumsum``, several times faster
-    when the axis is short (l = 20); long prompts use ``np.cumsum`` (O(N^2), not O(N^3)).
+    when the axis is short (l = 20); long prompts use ``np.cumsum`` (O(N^2), not O(N^3)), and
+    so does an X with an infinite entry (a saturated log-gate), which the matmul would turn
+    into 0 * inf = NaN in every other column.
     """
     n = X.shape[-1]
-    if n > 64:
+    if n > 64 or not np.isfinite(X).all():
         return np.cumsum(X[..., ::-1], axis=-1)[..., ::-1] if reverse else np.cumsum(X, axis=-1)
     upto = np.triu(np.ones((n, n)))                   # 1[k <= t]: rows k, columns t
     return X @ (upto.T if reverse else upto)
@@ -214,7 +216,7 @@ def forward_terms(model: str, params: Params, P) -> Terms:
     Two matrix-vector passes over P: the gate logits a_i = w^T p_i (``gate_logits``) and the
     scores s_i = p_i^T u, u = W_B^T W_C p_query (``scores``).  (Stacking w and u into one
     (B, 2, d+1) @ P product reads P once, but BLAS runs it as a matrix product that first copies
-    P into a work buffer; measured with ``bench``, it was 2-4x slower than the two passes.)
+    P into a work buffer: 1.0 ms against 0.46 ms for the two passes at l = 1000, B = 64.)
     """
     s = scores(params, P)                           # p_i^T W_B^T W_C p_query: (B, l+1)
     y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)

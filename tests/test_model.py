@@ -140,3 +140,23 @@ def test_log_sigmoid_equals_scipy_log_expit():
     copy = B.copy()
     np.testing.assert_allclose(model_module.log_sigmoid(B), log_expit(B), rtol=1e-15, atol=0)
     np.testing.assert_array_equal(B, copy)
+
+
+def test_gates_with_an_infinite_logit_stay_exact_at_short_l():
+    # w^T p_j = +inf (an entry near 1e308) gives log(1 - sigma(a_j)) = -inf: every gate before j
+    # is 0 and the gates from j on are unaffected.  model.running_sum adds short axes by a
+    # triangle matmul, whose zeros would meet the -inf (0 * inf = NaN); it must fall back.
+    rng = np.random.default_rng(3)
+    d, l = 4, 6
+    P = rng.normal(size=(1, d + 1, l + 1))
+    P[0, -1, :-1], P[0, -1, -1] = rng.choice([-1.0, 1.0], size=l), 0.0
+    w = np.zeros(d + 1)
+    w[0] = 10.0
+    finite = gating(w, P)[0]
+    P[0, 0, 2] = 1e308                                   # a_3 = 1e309 -> inf
+    with np.errstate(over="ignore"):
+        G = gating(w, P)[0]
+    assert not np.any(np.isnan(G))
+    np.testing.assert_array_equal(G[:2], 0.0)            # behind the closed gate
+    np.testing.assert_allclose(G[2], np.prod(expit(-10.0 * P[0, 0, 3:])), rtol=1e-14)   # sigma(inf) = 1
+    np.testing.assert_allclose(G[3:], finite[3:], rtol=1e-14)

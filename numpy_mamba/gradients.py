@@ -25,7 +25,8 @@ from scipy.special import expit
 from ._checks import check_labels, check_prompts
 from ._models import PAPER_MODELS, check_model, extension
 from .loss import mean_hinge_slope
-from .model import Params, check_params, forward_terms, gate_logits, running_sum
+from .model import Params, check_params, forward_terms, gate_logits
+from .numerics import running_sum
 
 
 def _checked(params, P, z, model):

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .model import log_sigmoid, running_sum
+from .numerics import log_sigmoid, running_sum
 
 
 class LayerParams(NamedTuple):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._checks import as_generator, as_real_array, check_positive_int, check_prompts, check_real
 from ._models import check_model, extension
+from .numerics import log_sigmoid, running_sum
 
 
 class Params(NamedTuple):
@@ -97,35 +98,6 @@ def init_for(model: str, d: int, m: int | None = None, delta: float = 0.2, rng=N
 def gate_logits(w, P) -> np.ndarray:
     """a_i = w^T p_i for every column of P: (d+1,), (B, d+1, l+1) -> (B, l+1)."""
     return w @ P                                    # broadcast matmul: (B, l+1)
-
-
-def log_sigmoid(a) -> np.ndarray:
-    """log sigma(a) = min(a, 0) - log1p(exp(-|a|)), elementwise; stable for every a (shape kept).
-
-    The formula ``scipy.special.log_expit`` evaluates one element at a time, written as NumPy
-    ufuncs over the whole array so that exp runs vectorised: on the (64, 1001) gate logits of
-    ``bench`` it takes half log_expit's time or less.  exp(-|a|) lies in (0, 1], so nothing
-    overflows; tests/test_model.py checks it against log_expit to 1e-15 for |a| up to 1e300.
-    """
-    t = np.abs(a)
-    np.exp(np.negative(t, out=t), out=t)                    # e^{-|a|}, in (0, 1]
-    np.log1p(t, out=t)                                      # log(1 + e^{-|a|})
-    return np.subtract(np.minimum(a, 0.0), t, out=t)
-
-
-def running_sum(X, reverse: bool = False) -> np.ndarray:
-    """sum_{k<=t} X[..., k] along the last axis (sum_{k>=t} with ``reverse``), same shape as X.
-
-    A matmul with a triangle of ones adds the same terms as ``np.cumsum``, several times faster
-    when the axis is short (l = 20); long prompts use ``np.cumsum`` (O(N^2), not O(N^3)), and
-    so does an X with an infinite entry (a saturated log-gate), which the matmul would turn
-    into 0 * inf = NaN in every other column.
-    """
-    n = X.shape[-1]
-    if n > 64 or not np.isfinite(X).all():
-        return np.cumsum(X[..., ::-1], axis=-1)[..., ::-1] if reverse else np.cumsum(X, axis=-1)
-    upto = np.triu(np.ones((n, n)))                   # 1[k <= t]: rows k, columns t
-    return X @ (upto.T if reverse else upto)
 
 
 def log_gates(a, log_sigma) -> np.ndarray:

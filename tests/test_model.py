@@ -5,6 +5,7 @@ from scipy.special import expit
 
 from numpy_mamba import Params, attention_scores, forward, gating, hinge_loss, gradients, recurrent_forward
 from numpy_mamba import model as model_module
+from numpy_mamba import numerics
 from numpy_mamba.scan import scan_outputs
 from tests.helpers import random_problem
 
@@ -126,25 +127,25 @@ def test_scan_outputs_shape():
 
 
 def test_log_sigmoid_equals_scipy_log_expit():
-    # model.log_sigmoid writes scipy's formula with vectorised NumPy ufuncs; it must agree
+    # numerics.log_sigmoid writes scipy's formula with vectorised NumPy ufuncs; it must agree
     # with log_expit to rounding over every regime: tiny, moderate, saturated, huge, infinite.
     from scipy.special import log_expit
     rng = np.random.default_rng(0)
     a = np.concatenate([rng.normal(size=2000) * s for s in (1e-8, 1.0, 10.0, 50.0, 800.0)]
                        + [[0.0, -0.0, 1e-300, -1e-300, 745.0, -745.0, 1e4, -1e4, 1e300, -1e300]])
-    ours, theirs = model_module.log_sigmoid(a), log_expit(a)
+    ours, theirs = numerics.log_sigmoid(a), log_expit(a)
     assert ours.shape == a.shape and np.all(np.isfinite(ours)) and np.all(ours <= 0)
     np.testing.assert_allclose(ours, theirs, rtol=1e-15, atol=0)
-    np.testing.assert_array_equal(model_module.log_sigmoid(np.array([np.inf, -np.inf])), [0.0, -np.inf])
+    np.testing.assert_array_equal(numerics.log_sigmoid(np.array([np.inf, -np.inf])), [0.0, -np.inf])
     B = rng.normal(size=(3, 4, 5)) * 30                  # any shape, input left untouched
     copy = B.copy()
-    np.testing.assert_allclose(model_module.log_sigmoid(B), log_expit(B), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(numerics.log_sigmoid(B), log_expit(B), rtol=1e-15, atol=0)
     np.testing.assert_array_equal(B, copy)
 
 
 def test_gates_with_an_infinite_logit_stay_exact_at_short_l():
     # w^T p_j = +inf (an entry near 1e308) gives log(1 - sigma(a_j)) = -inf: every gate before j
-    # is 0 and the gates from j on are unaffected.  model.running_sum adds short axes by a
+    # is 0 and the gates from j on are unaffected.  numerics.running_sum adds short axes by a
     # triangle matmul, whose zeros would meet the -inf (0 * inf = NaN); it must fall back.
     rng = np.random.default_rng(3)
     d, l = 4, 6

@@ -15,7 +15,9 @@ from numpy_mamba import Params, attention_scores
 from numpy_mamba.reproduce import mechanism as experiments_mechanism, run as experiments
 from numpy_mamba import data
 from numpy_mamba.data import Batch, make_world
-from numpy_mamba.reproduce.common import QUICK, clopper_pearson, rate_summary, save_result, settings_for
+from numpy_mamba.measure.gates import gate_profile
+from numpy_mamba.measure.rates import clopper_pearson, rate_summary
+from numpy_mamba.reproduce.common import QUICK, save_result, settings_for
 from numpy_mamba.reproduce.depth3 import DEPTH3_QUICK
 
 PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
@@ -198,7 +200,7 @@ def test_gate_profile_known_answer_with_w_zero():
     outlier = np.array([[False, True, False, True], [False, False, False, False]])
     batch = Batch(P, np.ones(2), np.zeros((2, 2), int), outlier, np.ones((2, l), bool))
     params = Params(np.eye(d + 1), np.eye(d + 1), np.zeros(d + 1))
-    prof = experiments_mechanism.gate_profile(params, batch)
+    prof = gate_profile(params, batch)
     G = 0.5 ** (l + 2 - np.arange(1, l + 1))                 # positions 1..l
     assert prof["clean_mean"] == pytest.approx(G.tolist())
     assert prof["outlier_mean"][1] == pytest.approx(G[1]) and prof["outlier_mean"][0] is None

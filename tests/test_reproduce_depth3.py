@@ -4,6 +4,7 @@ verdict rules on layers whose gates vanish, and the grid-edge flags of the delta
 import numpy as np
 import pytest
 
+from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba import Params
 from numpy_mamba.data import make_world, testing_batch
 from numpy_mamba.reproduce import depth3, mechanism
@@ -63,7 +64,7 @@ def test_layer_one_of_a_one_layer_stack_is_the_one_layer_measurement():
     group = np.arange(batch.P.shape[0]) % 4
     assert depth3.layer_score_sums(layers, batch, "mamba", group) == {
         f"L1_{k}": v for k, v in mechanism.score_sums(params, batch, group).items()}
-    assert depth3.layer_gate_profiles(layers, batch) == [mechanism.gate_profile(params, batch)]
+    assert depth3.layer_gate_profiles(layers, batch) == [gate_profile(params, batch)]
 
 
 def test_layer_inputs_are_the_residual_stream():

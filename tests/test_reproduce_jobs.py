@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from numpy_mamba.cli import output, staging
-from numpy_mamba.cli.output import write_section
+from numpy_mamba.runs import output, staging
+from numpy_mamba.runs.output import write_section
 from numpy_mamba.reproduce import run as reproduce
 from numpy_mamba.reproduce.common import QUICK
 from test_runs import _interrupted_run, _unwritable_folders
@@ -47,7 +47,7 @@ def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     under the wrong candidate or seed)."""
     from numpy_mamba.reproduce.common import eta_selection, selection_world
     from numpy_mamba.reproduce.step_size import choose, heldout_loss_after_training
-    from numpy_mamba.cli.jobs import run_plans
+    from numpy_mamba.runs.jobs import run_plans
     s = replace(TINY, eta_grid=(0.01, 0.5, 2000.0), select_seeds=2)     # 2000 diverges: excluded
     plans = eta_selection(s, 0.4, "t")
     found, _ = run_plans(plans, jobs=1, progress=False)

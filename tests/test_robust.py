@@ -1,5 +1,5 @@
 """The command line fails loudly (issue 14): every number goes through an argparse type from
-numpy_mamba/cli/args.py, so a bad value is a usage error (exit 2, no traceback), and a training
+numpy_mamba/runs/args.py, so a bad value is a usage error (exit 2, no traceback), and a training
 run that diverges or collapses exits 1 with a one-line error instead of printing a "result"."""
 import argparse
 import os
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from numpy_mamba.cli import args, bench, train
+from numpy_mamba.cli import bench, train
+from numpy_mamba.runs import args
 
 
 @pytest.mark.parametrize("fn,good,bad", [

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numpy_mamba.cli import jobs, output, staging
-from numpy_mamba.cli.jobs import Unit, UnitError, run_units
-from numpy_mamba.cli.interrupts import check_interrupted
-from numpy_mamba.cli.output import save_json, write_section
-from numpy_mamba.cli.staging import run_staged
+from numpy_mamba.runs import jobs, output, staging
+from numpy_mamba.runs.jobs import Unit, UnitError, run_units
+from numpy_mamba.runs.interrupts import check_interrupted
+from numpy_mamba.runs.output import save_json, write_section
+from numpy_mamba.runs.staging import run_staged
 from numpy_mamba.gates import compare as gates
 from numpy_mamba.theory import run as theory
 from numpy_mamba.theory.measure import steps_to_epsilon
@@ -111,7 +111,7 @@ def test_a_failing_unit_stops_the_run_with_its_traceback_and_no_worker_left():
 
 
 STOP_WHILE_SENDING = """
-from numpy_mamba.cli.jobs import Unit, run_units
+from numpy_mamba.runs.jobs import Unit, run_units
 class Stop:
     def write(self, text):
         if "units done" in text:

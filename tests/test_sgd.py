@@ -55,13 +55,15 @@ def test_zero_one_error_counts_nan_inf_and_ties_as_errors():
 
 def test_every_error_count_treats_nan_as_wrong():
     # A NaN output is an error, not a success: z * NaN <= 0 is False, so a bare comparison
-    # would count it as correct.  experiments_common uses the same mask as eq (5).
-    from numpy_mamba.reproduce.common import wrong_counts
+    # would count it as correct.  The experiments' error counts use the same mask as eq (5).
+    from numpy_mamba.measure.rates import group_wrong_counts
     from numpy_mamba.loss import misclassified
     F = np.array([np.nan, 1.0, -1.0, 0.0])
     z = np.array([1.0, 1.0, 1.0, -1.0])
     np.testing.assert_array_equal(misclassified(F, z), [True, False, True, True])
-    assert wrong_counts(F, z, np.array([True, True, False, False])) == (1, 2)
+    wrong, n = group_wrong_counts(F, z, np.array([0, 0, 1, 1]), 2)
+    np.testing.assert_array_equal(wrong, [1, 2])
+    np.testing.assert_array_equal(n, [2, 2])
 
 
 # --- issue 14: a failed run keeps its last good state; a collapsed run is an error -------------

@@ -1,7 +1,7 @@
 """The fast path against a straightforward one.
 
 ``model.forward_terms`` computes the gate logits w^T p_i and the scores p_i^T u (two
-matrix-vector passes over P, log sigma by ``model.log_sigmoid``, everything reused between the
+matrix-vector passes over P, log sigma by ``numerics.log_sigmoid``, everything reused between the
 forward and the backward, several arrays updated in place), and ``gradients.gradients`` the sums
 of eqs (93)/(118) and (135) with ``column_sum``.  Here every quantity is recomputed the plain
 way, one einsum per equation with scipy's log_expit and the prefix-sum form of eq (135) as first

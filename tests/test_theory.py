@@ -10,8 +10,9 @@ import pytest
 from numpy_mamba.theory import run as theory
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.model import Params
-from numpy_mamba.theory.measure import (fit_slope, gate_statistics, largest_tolerated, lemma6_sum,
-                                     score_sums, steps_to_epsilon)
+from numpy_mamba.measure.attention import score_sums
+from numpy_mamba.measure.gates import gate_statistics
+from numpy_mamba.theory.measure import fit_slope, largest_tolerated, lemma6_sum, steps_to_epsilon
 
 VERDICTS = ("holds", "holds in trend", "holds in part", "does not hold here")
 
@@ -138,8 +139,8 @@ def test_theorem2_and_remark5_verdicts_are_per_case():
 
 
 def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
-    from numpy_mamba.reproduce.verdicts import corollary1, word
-    from numpy_mamba.reproduce.common import task_group_names
+    from numpy_mamba.measure.verdicts import corollary1, word
+    from numpy_mamba.measure.tasks import task_group_names
     from numpy_mamba.theory.mechanism import judge_attention
     rng = np.random.default_rng(0)
     group = np.repeat(np.arange(4), 25)

@@ -5,7 +5,7 @@ script in a subprocess with NUMPY_MAMBA_QUICK=1, MPLBACKEND=Agg (no window can o
 temporary folder and another fresh folder as working directory, and must exit 0 (the tutorials assert their own
 checks, e.g. eq (1) == eq (3) to 1e-12).  A failure means a tutorial crashed, one of its checks failed, it wrote files
 into the repository or its working directory, it drew a figure without saving it or without printing where, or it used
-more CPU time than its quick-mode budget (8 s).  The figure helper ``numpy_mamba.cli.output.show_figure`` is tested
+more CPU time than its quick-mode budget (8 s).  The figure helper ``numpy_mamba.runs.output.show_figure`` is tested
 on its own below.
 """
 import os
@@ -19,7 +19,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
-from numpy_mamba.cli import output
+from numpy_mamba.runs import output
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))    # the numbered tutorials
@@ -125,7 +125,7 @@ def test_tutorial_format(path):
     assert re.search(r"\$[^$\n]+\$", markdown), f"{path.name}: no LaTeX math ($...$) in the prose cells"
     assert markdown.count("$$") % 2 == 0, f"{path.name}: an odd number of $$, one display equation is unclosed"
     assert "NUMPY_MAMBA_FIGDIR" not in text and "def show(" not in text, (
-        f"{path.name}: use numpy_mamba.cli.output.show_figure rather than a figure helper of its own")
+        f"{path.name}: use numpy_mamba.runs.output.show_figure rather than a figure helper of its own")
 
 
 # --- show_figure, the figure helper of the tutorials ------------------------------------------------------------

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from numpy_mamba.reproduce.claims_mechanism import pattern_checks
-from numpy_mamba.reproduce.common import task_group_names, task_groups
+from numpy_mamba.measure.tasks import task_group_names, task_groups
 from numpy_mamba.reproduce.step_size import candidates, choose
-from numpy_mamba.reproduce.verdicts import below_at_every_alpha, corollary1, rise_after_half, where_it_holds
+from numpy_mamba.measure.verdicts import below_at_every_alpha, corollary1, rise_after_half, where_it_holds
 from numpy_mamba.sgd import DivergenceError
 
 ALPHAS = np.round(np.arange(0.0, 0.951, 0.05), 2)

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.special import expit
 
 import numpy_mamba as nm
-from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 from numpy_mamba.scan import scan_outputs
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"     # same work either way here

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
-from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 T = 600 if QUICK else 2000

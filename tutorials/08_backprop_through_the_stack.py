@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
-from numpy_mamba.cli.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 from numpy_mamba.loss import mean_hinge_slope
 from numpy_mamba.scan import scan_outputs
 from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss,

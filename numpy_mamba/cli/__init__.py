@@ -1,18 +1,14 @@
-"""The command line, ``python -m numpy_mamba COMMAND [options]``, and what every command shares.
+"""The command line, ``python -m numpy_mamba COMMAND [options]``: the top of the package.
 
     __init__.py  the command table and the dispatcher (``main``)
     train.py     ``train``: a short SGD run (Algorithm 1) that prints its loss falling
     bench.py     ``bench``: time one SGD step; ratio against PyTorch autograd when installed
     bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), imported only with PyTorch
-    output.py    writing results: JSON, named sections of REPORT.md, figures without pyplot;
-                 show_figure for the tutorials
-    staging.py   all-or-nothing output folders (``run_staged``): --out checked before computing
-    jobs.py      ``--jobs``: independent units (seeds, settings) in worker processes
-    interrupts.py  Ctrl-C and SIGTERM: recorded, raised, never swallowed
-    args.py      argparse types every command shares (positive_int, probability, ...): usage errors
 
 ``reproduce``, ``theory``, ``gates`` and ``grade`` live with their families (numpy_mamba.reproduce,
-.theory, .gates, .grader); each command's module exposes ``main(argv) -> int``.
+.theory, .gates, .grader); each command's module exposes ``main(argv) -> int``.  Nothing in the
+package imports this subpackage: how a command runs (jobs, staging, output files) is in
+``numpy_mamba.runs``.
 """
 from __future__ import annotations
 

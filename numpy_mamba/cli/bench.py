@@ -27,7 +27,7 @@ from ..model import init_params
 from ..sgd import sgd_update
 from ..stack import init_stack
 from . import bench_torch
-from .args import positive_int
+from ..runs.args import positive_int
 
 CASES = [(20, 64), (20, 1024), (100, 64), (1000, 64), (10_000, 64)]   # (l, B), d = 30
 STACK_CASES = [(20, 64)]                                              # Section 4.2's l = 20

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..data import make_world
 from ..sgd import DivergenceError, TrainConfig, train
-from .args import nonnegative_int, positive_float, positive_int
+from ..runs.args import nonnegative_int, positive_float, positive_int
 
 
 def main(argv=None) -> int:

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .._models import PAPER_MODELS
-from ..cli.jobs import Unit, add_jobs_argument, run_units
-from ..cli.staging import run_staged
+from ..runs.jobs import Unit, add_jobs_argument, run_units
+from ..runs.staging import run_staged
 from ..data import make_world, testing_batch, training_batch
 from .families import GATES
 from .scan import gate_recurrent_forward

@@ -11,9 +11,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from ..cli.output import save_json, subplots, write_section
-from ..reproduce.common import SMOKE
-from ..reproduce.plots import smoke_stamp
+from ..runs.output import SMOKE, save_json, smoke_stamp, subplots, write_section
 
 # Okabe-Ito colours and distinct markers, one per model
 STYLE = {

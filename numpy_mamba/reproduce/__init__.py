@@ -6,8 +6,7 @@
     fig2.py       Figure 2: test error against the outlier fraction alpha (three labellings)
     mechanism.py  Figures 3, 4 and Table 1: attention sums, gates, outlier placement
     depth3.py     Section 4.2 with three-layer stacks: Figs 3-4 (layer 1), 5-6 (layers 2-3), Table 1
-    verdicts.py   verdict rules shared with the theory section (rise at 1/2, Remark 5, Corollary 1, ...)
-    claims.py, claims_mechanism.py  the paper's claims, each with the rule that decides its verdict
+    claims.py, claims_mechanism.py  the paper's claims, each with the rule (numpy_mamba.measure.verdicts) that decides its verdict
     report.py, tables.py  the "reproduce" section of REPORT.md and the end-of-run summary
     report_depth3.py  the three-layer part of that section (delta/eta chosen, training, Table 1)
     plots.py, figures.py  the figures, drawn from the saved JSON

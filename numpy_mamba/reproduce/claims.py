@@ -3,14 +3,14 @@
 
 Every function takes one experiment's JSON-ready result and returns table rows
 [claim, paper, ours, verdict]; verdicts are "reproduced", "partly", "not", or "not run" for a
-claim whose experiment has no result.  Rules shared with the theory section live in ``verdicts.py``.
+claim whose experiment has no result.  Rules shared with the theory section live in ``numpy_mamba/measure/verdicts.py``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .fig2 import point
-from .verdicts import (BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half, where_it_holds, where_text,
+from ..measure.verdicts import (BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half, where_it_holds, where_text,
                        word)
 
 RULES = ("flip", "target", "random")

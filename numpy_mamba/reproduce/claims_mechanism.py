@@ -13,7 +13,7 @@ import numpy as np
 from .claims import _fig2_claims, _v
 from .depth3 import view
 from .figures import PAPER_TABLE1, clean_rank_curve
-from .verdicts import COROLLARY1_RULE, corollary1, corollary1_text, where_it_holds, where_text
+from ..measure.verdicts import COROLLARY1_RULE, corollary1, corollary1_text, where_it_holds, where_text
 
 PLACES = ("FQ", "R", "CQ")
 

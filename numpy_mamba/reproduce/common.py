@@ -14,13 +14,13 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
-from scipy.stats import beta as beta_dist
 
 from .._models import PAPER_MODELS
 from ..data import make_world, training_batch
 from ..loss import hinge, misclassified
+from ..measure.attention import pattern_scores
 from ..model import output
-from ..cli.output import save_json
+from ..runs.output import save_json
 from ..sgd import TrainConfig, train
 from .step_size import selection_plan
 
@@ -28,7 +28,6 @@ MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}
 # Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, delta = 0.2, kappa_a = 2, l_tr = l_ts = 20.
 PAPER = dict(d=30, M1=6, M2=10, V=3, beta=3.0, delta=0.2, kappa_a=2.0, l_tr=20, l_ts=20)
-SMOKE = "SMOKE RUN (--quick), reduced sizes: the numbers mean nothing"
 ONE_LAYER_NOTE = ("NOTE: one-layer models of eq (3), as analysed by the theory; the paper's Figures 3-4 "
                   "and Table 1 use three-layer models")
 
@@ -130,7 +129,7 @@ def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng, o
 
 
 def train_logged(world, settings: Settings, config: TrainConfig, model: str, seed: int, stream: int, record=None):
-    """Algorithm 1 (no progress lines: a unit's end is reported by ``cli.jobs``); returns
+    """Algorithm 1 (no progress lines: a unit's end is reported by ``runs.jobs``); returns
     (params, history, summary dict)."""
     start = time.perf_counter()
     params, history = train(world, config, model, rng=np.random.default_rng([seed, stream, MODELS.index(model)]),
@@ -146,89 +145,6 @@ def train_logged(world, settings: Settings, config: TrainConfig, model: str, see
     summary.update(heldout_check(world, params, model, config, settings.n_heldout,
                                  np.random.default_rng([seed, stream, MODELS.index(model), 99])))
     return params, history, summary
-
-
-def pattern_scores(world, params) -> np.ndarray:
-    """S[b, a] = (mu_b, 0)^T W_B^T W_C (mu_a, 0): the attention score of eq (3) that a context
-    example with relevant pattern b gets from a query with pattern a (irrelevant parts and the
-    label row left out); (M1, M1).  Corollary 1 wants S[a, a] large and S[b, a] small for b != a."""
-    U = np.zeros((world.M1, world.d + 1))
-    U[:, :-1] = world.mu                                                   # (M1, d+1) rows (mu_j, 0)
-    return (U @ params.W_B.T) @ (params.W_C @ U.T)                         # (M1, M1)
-
-
-def wrong_counts(F, z, seen) -> tuple[int, int]:
-    """Numbers of misclassified prompts (z F <= 0, eq (5)) among seen and unseen tasks."""
-    wrong = misclassified(F, z)
-    return int(np.sum(wrong & seen)), int(np.sum(wrong & ~seen))
-
-
-def task_group_names(M1: int) -> tuple:
-    """Names of the task groups of ``task_groups``: ("training", "reversed", "distance_2", ...)."""
-    return ("training", "reversed") + tuple(f"distance_{k}" for k in range(2, M1 // 2 + 1))
-
-
-def task_groups(tasks, M1: int) -> np.ndarray:
-    """Group of each task (a, b) by where b sits on the cycle of training tasks (Condition 1: the
-    training tasks are (a, a+1)); (n, 2) -> int (n,).
-
-    0 "training": b = a+1, a training task; 1 "reversed": b = a-1, the same two patterns as a
-    training task with the labels swapped; k >= 2 "distance_k": the two patterns are k steps
-    apart on the cycle, never paired in training.
-    """
-    tasks = np.asarray(tasks)
-    step = (tasks[:, 1] - tasks[:, 0]) % M1
-    if np.any(step == 0):
-        raise ValueError("a task needs two different patterns; got a row with a == b.")
-    distance = np.minimum(step, M1 - step)
-    return np.where(step == 1, 0, np.where(step == M1 - 1, 1, distance))
-
-
-def group_wrong_counts(F, z, group, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(wrong, n) per task group: misclassified prompts (eq (5)) and prompts; two (n_groups,) int arrays."""
-    wrong = misclassified(F, z)
-    return (np.bincount(group[wrong], minlength=n_groups), np.bincount(group, minlength=n_groups))
-
-
-def clopper_pearson(k, n, level: float = 0.95):
-    """Exact (Clopper-Pearson) interval for k successes in n trials, elementwise over arrays.
-
-    The same numbers as ``scipy.stats.binomtest(k, n).proportion_ci(level, "exact")``
-    (tests/test_reproduce.py checks this), from beta quantiles so that whole grids take one call.
-    """
-    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
-    a = 1 - level
-    with np.errstate(all="ignore"):
-        low = np.where(k > 0, beta_dist.ppf(a / 2, k, n - k + 1), 0.0)
-        high = np.where(k < n, beta_dist.ppf(1 - a / 2, k + 1, n - k), 1.0)
-    return low, high
-
-
-def rate_summary(wrong, n) -> dict:
-    """Pooled rate over seeds with its 95% Clopper-Pearson interval, and the per-seed mean/min/max.
-
-    wrong, n : (S, ...) integer counts (seeds first).  Returns a dict of (...) arrays or, for
-    (S,) input, of floats.  A cell without prompts gives None, never NaN.
-    """
-    wrong, n = np.asarray(wrong, dtype=float), np.asarray(n, dtype=float)
-    k, total = wrong.sum(0), n.sum(0)
-    low, high = clopper_pearson(k, total)
-    with np.errstate(all="ignore"):
-        per_seed = np.where(n > 0, wrong / n, np.nan)                      # seeds without prompts: NaN
-        used = np.maximum((n > 0).sum(0), 1)
-        out = {"rate": k / total, "ci95_low": low, "ci95_high": high, "n": total,
-               "seed_mean": np.where(n > 0, per_seed, 0.0).sum(0) / used,
-               "seed_min": np.where(n > 0, per_seed, np.inf).min(0),
-               "seed_max": np.where(n > 0, per_seed, -np.inf).max(0)}
-    empty = total == 0
-    return {key: _none_where(value, empty) for key, value in out.items()}
-
-
-def _none_where(value, empty):
-    value = np.asarray(value, dtype=float)
-    if value.ndim == 0:
-        return None if empty else float(value)
-    return np.where(empty, None, value).tolist()
 
 
 _FLAT_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+|null|true|false)(?:,\s*(?:-?[\d.eE+-]+|null|true|false))*)\s*\]")

@@ -6,7 +6,7 @@ k's "prompt examples" are the columns h_i of its input H^(k-1) (H^(0) = P); its 
 s_{i,l+1} = h_i^T W_B^T W_C h_{l+1} with that layer's W_B, W_C, and its gate is G_{d+1,i,l+1}, the
 gate of the label channel d+1 at the query column, the only one that moves F.  Both are exactly
 eq (3)'s scores and gates of ``Params(W_B, W_C, W[:, -1])`` on H^(k-1) (``layer_view``), so the
-one-layer measurements (``mechanism.score_sums``, ``mechanism.gate_profile``) serve every layer;
+one-layer measurements (``mechanism.score_sums``, ``measure.gates.gate_profile``) serve every layer;
 tests/test_reproduce_depth3.py checks them against a literal loop over ``stack.forward_with_caches``.
 
 Delta and eta are chosen per model by the rule of step_size.py over DELTA x ETA grids on selection
@@ -19,15 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cli.jobs import Plan, Unit
+from ..runs.jobs import Plan, Unit
 from ..model import Params
 from ..sgd import TrainConfig, train
 from .. import stack
 from .common import FULL, MODELS, PAPER, QUICK, Settings, heldout_check, selection_world, world_for
 from .fig2 import GROUPS
-from .mechanism import fig4_batch, gate_profile, probe_batch, score_sums, summarise_table1, table1_counts
+from .mechanism import fig4_batch, probe_batch, score_sums, summarise_table1, table1_counts
 from .step_size import selection_plan
-from ..theory.measure import score_sums as prompt_score_sums
+from ..measure.attention import score_sums as prompt_score_sums
+from ..measure.gates import gate_profile
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def layer_score_sums(layers, batch, model: str, group=None) -> dict:
 
 
 def layer_gate_profiles(layers, batch) -> list:
-    """``mechanism.gate_profile`` of the label-channel gates in every layer of a Mamba stack: [dict] * L."""
+    """``measure.gates.gate_profile`` of the label-channel gates in every layer of a Mamba stack: [dict] * L."""
     return [gate_profile(params, batch._replace(P=H)) for params, H in layer_view(layers, batch.P, "mamba")]
 
 

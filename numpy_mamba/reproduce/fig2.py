@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
-from ..cli.jobs import Plan, Unit
-from .common import (MODELS, PAPER, Settings, group_wrong_counts, rate_summary, task_group_names, task_groups,
-                     train_logged, world_for)
+from ..runs.jobs import Plan, Unit
+from .common import MODELS, PAPER, Settings, train_logged, world_for
+from ..measure.rates import group_wrong_counts, rate_summary
+from ..measure.tasks import task_group_names, task_groups
 from ..model import output
 
 GROUPS = task_group_names(PAPER["M1"])          # training, reversed, distance_2, distance_3
@@ -23,7 +24,7 @@ def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
     """Wrong counts on ``n_test`` prompts of Definition 2 per (labelling, kappa_a', K', alpha).
 
     Returns (wrong, n): wrong[model] is an int array (3 labellings, n_kappa, n_K, n_alpha, G)
-    whose last axis is the task group of ``common.task_groups`` (GROUPS: training, reversed,
+    whose last axis is the task group of ``measure.tasks.task_groups`` (GROUPS: training, reversed,
     distance 2, distance 3); n is the number of prompts, same shape.
     """
     shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(settings.K_primes), len(settings.alphas), len(GROUPS))
@@ -62,7 +63,7 @@ def seed_unit(settings: Settings, seed: int, eta: dict) -> dict:
 
 
 def plan(settings: Settings, selection: dict) -> Plan:
-    """Figure 2 as units (one per training seed) for ``cli.jobs.run_plans``; ``selection`` is the
+    """Figure 2 as units (one per training seed) for ``runs.jobs.run_plans``; ``selection`` is the
     step-size rule's record per model (``common.eta_selection`` at p_a = 0.6).
 
     The assembled result is JSON-ready: settings, the step-size selection, per-seed wrong counts

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..cli.output import subplots
+from ..runs.output import subplots
 from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
-from .plots import CLEAN, GREY, OUTLIER, _footnote, _save, _settings_line, training_curves
+from .plots import CLEAN, GREY, OUTLIER, _save, _settings_line, training_curves
+from ..runs.output import footnote
 
 
 GROUP_STYLE = {"training": ("#D55E00", "-", "training partner (a training task)"),
@@ -66,7 +67,7 @@ def fig3(result: dict, path, title: str = "Figure 3 (one-layer analogue, Corolla
     s = result["settings"]
     fig.suptitle(f"{title}: attention scores on fixed test prompts during training; left and middle share "
                  "the y-axis")
-    _footnote(fig, _settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
+    footnote(fig, _settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
                                   f"kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g}, flipped "
                                   "outlier labels; lines: mean over prompts and seeds, bands: min-max over seeds."), note)
     fig.tight_layout(rect=(0, 0.2, 1, 0.97))
@@ -120,7 +121,7 @@ def fig4(result: dict, path, title: str = "Figure 4 (one-layer analogue)", note:
     rank_panel(axes[1], runs, channel)
     s = result["settings"]
     fig.suptitle(f"{title}: Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
-    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
+    footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
                                   f"K' = {s['main_K_prime']:g}, flipped outlier labels, outliers at random positions."), note)
     fig.tight_layout(rect=(0, 0.08, 1, 0.97))
     return _save(fig, path, result)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cli.output import subplots
+from ..runs.output import subplots
 from .depth3 import view
 from .figures import SCORE_LABEL, fig3, fig4, gate_position_panel, rank_panel, score_panels, table1_png
-from .plots import _footnote, _save, _settings_line
+from .plots import _save, _settings_line
+from ..runs.output import footnote
 from .tables import table1_markdown
 
 NAMES = ("fig3_L3.png", "fig4_L3.png", "fig5.png", "fig6.png", "table1_L3.png", "table1_L3.md")
@@ -65,7 +66,7 @@ def fig6(result: dict, path) -> Path:
 
 def _finish(fig, path, result: dict, part: str, bottom: float, text: str) -> Path:
     """Footnote (settings and the three-layer note), layout above ``bottom``, save (smoke stamp if quick)."""
-    _footnote(fig, _settings_line(view(result, part, 2), text), depth_note(result))
+    footnote(fig, _settings_line(view(result, part, 2), text), depth_note(result))
     fig.tight_layout(rect=(0, bottom, 1, 0.97))
     return _save(fig, path, view(result, part, 2))
 

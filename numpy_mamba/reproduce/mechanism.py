@@ -14,11 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import LABEL_RULES, PLACEMENTS, testing_batch
-from ..cli.jobs import Plan, Unit
-from .common import MODELS, PAPER, Settings, group_wrong_counts, rate_summary, task_groups, train_logged, world_for
+from ..runs.jobs import Plan, Unit
+from .common import MODELS, PAPER, Settings, train_logged, world_for
+from ..measure.attention import score_sums as prompt_score_sums
+from ..measure.gates import gate_profile
+from ..measure.rates import group_wrong_counts, rate_summary
+from ..measure.tasks import task_groups
 from .fig2 import GROUPS, subset_counts
-from ..model import gates_for, output
-from ..theory.measure import score_sums as prompt_score_sums
+from ..model import output
 
 PARTS = ("fig3", "fig4", "table1")
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}
@@ -27,7 +30,7 @@ TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}
 def score_sums(params, batch, group=None) -> dict:
     """Corollary 1's two sums, averaged over prompts: sum_{i in N_1} s_i and sum_{i not in N_1} s_i
     with s_i = p_i^T W_B^T W_C p_query (eq (3)); batch.P (n, d+1, l+1), same_pattern (n, l).
-    With ``group`` ((n,) task groups of ``common.task_groups``) also the different-pattern mean per
+    With ``group`` ((n,) task groups of ``measure.tasks.task_groups``) also the different-pattern mean per
     group, "score_diff_<group name>" (None for a group without prompts)."""
     same, diff = prompt_score_sums(params, batch)                          # (n,) each
     out = {"score_same": float(np.mean(same)), "score_diff": float(np.mean(diff))}
@@ -35,44 +38,6 @@ def score_sums(params, batch, group=None) -> dict:
         for g, name in enumerate(GROUPS):
             out[f"score_diff_{name}"] = float(np.mean(diff[group == g])) if np.any(group == g) else None
     return out
-
-
-def gate_profile(params, batch) -> dict:
-    """Gates G_{i,l+1}(w) of eq (3) summarised per context position i and per clean rank j.
-
-    Per position i = 1..l (mean over outlier and clean examples separately; NaN-free: a
-    position with no such example gets None) and per rank j, the j-th closest clean example
-    to the query (h(j) of Corollary 2, eq (18)).  P (n, d+1, l+1), outlier (n, l).
-    """
-    G = gates_for("mamba", params, batch.P)[:, :-1]                       # (n, l)
-    out_mask = batch.outlier
-    l = G.shape[1]
-
-    def masked_mean(mask):
-        count = mask.sum(axis=0)
-        total = np.where(mask, G, 0.0).sum(axis=0)
-        return [float(t / c) if c > 0 else None for t, c in zip(total, count)], count.tolist()
-
-    outlier_mean, outlier_count = masked_mean(out_mask)
-    clean_mean, clean_count = masked_mean(~out_mask)
-    # rank clean examples by distance from the query: context column l-1 is the closest
-    reversed_idx = (l - 1) - np.arange(l)                                  # positions from the query back
-    clean_rev = ~out_mask[:, reversed_idx]                                  # (n, l)
-    G_rev = G[:, reversed_idx]
-    rank_means, rank_counts = [], []
-    for j in range(l):
-        # the (j+1)-th clean example counting from the query: cumulative count of clean == j+1
-        hit = clean_rev & (np.cumsum(clean_rev, axis=1) == j + 1)         # one True per prompt at most
-        has = hit.any(axis=1)
-        rank_counts.append(int(has.sum()))
-        rank_means.append(float(G_rev[hit].mean()) if has.any() else None)
-    return {"outlier_mean": outlier_mean, "outlier_count": outlier_count,
-            "clean_mean": clean_mean, "clean_count": clean_count,
-            "clean_rank_mean": rank_means, "clean_rank_count": rank_counts,
-            "outlier_gate_max": float(G[out_mask].max()) if out_mask.any() else None,
-            "outlier_gate_mean": float(G[out_mask].mean()) if out_mask.any() else None,
-            "clean_gate_mean": float(G[~out_mask].mean()) if (~out_mask).any() else None,
-            "query_gate_mean": float(np.mean(gates_for("mamba", params, batch.P)[:, -1]))}
 
 
 def table1_counts(world, params_by_model, settings: Settings, seed: int, output_of=output) -> dict:
@@ -142,7 +107,7 @@ def seed_unit(settings: Settings, parts: tuple, seed: int, eta: dict) -> dict:
 
 def plan(settings: Settings, parts: tuple, selection: dict) -> Plan:
     """Figures 3, 4 and Table 1 (the requested ``parts``) as units, one per training seed, for
-    ``cli.jobs.run_plans``; ``selection``: the step-size rule's record per model at p_a = 0.4.
+    ``runs.jobs.run_plans``; ``selection``: the step-size rule's record per model at p_a = 0.4.
     Assembles to {part: JSON-ready result} for each part in ``parts``."""
     unknown = set(parts) - set(PARTS)
     if unknown:

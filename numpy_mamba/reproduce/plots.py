@@ -6,42 +6,20 @@ is the one-layer model of eq (3) and with which settings it was made.
 """
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
 from matplotlib.lines import Line2D
 
-from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE, SMOKE
+from .common import MODEL_LABEL, MODELS
 from .fig2 import curve
-from ..cli.output import subplots
+from ..runs.output import footnote, smoke_stamp, subplots
 
 COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
 OUTLIER, CLEAN, GREY = "#D55E00", "#009E73", "#555555"
 FIG2_NOTE = "One-layer Mamba of eq (3) and one-layer linear Transformer, as in the paper's Figure 2"
 PANEL_TITLE = {"flip": "(A) outlier labels flipped", "target": "(B) outlier labels targeted to +1",
                "random": "(C) outlier labels random"}
-
-
-def smoke_stamp(fig, quick: bool) -> None:
-    """On a quick run's figure: a large diagonal watermark, and the title (suptitle) in red starting
-    with "SMOKE RUN" (call after the layout is final)."""
-    if not quick:
-        return
-    fig.text(0.5, 0.5, "SMOKE RUN\nnumbers mean nothing", fontsize=3.6 * fig.get_figwidth(), color="red", alpha=0.18, ha="center",
-             va="center", rotation=25, weight="bold", zorder=100)
-    title = fig.get_suptitle()
-    if title:
-        fig.suptitle(f"[{SMOKE}]\n{title}", color="red", fontsize=11)
-    else:
-        fig.text(0.5, 0.995, SMOKE, fontsize=10, color="red", ha="center", va="top", weight="bold", zorder=101)
-
-
-def _footnote(fig, text: str, note: str = ONE_LAYER_NOTE) -> None:
-    """Grey settings text at the bottom left, wrapped to the figure's width (no "$...$" is split)."""
-    width = int(fig.get_figwidth() * 17)
-    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(f"{note}. {text}", width)), fontsize=8, color=GREY,
-             va="bottom", ha="left")
 
 
 def _eta(result: dict) -> str:
@@ -125,7 +103,7 @@ def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, 0.045))
     fig.suptitle(rf"Figure 2: test error against the outlier fraction $\alpha$; $\kappa_a'$ = {kappa_a_prime:g}, "
                  f"K' = {K_prime:g}")
-    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point; lines: pooled "
+    footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point; lines: pooled "
                                   "error over seeds, bands: min-max over seeds."), FIG2_NOTE)
     fig.tight_layout(rect=(0, 0.15, 1, 0.98))
     return _save(fig, path, result)
@@ -155,7 +133,7 @@ def fig2_sensitivity(result: dict, path) -> Path:
                 ax.set_ylabel("test error (all tasks)")
     axes[0, 0].legend(fontsize=8, loc="upper left")
     fig.suptitle(r"Figure 2, sensitivity: test outlier magnitude $\kappa_a'$ (rows) and irrelevant-pattern range K'")
-    _footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds. "
+    footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds. "
                                   "Dotted: alpha = 1/2; dash-dot: alpha = p_a; dashed black: error 0.01."), FIG2_NOTE)
     fig.tight_layout(rect=(0, 0.05, 1, 0.98))
     return _save(fig, path, result)
@@ -181,6 +159,6 @@ def fig2_training(result: dict, path) -> Path:
     ax.set_title("Figure 2 runs: training loss (mean over seeds, band: min-max)")
     ax.grid(alpha=0.3)
     ax.legend()
-    _footnote(fig, _settings_line(result), FIG2_NOTE)
+    footnote(fig, _settings_line(result), FIG2_NOTE)
     fig.tight_layout(rect=(0, 0.1, 1, 0.97))
     return _save(fig, path, result)

@@ -14,7 +14,8 @@ import numpy as np
 
 from . import report_depth3
 from .claims_mechanism import claim_rows
-from .common import MODELS, PAPER, SMOKE
+from .common import MODELS, PAPER
+from ..runs.output import SMOKE
 from .step_size import RULE as STEP_RULE
 from .tables import SHORT, fig2_tables, groups_table, pattern_score_table, step_size_table, table1_markdown
 
@@ -125,7 +126,7 @@ def claims(results: dict) -> str:
     """The per-claim verdict table; every verdict follows the rule printed beside it."""
     head = ["### Claims of Section 4: paper vs ours", "",
             "Each verdict is computed from the numbers by the rule printed next to it (code: "
-            "numpy_mamba/reproduce/claims.py, claims_mechanism.py, verdicts.py). Where a claim holds only in some "
+            "numpy_mamba/reproduce/claims.py, claims_mechanism.py and numpy_mamba/measure/verdicts.py). Where a claim holds only in some "
             "settings, the verdict names them. The rules were written after the numbers of an earlier run "
             "(eta = 0.1 for both models) had been seen; no setting below was tuned toward the paper's numbers.", "",
             "| claim | paper | ours | verdict |", "|---|---|---|---|"]

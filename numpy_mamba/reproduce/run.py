@@ -27,10 +27,10 @@ from pathlib import Path
 from . import depth3, fig2, figures, figures_depth3, mechanism, plots, report as report_text
 from .claims_mechanism import experiment_names
 from .common import MODELS, eta_selection, save_result, settings_for
-from ..cli.args import positive_int
-from ..cli.jobs import add_jobs_argument, run_plans
-from ..cli.output import write_section
-from ..cli.staging import run_staged
+from ..runs.args import positive_int
+from ..runs.jobs import add_jobs_argument, run_plans
+from ..runs.output import write_section
+from ..runs.staging import run_staged
 
 EXPERIMENTS = ("fig2", "fig3", "fig4", "table1", "depth3")
 JSON_NAMES = EXPERIMENTS            # the JSON files a full run writes (NAME.json)

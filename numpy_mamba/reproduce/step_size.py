@@ -19,7 +19,7 @@ The rule (``choose``), written before any run it is applied to:
 (e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
 for the one-layer models of eq (3) and the stacks of ``stack.py`` (``config.n_layers`` > 1).
 ``selection_plan`` runs the same rule as independent units (one per candidate and selection
-seed, ``heldout_loss`` each) for ``cli.jobs.run_plans``.
+seed, ``heldout_loss`` each) for ``runs.jobs.run_plans``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..cli.jobs import Plan, Unit
+from ..runs.jobs import Plan, Unit
 from ..data import training_batch
 from ..loss import hinge
 from ..model import output
@@ -117,7 +117,7 @@ def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, m
 
 def selection_plan(grid: Mapping[str, Sequence], seeds: Sequence[int], world_for_seed: Callable,
                    config: TrainConfig, model: str, n_heldout: int, stream: Sequence[int], label: str) -> Plan:
-    """The rule of ``choose`` as a ``cli.jobs.Plan``: one unit ``heldout_loss`` per (candidate,
+    """The rule of ``choose`` as a ``runs.jobs.Plan``: one unit ``heldout_loss`` per (candidate,
     selection seed), assembled by ``choose`` in the parent.  Same numbers as
     ``choose(grid, heldout_loss_after_training(...), seeds)``, for any number of worker processes.
     ``world_for_seed`` must be a module-level function (units go to worker processes)."""

@@ -4,7 +4,7 @@ fraction (Theorem 2 (c), Theorem 4 (c), (d)).
 Each function takes the world and a settings dict (see ``theory.SETTINGS``) and returns a
 ``Plan``: independent units (one training run each, seeded by its own seed stream) and how to
 assemble their results into a plain dict of settings, raw measurements, fitted slopes and a
-verdict, ready for JSON.  ``cli.jobs.run_plans`` runs the units, in worker processes or not.
+verdict, ready for JSON.  ``runs.jobs.run_plans`` runs the units, in worker processes or not.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from functools import partial
 import numpy as np
 
 from .._models import PAPER_MODELS as MODELS
-from ..cli.jobs import Plan, Unit
+from ..runs.jobs import Plan, Unit
 from ..data import World
 from ..sgd import DivergenceError, TrainConfig, train
-from ..reproduce.verdicts import where_it_holds, where_text, word
+from ..measure.verdicts import where_it_holds, where_text, word
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
 
 
@@ -56,7 +56,7 @@ def judge_tolerated(out: dict) -> dict:
     Theorem 2: in each (p_a, kappa_a', l_ts) case, alpha* >= min(1, p_a l_tr / l_ts) (less one grid
     step) in every seed.  Remark 5: in each case trained at the linear Transformer's p_a, Mamba's
     alpha* > the linear Transformer's in every seed.  "holds" if in every case, "holds in part" if in
-    some (``reproduce.verdicts.where_it_holds``); out["verdict_detail"] names the cases."""
+    some (``measure.verdicts.where_it_holds``); out["verdict_detail"] names the cases."""
     s = out["settings"]
     step = float(np.min(np.diff(s["alphas"])))
     mamba = [r for r in out["runs"] if r["model"] == "mamba" and r["alpha_star"] is not None]

@@ -14,7 +14,7 @@ from .._checks import check_positive, check_positive_int, check_probability
 from ..data import World, testing_batch, training_batch
 from ..gradients import gradients
 from ..loss import hinge, zero_one_error
-from ..model import Params, gate_logits, init_params, log_gating, output, scores
+from ..model import Params, init_params, log_gating, output
 
 
 def steps_to_epsilon(world: World, model: str, *, p_a: float, l_tr: int, eta: float, delta: float,
@@ -92,43 +92,6 @@ def fit_slope(x, y) -> tuple[float, float]:
     x, y = np.log(x), np.log(y)
     slope, intercept = np.polyfit(x, y, 1)
     return float(slope), float(intercept)
-
-
-def score_sums(params: Params, batch) -> tuple[np.ndarray, np.ndarray]:
-    """Corollary 1, eq (16): per prompt, sum of p_i^T W_B^T W_C p_query over the context examples
-    that share the query's relevant pattern (N_1) and over the rest; two arrays (B,)."""
-    s = scores(params, batch.P)[:, :-1]                     # (B, l)
-    same = batch.same_pattern
-    return np.sum(s * same, axis=1), np.sum(s * ~same, axis=1)
-
-
-def gate_statistics(params: Params, batch) -> dict:
-    """Corollary 2 and Lemma 5 on one batch of testing prompts.
-
-    Returns the mean gate G_{i,l+1} (eq (3)), mean sigma(w^T p_i) (the factor bounded in (45)) and
-    mean logit w^T p_i on context examples with and without outliers, and ``clean_rank_gate[j-1]``: the mean gate of the j-th closest clean
-    example h(j) (eq (18)), averaged over prompts that have at least j clean examples.
-    """
-    G = np.exp(log_gating(params.w, batch.P))[:, :-1]       # (B, l)
-    a = gate_logits(params.w, batch.P)[:, :-1]              # (B, l)
-    out = batch.outlier
-    clean = ~out
-    l = G.shape[1]
-    # rank of each clean example counted from the query: the last column is closest
-    rank = np.cumsum(clean[:, ::-1], axis=1)[:, ::-1] * clean   # 1 = closest clean, 0 = outlier
-    rank_gate = [float(np.mean(G[rank == j])) if np.any(rank == j) else None for j in range(1, l + 1)]
-    sigma = 1.0 / (1.0 + np.exp(-a))
-    return {
-        "sigma_outlier": float(np.mean(sigma[out])) if np.any(out) else None,
-        "sigma_clean": float(np.mean(sigma[clean])),
-        "G_outlier": float(np.mean(G[out])) if np.any(out) else None,
-        "G_outlier_max": float(np.max(G[out])) if np.any(out) else None,
-        "G_clean": float(np.mean(G[clean])),
-        "logit_outlier": float(np.mean(a[out])) if np.any(out) else None,
-        "logit_clean": float(np.mean(a[clean])),
-        "logit_query": float(np.mean(gate_logits(params.w, batch.P)[:, -1])),
-        "clean_rank_gate": rank_gate,
-    }
 
 
 def lemma6_sum(w, P) -> np.ndarray:

@@ -10,13 +10,15 @@ from functools import partial
 
 import numpy as np
 
-from ..cli.jobs import Plan, Unit
+from ..runs.jobs import Plan, Unit
 from ..data import World, make_world, testing_batch, training_batch
-from ..reproduce.common import task_group_names, task_groups
-from ..reproduce.verdicts import corollary1, word
+from ..measure.attention import score_sums
+from ..measure.gates import gate_statistics
+from ..measure.tasks import task_group_names, task_groups
+from ..measure.verdicts import corollary1, word
 from ..sgd import TrainConfig, train
 from .claims import _trained
-from .measure import fit_slope, gate_statistics, lemma6_sum, projections, score_sums
+from .measure import fit_slope, lemma6_sum, projections
 
 
 def _attention_run(world: World, s: dict, seed: int):
@@ -59,7 +61,7 @@ def _attention_sums(s: dict, M1: int, measured: dict) -> dict:
 
 def judge_attention(out: dict, M1: int) -> dict:
     """Corollary 1's verdict by the rule shared with the reproduce section
-    (``reproduce.verdicts.corollary1``), on every prompt of every seed pooled.  Adds
+    (``measure.verdicts.corollary1``), on every prompt of every seed pooled.  Adds
     out["corollary1"] (medians by task group) and out["verdict"]."""
     cat = lambda key: np.concatenate([np.asarray(r[key]) for r in out["runs"]])  # noqa: E731
     c = corollary1(cat("same"), cat("different"), cat("group").astype(int), task_group_names(M1))

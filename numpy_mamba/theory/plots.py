@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli.output import subplots
-from ..reproduce.plots import _footnote, smoke_stamp
+from ..runs.output import subplots
+from ..runs.output import footnote, smoke_stamp
 
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 COLOR = {"mamba": BLUE, "linear_transformer": ORANGE}
@@ -35,7 +35,7 @@ def _plain_log_ticks(ax, axes="xy"):
 
 def _finish(fig, path: Path, settings: dict, footer: str, bottom: float = 0.13) -> Path:
     """Footer with the settings, layout, the smoke stamp of a quick run, save."""
-    _footnote(fig, footer, NOTE)
+    footnote(fig, footer, NOTE)
     fig.tight_layout(rect=(0, bottom, 1, 0.95))
     smoke_stamp(fig, bool(settings.get("quick")))
     fig.savefig(path, dpi=110)

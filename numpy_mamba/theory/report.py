@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 
-from ..reproduce.common import SMOKE
 from .claims import convergence_verdict, judge_tolerated
-from ..reproduce.verdicts import COROLLARY1_RULE, corollary1_text
+from ..measure.verdicts import COROLLARY1_RULE, corollary1_text
+from ..runs.output import SMOKE
 
 
 def _d(mapping, nd=2) -> str:
@@ -125,7 +125,7 @@ def markdown(results, timings, settings, files) -> str:
         "M2 = 10, V = 3, beta = 3, kappa_a = 2, K = 0.5), world seed 0. Every setting is in the JSON next "
         "to each figure. The theorems hold up to constants; each verdict below is computed from the "
         "numbers by the rule stated with it (code: `numpy_mamba/theory/claims.py`, `numpy_mamba/theory/mechanism.py`; "
-        "rules shared with the reproduce section: `numpy_mamba/reproduce/verdicts.py`). Where a claim holds only in "
+        "rules shared with the reproduce section: `numpy_mamba/measure/verdicts.py`). Where a claim holds only in "
         "some settings, the verdict names them.", "",
         "### Theorems 1 and 3: iterations to converge",
         f"![convergence]({files['convergence'].name})", "",

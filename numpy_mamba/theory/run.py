@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 from ..data import make_world
-from ..cli.jobs import add_jobs_argument, run_plans
-from ..cli.output import save_json, write_section
-from ..cli.staging import run_staged
-from ..reproduce.common import SMOKE
+from ..runs.jobs import add_jobs_argument, run_plans
+from ..runs.output import SMOKE, save_json, write_section
+from ..runs.staging import run_staged
 from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
 from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
 from . import plots, report as report_text

@@ -1,6 +1,7 @@
 """Writing results: JSON with every setting and value, named sections of figures/REPORT.md,
-figures drawn without pyplot (so a command never changes the caller's matplotlib backend), and
-``show_figure`` for the tutorials (a window, or a PNG whose path is printed when none can open).
+figures drawn without pyplot (so a command never changes the caller's matplotlib backend), the
+smoke-run stamp and the settings footer every figure carries, and ``show_figure`` for the
+tutorials (a window, or a PNG whose path is printed when none can open).
 
 Each command (``reproduce``, ``theory``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
@@ -13,6 +14,7 @@ import json
 import os
 import re
 import tempfile
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,8 @@ import numpy as np
 REPORT_TITLE = "# numpy_mamba: reproduction and theory report\n"
 FIGDIR_VARIABLE = "NUMPY_MAMBA_FIGDIR"          # where show_figure saves, when set
 TEMP_FIGURE_FOLDER = "numpy_mamba_figures"      # else this folder in the system temp dir
+SMOKE = "SMOKE RUN (--quick), reduced sizes: the numbers mean nothing"
+FOOTER_GREY = "#555555"
 
 
 def _plain(obj):
@@ -73,6 +77,27 @@ def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
     from matplotlib.figure import Figure                    # only when drawing: workers never do
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def smoke_stamp(fig, quick: bool) -> None:
+    """On a quick run's figure: a large diagonal watermark, and the title (suptitle) in red starting
+    with "SMOKE RUN" (call after the layout is final)."""
+    if not quick:
+        return
+    fig.text(0.5, 0.5, "SMOKE RUN\nnumbers mean nothing", fontsize=3.6 * fig.get_figwidth(), color="red", alpha=0.18,
+             ha="center", va="center", rotation=25, weight="bold", zorder=100)
+    title = fig.get_suptitle()
+    if title:
+        fig.suptitle(f"[{SMOKE}]\n{title}", color="red", fontsize=11)
+    else:
+        fig.text(0.5, 0.995, SMOKE, fontsize=10, color="red", ha="center", va="top", weight="bold", zorder=101)
+
+
+def footnote(fig, text: str, note: str) -> None:
+    """Grey settings text at the bottom left, ``note`` first, wrapped to the figure's width."""
+    width = int(fig.get_figwidth() * 17)
+    fig.text(0.01, 0.005, "\n".join(textwrap.wrap(f"{note}. {text}", width)), fontsize=8, color=FOOTER_GREY,
+             va="bottom", ha="left")
 
 
 def opens_window(backend: str) -> bool:

@@ -12,7 +12,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .common import clopper_pearson
+from .rates import clopper_pearson
+from .tasks import group_label
 
 WORDS = {"reproduce": {"full": "reproduced", "part": "partly", "none": "not"},
          "theory": {"full": "holds", "part": "holds in part", "none": "does not hold here"}}
@@ -45,14 +46,6 @@ def where_text(result: dict, what: str = "") -> str:
     if len(fails) <= len(holds):
         return f"fails{what} in: {'; '.join(fails)}. Holds{what} in the other {len(holds)} case(s)"
     return f"holds{what} only in: {'; '.join(holds)}. Fails{what} in the other {len(fails)} case(s)"
-
-
-GROUP_LABEL = {"training": "training partner", "reversed": "reversed pair"}
-
-
-def group_label(name: str) -> str:
-    """Display name of a task group of ``common.task_groups``: 'training partner', 'distance 2', ..."""
-    return GROUP_LABEL.get(name, name.replace("_", " "))
 
 
 RISE_RULE = ("the pooled error over alpha in (1/2, 1/2 + {w:g}] exceeds the pooled error over alpha in "
@@ -118,7 +111,7 @@ def corollary1(same, different, group, group_names, ratio: float = 0.1) -> dict:
     """Corollary 1 (eq (16)) on trained-model test prompts, judged per task group.
 
     same, different : (n,) per-prompt attention-score sums over same- and different-pattern
-    examples; group : (n,) int task group (``common.task_groups``); group_names : name per group
+    examples; group : (n,) int task group (``measure.tasks.task_groups``); group_names : name per group
     index.  Returns {"median_same", "threshold", "by_group": {name: {"n", "median_different",
     "share_below"}}, "part_a": bool, "level", "holds_in", "fails_in"}.
     """

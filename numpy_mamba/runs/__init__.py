@@ -1,0 +1,9 @@
+"""How every experiment command runs and writes its results; the families import it, it imports no family.
+
+    jobs.py        ``--jobs``: independent units (seeds, settings) in worker processes, same numbers for every N
+    staging.py     all-or-nothing output folders (``run_staged``): --out checked before computing
+    interrupts.py  Ctrl-C and SIGTERM: recorded, raised, never swallowed
+    output.py      results on disk: JSON, named sections of REPORT.md, figures without pyplot, the
+                   smoke-run stamp and settings footers of figures; show_figure for the tutorials
+    args.py        argparse types every command shares (positive_int, probability, ...): usage errors
+"""

@@ -22,14 +22,14 @@ from .data import Batch, World, make_world, testing_batch, training_batch
 from .gradcheck import GradcheckReport, gradcheck, numerical_gradient
 from .gradients import gradients, gradients_literal
 from .loss import hinge_loss, zero_one_error
-from .model import Params, attention_scores, forward, gating, init_for, init_params
+from .model import Params, attention_scores, forward, forward_literal, gating, init_for, init_params
 from .scan import recurrent_forward
 from .sgd import CollapseError, DivergenceError, TrainConfig, train
 # Appendix E.6: importing the family registers its four models with the core.
 from .gates import GATES, GatedRetentionParams, GLAParams, Mamba2Params, RetNetParams, gate_recurrent_forward
 
 __all__ = [
-    "Params", "init_params", "forward", "hinge_loss", "gradients", "gating", "attention_scores",
+    "Params", "init_params", "forward", "forward_literal", "hinge_loss", "gradients", "gating", "attention_scores",
     "recurrent_forward", "gradcheck", "gradients_literal", "numerical_gradient", "GradcheckReport",
     "zero_one_error", "World", "Batch", "make_world", "training_batch", "testing_batch",
     "TrainConfig", "train", "DivergenceError", "CollapseError",

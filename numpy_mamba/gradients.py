@@ -11,11 +11,11 @@ with s_i = p_i^T W_B^T W_C p_query; on the inactive side all three are 0.  The b
 is the mean over prompts (Algorithm 1, eq (19)).  The sums over i in (93) and (118) differ in
 their upper limit, but the query's label y_{l+1} is 0, so they agree.
 
-``gradients`` is the vectorised version (no Python loop over prompts or tokens; the double sum
-in (135) becomes one prefix sum, and every sum over columns is one matrix-vector pass over P).
-``gradients_literal`` follows each equation term by term for reading.  tests/test_gradients.py
-proves them equal to 1e-12 and checks both against central finite differences;
-tests/test_speed_paths.py checks this fast path against a plain einsum per equation.
+Read ``gradients_literal`` first: one prompt and one term at a time, as the equations read.
+``gradients`` is the batched form that runs (``value_and_gradients``): no Python loop over
+prompts or tokens, every sum over the columns p_i one matrix-vector pass over P, and the double
+sum of (135) one prefix sum.  tests/test_gradients.py proves the two equal to 1e-12 and checks
+both against central finite differences.
 """
 from __future__ import annotations
 
@@ -37,89 +37,94 @@ def _checked(params, P, z, model):
     return params, P, z
 
 
-def column_sum(P, weights) -> np.ndarray:
-    """sum_i weights_i p_i for every prompt: P (B, d+1, l+1), weights (B, l+1) -> (B, d+1).
-
-    One batched matrix-vector product, one pass over P.
-    """
-    return (P @ weights[:, :, None])[:, :, 0]
-
-
-def gate_weights(sigma, c, out=None) -> np.ndarray:
-    """The weight of each column p_s in dw of eq (135), given c_i = dL/dG_i G_i (B, l+1).
-
-    dG_i/dw = G_i ((1 - sigma_i) p_i - sum_{s=i+1}^{l+1} sigma_s p_s), so
-    sum_i c_i dG_i/dw = sum_s p_s (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i)
-                      = sum_s p_s (c_s - sigma_s sum_{i<=s} c_i): an inclusive prefix sum.
-    sigma = sigma(w^T p_s) (B, l+1) -> (B, l+1), written into ``out`` if given.
-    """
-    inclusive = running_sum(c)                                # sum_{i<=s} c_i: (B, l+1)
-    return np.subtract(c, np.multiply(sigma, inclusive, out=inclusive), out=out)
-
-
-def gate_backward(w, P, G, dG) -> np.ndarray:
-    """Chain rule through the Mamba gate (eq (135)): sum_{n,i} dG_{n,i} dG_{n,i}/dw, shape (d+1,).
-
-    P (B, d+1, l+1), G and dG (B, l+1); the column weights are ``gate_weights``.
-    """
-    coeff = gate_weights(expit(gate_logits(w, P)), dG * G)   # (B, l+1)
-    return column_sum(P, coeff).sum(axis=0)                  # sum_{n,s} coeff_s p_s: (d+1,)
-
-
-def attention_weights(params: Params, P, key_sum) -> tuple:
-    """(dW_B, dW_C) from k = sum_i dL/ds_i p_i (B, d+1), the batch's keys weighted by dL/ds.
-
-    dL/dW_B = sum_n W_C p_query k^T (eq (118)) and dL/dW_C = W_B sum_n k p_query^T (eq (93)),
-    (m, d+1) each; both use M = sum_n k p_query^T, one (d+1, d+1) product over the batch.
-    """
-    p_query = np.ascontiguousarray(P[:, :, -1])               # (B, d+1)
-    M = key_sum.T @ p_query                                   # sum_n k p_query^T: (d+1, d+1)
-    return params.W_C @ M.T, params.W_B @ M                   # eq (118), eq (93)
-
-
-def attention_backward(params: Params, P, ds) -> tuple:
-    """(dW_B, dW_C) of a loss that depends on the scores s_i = p_i^T W_B^T W_C p_query.
-
-    ds = dL/ds_i (B, l+1); see ``attention_weights`` for eqs (93), (118).
-    """
-    return attention_weights(params, P, column_sum(P, ds))   # k = sum_i ds_i p_i: (B, d+1)
-
-
 def gradients(params, P, z, model: str = "mamba") -> Params:
-    """Gradient of ``hinge_loss`` (mean over the batch) w.r.t. W_B, W_C, w; vectorised.
+    """Gradient of ``hinge_loss`` (mean over the batch) w.r.t. W_B, W_C, w.
 
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,).  Returns Params(dW_B, dW_C, dw) with
     the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).  For
     a registered extension (an Appendix E.6 gate) the result is that model's container, from
     its own backward given dL/dF.  Paper: eqs (93), (118), (135), (19).
-
-    The forward pass makes two matrix-vector passes over P (``model.forward_terms``) and so does
-    the backward: the sums over columns of (93)/(118) and of (135) (``column_sum``).
     """
     params, P, z = _checked(params, P, z, model)
     return value_and_gradients(model, params, P, z)[1]
 
 
 def value_and_gradients(model: str, params, P, z) -> tuple:
-    """Unchecked (F (B,), gradients of eqs (93), (118), (135)) for P (B, d+1, l+1), z (B,):
+    """Unchecked (F (B,), gradients of the mean hinge loss) for P (B, d+1, l+1), z (B,):
     ``gradients`` without the input checks, plus the output F it computes on the way
-    (``sgd.train`` checks its inputs once and runs this at every step, one forward pass per step)."""
-    if (ext := extension(model)) is not None:                 # e.g. an Appendix E.6 gate
+    (``sgd.train`` checks its inputs once and runs this at every step).  The paper's two models
+    take ``eq3_value_and_gradients``; an extension (Appendix E.6) brings its own backward."""
+    if (ext := extension(model)) is not None:
         F, cache = ext.output(params, P)
         return F, ext.backward(params, P, cache, mean_hinge_slope(F, z))
-    F, G, s, sigma = forward_terms(model, params, P)
-    r = mean_hinge_slope(F, z)                                # d(mean loss)/dF^n: (B,)
+    return eq3_value_and_gradients(model, params, P, z)
+
+
+def eq3_value_and_gradients(model: str, params: Params, P, z) -> tuple:
+    """F and eqs (118), (93), (135) for the paper's two models, summed over the batch.
+
+    With h^n = dL/dF^n, the slope of the mean hinge loss (-z^n / B on the active side, else 0),
+    and s_i = p_i^T W_B^T W_C p_query, the batch sums of the three equations are
+
+        dW_B = sum_n sum_i  h^n G_i y_i  W_C p_query p_i^T                              (118)
+        dW_C = sum_n sum_i  h^n G_i y_i  W_B p_i p_query^T                              (93)
+        dw   = sum_n sum_i -h^n G_i y_i s_i (sum_{s>i} sigma(w^T p_s) p_s - (1 - sigma(w^T p_i)) p_i)  (135)
+
+    h^n G_i y_i = dL/ds_i is the weight each equation gives example i; (118) and (93) then share
+    the sum k^n = sum_i dL/ds_i p_i (``attention_backward``), and (135) regroups by column p_s
+    (``gate_backward_terms``).  P (B, d+1, l+1), z (B,) -> (F (B,), Params(dW_B, dW_C, dw)).
+    """
+    F, G, s, sigma = forward_terms(model, params, P)        # eq (3): F, G_{i,l+1}(w), s_i, sigma(w^T p_i)
+    h = mean_hinge_slope(F, z)                               # h^n = dL/dF^n: (B,)
+    y = P[:, -1, :]                                          # y_i; y_{l+1} = 0 (eq (2)): (B, l+1)
+    dL_ds = G * y * h[:, None]                               # h^n G_i y_i: (B, l+1)
+    dW_B, dW_C = attention_backward(params, P, dL_ds)        # eqs (118), (93)
     if model == "mamba":
-        ds = np.multiply(G, P[:, -1, :])                      # dL/ds_i = r G_i y_i: (B, l+1)
-        ds *= r[:, None]
-        c = ds * s                                            # c_i = dL/dG_i G_i = ds_i s_i
-        coeff = gate_weights(sigma, c, out=c)                 # in place: one array fewer
-        dw = column_sum(P, coeff).sum(axis=0)                 # eq (135), summed over the batch
+        dw = gate_backward_terms(P, sigma, dL_ds * s)        # eq (135), with dL/dG_i G_i = h^n y_i s_i G_i
     else:
-        ds = r[:, None] * P[:, -1, :]                         # dL/ds_i = r y_i (G = 1)
-        dw = np.zeros_like(params.w)                          # G = 1 does not depend on w
-    key_sum = column_sum(P, ds)                               # sum_i ds_i p_i: (B, d+1)
-    return F, Params(*attention_weights(params, P, key_sum), dw)   # eqs (118), (93)
+        dw = np.zeros_like(params.w)                         # G = 1 does not depend on w
+    return F, Params(dW_B, dW_C, dw)
+
+
+def attention_backward(params: Params, P, dL_ds) -> tuple:
+    """(dW_B, dW_C) of a loss that depends on the scores s_i = p_i^T W_B^T W_C p_query.
+
+    dL_ds = dL/ds_i (B, l+1).  With k^n = sum_i dL/ds_i p_i (B, d+1) and K = sum_n k^n p_query^T
+    (d+1, d+1): dW_B = W_C K^T (eq (118)) and dW_C = W_B K (eq (93)); (m, d+1) each.
+    """
+    k = column_sum(P, dL_ds)                                 # k^n = sum_i dL/ds_i p_i: (B, d+1)
+    p_query = np.ascontiguousarray(P[:, :, -1])              # (B, d+1)
+    K = k.T @ p_query                                        # sum_n k^n p_query^T: (d+1, d+1)
+    return params.W_C @ K.T, params.W_B @ K                  # eq (118), eq (93)
+
+
+def gate_backward_terms(P, sigma, dL_dG_G) -> np.ndarray:
+    """sum over prompts and i of dL/dG_i dG_i/dw (eq (135)), given dL/dG_i G_i (B, l+1) and
+    sigma_s = sigma(w^T p_s) (B, l+1); P (B, d+1, l+1) -> (d+1,).
+
+    dG_i/dw = G_i ((1 - sigma_i) p_i - sum_{s=i+1}^{l+1} sigma_s p_s), so with c_i = dL/dG_i G_i
+    sum_i c_i dG_i/dw / G_i = sum_s p_s (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i)
+                            = sum_s p_s (c_s - sigma_s sum_{i<=s} c_i):  one prefix sum.
+    """
+    c = dL_dG_G
+    weight = c - sigma * running_sum(c)                      # the weight of column p_s: (B, l+1)
+    return column_sum(P, weight).sum(axis=0)                 # sum_{n,s} weight_s p_s: (d+1,)
+
+
+def gate_backward(w, P, G, dG) -> np.ndarray:
+    """Chain rule through the Mamba gate (eq (135)): sum_{n,i} dG_{n,i} dG_{n,i}/dw, shape (d+1,).
+
+    P (B, d+1, l+1), G and dG = dL/dG (B, l+1); see ``gate_backward_terms``.
+    """
+    return gate_backward_terms(P, expit(gate_logits(w, P)), dG * G)
+
+
+def column_sum(P, weights) -> np.ndarray:
+    """sum_i weights_i p_i for every prompt: P (B, d+1, l+1), weights (B, l+1) -> (B, d+1).
+
+    One batched matrix-vector product, one pass over P.
+    """
+    return (P @ weights[:, :, None])[:, :, 0]
 
 
 def gradients_literal(params, P, z, model: str = "mamba") -> Params:

@@ -11,7 +11,7 @@ with w_j = W[:, j]; the linear Transformer has every G = 1.  ``layer_backward`` 
 hand right below ``layer_forward`` (CS231n style), each chain-rule step commented; this is the
 reading form, which holds the gates G as a (B, D, N, N) tensor (the exercise and the figures use
 it).  ``layer_forward_factored`` / ``layer_backward_factored`` compute the same Mamba layer as
-matmuls without that tensor (what ``stack.gradients`` runs; several times faster at l = 20) and
+matmuls without that tensor (what ``stack.gradients`` runs, ``bench`` times it) and
 fall back to the reading form when the gates decay too fast for it.  All are vectorised over
 prompts and tokens.  tests/test_stack.py checks O against ``scan.scan_outputs``, the two forms
 against each other, and every gradient against central differences.

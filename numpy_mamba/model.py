@@ -5,19 +5,25 @@
     G_{i,l+1}(w) = sigma(w^T p_i) * prod_{j=i+1}^{l+1} (1 - sigma(w^T p_j))   (i <= l)
     G_{l+1,l+1}(w) = sigma(w^T p_query)
 
-The linear Transformer of Section 3.4 is the same model with every G = 1.  Other gated models
-(Appendix E.6, in ``numpy_mamba.gates``) plug in through ``_models.register`` and bring their own
-output and backward; this module only hands them the call.  The recurrent scan of eq (1) lives
-in ``scan.py``; ``tests/test_model.py`` proves the two agree.
+The linear Transformer of Section 3.4 is the same model with every G = 1.
+
+Read ``forward_literal`` first: one prompt, term by term, as the paper prints eq (3).  ``forward``
+computes the same for a batch of prompts (``forward_terms``: the scores s_i in one
+matrix-vector pass, the gates in log space so that long prompts and saturated gates stay
+finite); tests/test_model.py proves the two equal, and equal to the recurrent scan of eq (1)
+in ``scan.py``.  Other gated models (Appendix E.6, in ``numpy_mamba.gates``) plug in through
+``_models.register`` and bring their own output and backward; this module only hands them the
+call.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import expit
 
 from ._checks import as_generator, as_real_array, check_positive_int, check_prompts, check_real
-from ._models import check_model, extension
+from ._models import PAPER_MODELS, check_model, extension
 from .numerics import log_sigmoid, running_sum
 
 
@@ -60,7 +66,7 @@ def init_params(d: int, m: int | None = None, delta: float = 0.2, rng=None) -> P
 
     The hidden size m defaults to d+1.  The paper sets m = l+1 (Section 2), but then
     "the first d diagonal entries equal delta" cannot hold whenever l+1 < d, as in its own
-    experiments (l = 20, d = 30); see README, "Notes on the paper's derivations".
+    experiments (l = 20, d = 30); tests/test_paper_notes.py shows it.
 
     Paper: Algorithm 1, line 2.  ``rng``: an ``np.random.Generator`` or an integer seed.
     """
@@ -95,6 +101,99 @@ def init_for(model: str, d: int, m: int | None = None, delta: float = 0.2, rng=N
     return params
 
 
+def forward(params: Params, P, model: str = "mamba"):
+    """Model output F(Psi; P) of eq (3).
+
+    F = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query  (``model="mamba"``), or the
+    same with every G = 1 (``model="linear_transformer"``, Section 3.4).
+    P : (d+1, l+1) -> float; (B, d+1, l+1) -> (B,).  The query column's term vanishes because
+    its label slot is 0 (eq (2)).  ``model`` may also name a registered extension (such as the
+    Appendix E.6 gates of numpy_mamba.gates), with that model's params container.
+    Paper: eq (3); the batched form of ``forward_literal``.
+    """
+    check_model(model)
+    params = check_params(params, model)
+    P, single = check_prompts(P, params.W_B.shape[1])
+    F = output(model, params, P)
+    return float(F[0]) if single else F
+
+
+def forward_literal(params: Params, P, model: str = "mamba") -> float:
+    """Eq (3) for ONE prompt P (d+1, l+1), term by term as the paper prints it; returns F.
+
+    Slow on purpose (Python loops over tokens, the gate as the product of eq (3), no log space):
+    it is the form to read next to the paper.  ``forward`` computes the same for a batch, and
+    tests/test_model.py proves them equal for both of the paper's models.
+    """
+    if model not in PAPER_MODELS:
+        raise ValueError(f"forward_literal covers the paper's models {PAPER_MODELS}; got {model!r}. "
+                         "Use forward(...) for other models.")
+    params = check_params(params)
+    P = as_real_array(P, "P")
+    if P.ndim != 2:
+        raise ValueError(f"forward_literal takes one prompt P of shape (d+1, l+1); got shape {P.shape}. "
+                         "Use forward(...) for a batch.")
+    P, _ = check_prompts(P, params.W_B.shape[1])
+    P = P[0]
+    W_B, W_C, w = params
+    l = P.shape[1] - 1
+    p = [P[:, i] for i in range(l + 1)]                 # p_1..p_l, then p_{l+1} = p_query
+    p_query, y = p[l], P[-1, :]                         # y_i: the label row; y_{l+1} = 0
+    sigma = [expit(w @ p_i) for p_i in p]               # sigma(w^T p_i)
+    F = 0.0
+    for i in range(l + 1):
+        if model == "mamba":                            # G_{i,l+1}(w) of eq (3)
+            G_i = sigma[i] * np.prod([1.0 - sigma[j] for j in range(i + 1, l + 1)])
+        else:                                           # linear Transformer: G = 1 (Section 3.4)
+            G_i = 1.0
+        F += G_i * y[i] * (p[i] @ W_B.T @ W_C @ p_query)
+    return float(F)
+
+
+# ---------------------------------------------------------------- the batched form that runs
+def output(model: str, params, P) -> np.ndarray:
+    """Unchecked F(Psi; P) for P (B, d+1, l+1) -> (B,); an extension computes its own."""
+    if (ext := extension(model)) is not None:
+        return ext.output(params, P)[0]
+    return forward_terms(model, params, P).F
+
+
+class Terms(NamedTuple):
+    """What the forward pass of the paper's two models leaves for the backward pass.
+
+    F (B,) output; G (B, l+1) gates; s (B, l+1) scores;
+    sigma = sigma(w^T p_i) (B, l+1) for Mamba, None for the linear Transformer (G = 1).
+    """
+
+    F: np.ndarray
+    G: np.ndarray
+    s: np.ndarray
+    sigma: np.ndarray | None
+
+
+def forward_terms(model: str, params: Params, P) -> Terms:
+    """Unchecked eq (3) for P (B, d+1, l+1), with the gates, scores and sigmoids the gradients reuse."""
+    s = scores(params, P)                           # s_i = p_i^T W_B^T W_C p_query: (B, l+1)
+    y = P[:, -1, :]                                 # y_i, 0 for the query (eq (2)): (B, l+1)
+    if model != "mamba":                            # linear Transformer: G = 1, Section 3.4
+        return Terms(np.sum(y * s, axis=1), np.ones_like(s), s, None)
+    a = gate_logits(params.w, P)                    # w^T p_i: (B, l+1)
+    log_sigma = log_sigmoid(a)                      # log sigma(w^T p_i), shared by G and sigma
+    G = np.exp(log_gates(a, log_sigma))             # G_{i,l+1}(w): (B, l+1)
+    F = np.einsum("bi,bi->b", G * y, s)             # F = sum_i G_i y_i s_i: (B,)
+    return Terms(F, G, s, np.exp(log_sigma))
+
+
+def scores(params: Params, P) -> np.ndarray:
+    """Unchecked s_i = p_i^T W_B^T W_C p_query for P (B, d+1, l+1) -> (B, l+1).
+
+    Computed as p_i^T u with u = W_B^T W_C p_query: one vector per prompt, one pass over P.
+    """
+    p_query = np.ascontiguousarray(P[:, :, -1])     # (B, d+1); contiguous, so BLAS takes it
+    u = p_query @ (params.W_C.T @ params.W_B)       # rows u^T = p_query^T W_C^T W_B: (B, d+1)
+    return (u[:, None, :] @ P)[:, 0, :]             # p_i^T u: (B, l+1)
+
+
 def gate_logits(w, P) -> np.ndarray:
     """a_i = w^T p_i for every column of P: (d+1,), (B, d+1, l+1) -> (B, l+1)."""
     return w @ P                                    # broadcast matmul: (B, l+1)
@@ -104,7 +203,7 @@ def log_gates(a, log_sigma) -> np.ndarray:
     """log G_{i,l+1} of eq (3) from the gate logits a_i = w^T p_i and log sigma(a_i), (B, l+1).
 
     log G_i = log sigma(a_i) + sum_{j=i+1}^{l+1} log(1 - sigma(a_j)), with
-    log(1 - sigma(a)) = log sigma(a) - a (no second log_sigmoid) and the suffix sums taken by a
+    log(1 - sigma(a)) = log sigma(a) - a (no second log-sigmoid) and the suffix sums taken by a
     reversed running sum (no cancellation), so l = 10,000 and |a| = 50 stay finite.
     """
     log_G = np.zeros_like(log_sigma)                        # (B, l+1); the query's sum is empty
@@ -115,10 +214,7 @@ def log_gates(a, log_sigma) -> np.ndarray:
 
 
 def log_gating(w, P) -> np.ndarray:
-    """log G_{i,l+1}(w) of eq (3), computed in log space (see ``log_gates``).
-
-    log sigma = ``log_sigmoid``.  Shapes: P (B, d+1, l+1) -> (B, l+1).
-    """
+    """log G_{i,l+1}(w) of eq (3) in log space (``log_gates``): P (B, d+1, l+1) -> (B, l+1)."""
     a = gate_logits(w, P)                                   # (B, l+1)
     return log_gates(a, log_sigmoid(a))
 
@@ -137,16 +233,12 @@ def gating(w, P) -> np.ndarray:
     return G[0] if single else G
 
 
-def query_key(params: Params, P) -> np.ndarray:
-    """u = W_B^T W_C p_query, the vector every score s_i = p_i^T u shares: P (B, d+1, l+1) -> (B, d+1)."""
-    p_query = np.ascontiguousarray(P[:, :, -1])     # (B, d+1); contiguous, so BLAS takes it
-    return p_query @ (params.W_C.T @ params.W_B)    # rows u^T = p_query^T W_C^T W_B
-
-
-def scores(params: Params, P) -> np.ndarray:
-    """Unchecked p_i^T W_B^T W_C p_query for P (B, d+1, l+1) -> (B, l+1)."""
-    u = query_key(params, P)                        # (B, d+1)
-    return (u[:, None, :] @ P)[:, 0, :]             # p_i^T (W_B^T W_C p_query): (B, l+1)
+def gates_for(model: str, params: Params, P) -> np.ndarray:
+    """Unchecked gates of the paper's two models: eq (3) for Mamba, all ones for the linear
+    Transformer (Section 3.4).  P (B, d+1, l+1) -> (B, l+1)."""
+    if model == "mamba":
+        return np.exp(log_gating(params.w, P))
+    return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
 
 
 def attention_scores(params: Params, P) -> np.ndarray:
@@ -159,73 +251,3 @@ def attention_scores(params: Params, P) -> np.ndarray:
     P, single = check_prompts(P, params.W_B.shape[1])
     s = scores(params, P)
     return s[0] if single else s
-
-
-def gates_for(model: str, params: Params, P) -> np.ndarray:
-    """Unchecked gates of the paper's two models: eq (3) for Mamba, all ones for the linear
-    Transformer (Section 3.4).  P (B, d+1, l+1) -> (B, l+1)."""
-    if model == "mamba":
-        return np.exp(log_gating(params.w, P))
-    return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
-
-
-class Terms(NamedTuple):
-    """What the forward pass of the paper's two models leaves for the backward pass.
-
-    F (B,) output; G (B, l+1) gates; s (B, l+1) scores;
-    sigma = sigma(w^T p_i) (B, l+1) for Mamba, None for the linear Transformer (G = 1).
-    """
-
-    F: np.ndarray
-    G: np.ndarray
-    s: np.ndarray
-    sigma: np.ndarray | None
-
-
-def forward_terms(model: str, params: Params, P) -> Terms:
-    """Unchecked forward pass of eq (3) for P (B, d+1, l+1).
-
-    Two matrix-vector passes over P: the gate logits a_i = w^T p_i (``gate_logits``) and the
-    scores s_i = p_i^T u, u = W_B^T W_C p_query (``scores``).  (Stacking w and u into one
-    (B, 2, d+1) @ P product reads P once, but BLAS runs it as a matrix product that first copies
-    P into a work buffer: 1.0 ms against 0.46 ms for the two passes at l = 1000, B = 64.)
-    """
-    s = scores(params, P)                           # p_i^T W_B^T W_C p_query: (B, l+1)
-    y = P[:, -1, :]                                 # labels, 0 for the query: (B, l+1)
-    if model != "mamba":                            # linear Transformer: G = 1, Section 3.4
-        return Terms(np.sum(y * s, axis=1), np.ones_like(s), s, None)
-    a = gate_logits(params.w, P)                    # w^T p_i: (B, l+1)
-    log_sigma = log_sigmoid(a)                      # log sigma(a_i), shared by G and sigma
-    log_G = log_gates(a, log_sigma)                 # (B, l+1)
-    G = np.exp(log_G, out=log_G)                    # eq (3), in place (every fresh array costs)
-    sigma = np.exp(log_sigma, out=log_sigma)        # sigma(a_i), in place
-    return Terms(np.einsum("bi,bi->b", G * y, s), G, s, sigma)   # F = sum_i G_i y_i s_i
-
-
-def output_terms(model: str, params: Params, P):
-    """Unchecked (F, G, s) of the paper's two models: the output F = sum_i G_i y_i s_i (B,), the
-    gates G (B, l+1) and the scores s (B, l+1) of P (B, d+1, l+1), so the gradients reuse them."""
-    return forward_terms(model, params, P)[:3]
-
-
-def output(model: str, params, P) -> np.ndarray:
-    """Unchecked F(Psi; P) for P (B, d+1, l+1) -> (B,); an extension computes its own."""
-    if (ext := extension(model)) is not None:
-        return ext.output(params, P)[0]
-    return output_terms(model, params, P)[0]
-
-
-def forward(params: Params, P, model: str = "mamba"):
-    """Model output F(Psi; P) of eq (3).
-
-    F = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query  (``model="mamba"``), or the
-    same with every G = 1 (``model="linear_transformer"``, Section 3.4).
-    P : (d+1, l+1) -> float; (B, d+1, l+1) -> (B,).  The query column's term vanishes because
-    its label slot is 0 (eq (2)).  ``model`` may also name a registered extension (such as the
-    Appendix E.6 gates of numpy_mamba.gates), with that model's params container.
-    """
-    check_model(model)
-    params = check_params(params, model)
-    P, single = check_prompts(P, params.W_B.shape[1])
-    F = output(model, params, P)
-    return float(F[0]) if single else F

@@ -100,7 +100,7 @@ def stack_forward(layers, P, model: str = "mamba", factored: bool = True):
     Each layer is the eq (1) scan in closed form; H^(k) = H^(k-1) + O^(k) (Section 4.2, our architecture).
 
     ``factored``: Mamba layers run ``layer_forward_factored`` (same O, no (B, D, N, N) gate
-    tensor, 3-4x faster at l = 20; it falls back to ``layer_forward`` on its own when the gates
+    tensor, what training runs; it falls back to ``layer_forward`` on its own when the gates
     decay too fast); False: every layer runs ``layer_forward`` and caches its gates G.
     """
     H, caches = P, []

@@ -4,8 +4,8 @@ import pytest
 from scipy.special import expit
 
 from numpy_mamba import Params, attention_scores, forward, gating, hinge_loss, gradients, recurrent_forward
+from numpy_mamba import forward_literal
 from numpy_mamba import model as model_module
-from numpy_mamba import numerics
 from numpy_mamba.scan import scan_outputs
 from tests.helpers import random_problem
 
@@ -18,6 +18,28 @@ def test_recurrent_scan_equals_closed_form(seed, d, l, m):
     F_closed = forward(params, P)
     np.testing.assert_allclose(F_scan, F_closed, rtol=1e-12, atol=1e-12)
     assert np.max(np.abs(F_closed)) > 1e-3          # the comparison is not between zeros
+
+
+@pytest.mark.parametrize("model", ["mamba", "linear_transformer"])
+@pytest.mark.parametrize("seed,d,l,m,scale", [(0, 5, 4, None, 0.5), (1, 3, 1, None, 0.5), (2, 4, 6, 9, 0.5),
+                                              (3, 30, 20, None, 0.5), (4, 4, 5, None, 8.0)])
+def test_forward_literal_equals_forward(model, seed, d, l, m, scale):
+    # If this fails, the batched eq (3) (scores in one pass, gates in log space) is not the
+    # equation as the paper prints it, term by term.  scale 8 saturates the gates and makes
+    # terms of size ~500 cancel to F ~ 1e-3, so F is compared to 1e-12 of the largest output.
+    params, _, P, _ = random_problem(seed, d=d, l=l, m=m, scale=scale)
+    F = forward(params, P, model)
+    literal = np.array([forward_literal(params, P[n], model) for n in range(P.shape[0])])
+    np.testing.assert_allclose(literal, F, rtol=1e-12, atol=1e-12 * np.max(np.abs(F)))
+    assert np.max(np.abs(F)) > 1e-3                 # the comparison is not between zeros
+
+
+def test_forward_literal_refuses_a_batch_and_other_models():
+    params, _, P, _ = random_problem(0)
+    with pytest.raises(ValueError, match=r"one prompt P of shape \(d\+1, l\+1\); got shape \(6, 6, 5\)"):
+        forward_literal(params, P)
+    with pytest.raises(ValueError, match="paper's models"):
+        forward_literal(params, P[0], "gla")
 
 
 def test_single_prompt_shapes():
@@ -124,23 +146,6 @@ def test_scan_outputs_shape():
     params, W, P, _ = random_problem(11, d=3, l=2)
     o = scan_outputs(params.W_B, params.W_C, W, P)
     assert o.shape == (P.shape[0], P.shape[2], P.shape[1])
-
-
-def test_log_sigmoid_equals_scipy_log_expit():
-    # numerics.log_sigmoid writes scipy's formula with vectorised NumPy ufuncs; it must agree
-    # with log_expit to rounding over every regime: tiny, moderate, saturated, huge, infinite.
-    from scipy.special import log_expit
-    rng = np.random.default_rng(0)
-    a = np.concatenate([rng.normal(size=2000) * s for s in (1e-8, 1.0, 10.0, 50.0, 800.0)]
-                       + [[0.0, -0.0, 1e-300, -1e-300, 745.0, -745.0, 1e4, -1e4, 1e300, -1e300]])
-    ours, theirs = numerics.log_sigmoid(a), log_expit(a)
-    assert ours.shape == a.shape and np.all(np.isfinite(ours)) and np.all(ours <= 0)
-    np.testing.assert_allclose(ours, theirs, rtol=1e-15, atol=0)
-    np.testing.assert_array_equal(numerics.log_sigmoid(np.array([np.inf, -np.inf])), [0.0, -np.inf])
-    B = rng.normal(size=(3, 4, 5)) * 30                  # any shape, input left untouched
-    copy = B.copy()
-    np.testing.assert_allclose(numerics.log_sigmoid(B), log_expit(B), rtol=1e-15, atol=0)
-    np.testing.assert_array_equal(B, copy)
 
 
 def test_gates_with_an_infinite_logit_stay_exact_at_short_l():

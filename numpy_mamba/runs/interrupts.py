@@ -1,8 +1,8 @@
 """Ctrl-C and SIGTERM for the long commands: never lost, never half-handled.
 
 Inside ``handle_interrupts()`` a SIGINT or SIGTERM raises ``Interrupted`` (a KeyboardInterrupt,
-exit code 128 + signal number) and is also recorded, so a raise that some library swallows (it
-once landed in a garbage-collector callback and the run finished with rc 0) is raised again by
+exit code 128 + signal number) and is also recorded, so a raise that some library swallows (a
+raise inside a garbage-collector callback is printed and dropped by Python) is raised again by
 the next ``check_interrupted()`` (and Python's "Exception ignored in" traceback for it is not
 printed): the units loop calls it after every unit, and the final move of the outputs calls it
 before starting and after finishing. Inside ``interrupts_held()`` a signal is only recorded (the

@@ -5,18 +5,37 @@ does not write the multi-layer architecture down.  This one is OUR choice:
 
     H^(0) = P,    H^(k) = H^(k-1) + O^(k),    F = H^(L)[d+1, l+1]   (label row, query column)
 
-where O^(k) = (o_1, ..., o_{l+1}) holds EVERY output of the eq (1) scan (h_0 = 0, A = -I, exact
-zero-order hold) run over the columns h_1..h_{l+1} of H^(k-1) with layer k's own
-``LayerParams(W_B, W_C, W)``; ``layer.py`` computes one layer in closed form and its backward
-(``LayerCache`` there lists, with shapes, what the forward pass hands the backward pass).
-``model="linear_transformer"`` sets every gate to 1 (causal linear attention, same residual
-stack).  With one layer, F = o_{l+1, d+1} is eq (3) with w = W[:, -1]: only the label channel
-d+1 of the query's output reaches F.
+- Layer k has its own ``LayerParams(W_B, W_C, W)``: W_B, W_C (m, d+1) as in eq (1), and
+  W = (w_1, ..., w_{d+1}) (d+1, d+1), whose column j is channel j's gate parameter,
+  Delta_{j,i} = softplus(w_j^T h_i) (exactly the W of ``scan.scan_outputs``).
+- Column t of O^(k) is the output o_t of the eq (1) scan (h_0 = 0, A = -I, exact zero-order
+  hold) run over ALL columns h_1..h_{l+1} of H^(k-1).  Per channel j (Appendix E.1, eqs (88)-(90))
 
-Only P is a prompt in the sense of eq (2): from layer 2 on, the input's query label slot
-H^(k-1)[d+1, l+1] holds the previous layers' F, not 0, so P is validated once, at the entry.
-tests/test_stack.py checks every O^(k) against ``scan.scan_outputs``, the one-layer identity
-with eq (3) and eqs (93), (118), (135), and every gradient against central differences.
+      o_{t,j} = sum_{i<=t} G_{j,i,t} h_{i,j} s_{i,t},    s_{i,t} = h_i^T W_B^T W_C h_t,
+      G_{j,i,t} = sigma(w_j^T h_i) prod_{k=i+1}^{t} (1 - sigma(w_j^T h_k)),
+
+  with the gates in log space.  ``model="linear_transformer"`` sets every gate to 1: causal
+  linear attention with the same residual stack.
+- Only P is a prompt in the sense of eq (2): from layer 2 on, the input's query label slot
+  H^(k-1)[d+1, l+1] holds the previous layers' F, not 0, so P is validated once, at the entry.
+- The one-layer identity: with L = 1, F = o_{l+1, d+1} is eq (3) with w = W[:, -1] (only the
+  label channel of the query's output reaches F), and the W_B, W_C, W[:, -1] gradients are
+  eqs (118), (93), (135); the other columns of dW are exactly 0.
+- Without a gate each layer's output is cubic in its input (h_{i,j} s_{i,t}, s quadratic in h),
+  so the linear Transformer's stack starts far above the hinge's margin unless delta is small
+  (``initial_output_scale`` measures the median |F| at initialisation).
+
+Code: ``init_stack`` (Algorithm 1's initialisation for every layer), ``forward``, ``hinge_loss``,
+``gradients`` (a list of LayerParams) and ``forward_with_caches`` (every layer's scores and
+gates, for plots); ``sgd.train`` with ``TrainConfig(n_layers=L)`` trains a stack.  ``layer.py``
+is one layer, CS231n style: ``layer_forward(H, layer, model) -> (O, cache)`` and
+``layer_backward(dO, cache) -> (dH, LayerParams)``, the backward written by hand below the
+forward (the reading form, which holds the gates as a (B, D, N, N) tensor), and
+``layer_forward_factored`` / ``layer_backward_factored``, the same Mamba layer as matmuls,
+which training runs (falling back to the reading form when a channel's gates decay by more
+than e^600 across a prompt).  tests/test_stack.py checks every O^(k) against
+``scan.scan_outputs``, the one-layer identity, the two forms against each other, a two-layer
+stack computed by hand, and every gradient against central finite differences.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The package's layout is what the README says it is, and the core stays the paper's model.
+"""The package's layout is what the README says it is, and the import graph stays one-way.
 
-If a test here fails, the README ("Paper to code", "Where things are") or a subpackage's
-``__init__`` docstring names a file or function that does not exist (or misses one that does),
-or a core module has started to import a family or to special-case an Appendix E.6 gate.
+If a test here fails: the README names a file or function that does not exist; a subpackage's
+``__init__`` docstring misses one of its modules; a core module imports a family; two
+subpackages import each other (directly or in a circle); something other than the command line
+imports ``numpy_mamba.cli``; or a module imports another module's private name.
 """
 import ast
 import importlib
@@ -14,44 +15,60 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "numpy_mamba"
 README = (ROOT / "README.md").read_text()
-CORE = ("data", "scan", "model", "loss", "gradients", "gradcheck", "sgd", "_checks", "_models")
 SUBPACKAGES = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+CORE = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
 
 
-def _section(title: str) -> str:
-    start = README.index(f"## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end > 0 else None]
+def _imports(path: Path):
+    """(module imported, names imported) of every import in ``path``, as absolute module names."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            yield module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+
+
+def _unit(module: str):
+    """'core' for numpy_mamba's top-level modules, the subpackage's name for the rest, None outside."""
+    parts = module.split(".")
+    if parts[0] != "numpy_mamba" or len(parts) == 1:
+        return "core" if parts == ["numpy_mamba"] else None
+    return parts[1] if parts[1] in SUBPACKAGES else "core"
+
+
+def _graph() -> dict:
+    """{unit: set of units it imports} over every module of the package (the package's own
+    __init__, which re-exports the public API, aside)."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "__init__.py" or path == PACKAGE / "__main__.py":
+            continue
+        here = _unit(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for module, names in _imports(path):
+            targets = {_unit(module)} | ({_unit(f"{module}.{n}") for n in names} if module == "numpy_mamba" else set())
+            graph.setdefault(here, set()).update(t for t in targets if t and t != here)
+    return graph
 
 
 def test_every_path_the_readme_names_exists():
-    paths = set(re.findall(r"`(numpy_mamba/[\w/.]*|tests/[\w/.]*|tutorials/[\w/.*]*)`", README))
-    assert paths, "the README names no file: the regex or the README changed"
+    paths = set(re.findall(r"`((?:numpy_mamba|tests|tutorials|figures)/[\w/.*-]*)`", README))
+    assert len(paths) >= 10, "the README names almost no file: the regex or the README changed"
     missing = [p for p in paths if "*" not in p and not (ROOT / p).exists()]
     assert not missing, f"README names files that do not exist: {missing}"
 
 
-def test_paper_to_code_table_names_functions_that_exist():
-    rows = re.findall(r"`numpy_mamba/(\w+)\.py`: ([^|]*)", _section("Paper to code"))
-    assert len(rows) >= 12, "the Paper to code table lost its rows"
-    for module_name, names in rows:
-        module = importlib.import_module(f"numpy_mamba.{module_name}")
-        for name in re.findall(r"`([\w.]+)", names.split("; `numpy_mamba/")[0]):
-            obj = module
-            for part in name.split("."):
-                assert hasattr(obj, part), f"README: numpy_mamba/{module_name}.py has no {name}"
-                obj = getattr(obj, part)
-
-
-def test_where_things_are_map_lists_every_subpackage_and_core_module():
-    section = _section("Where things are")
-    for name in SUBPACKAGES:
-        assert f"    {name}/" in section, f"subpackage numpy_mamba/{name}/ is missing from the map"
-    package_part = section[section.index("numpy_mamba/"):section.index("\ntests/")]
-    listed = set(re.findall(r"\b(\w+)\.py\b", package_part))
-    top = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert top <= listed, f"top-level modules missing from the map: {sorted(top - listed)}"
-    assert listed <= top, f"the map names modules that do not exist: {sorted(listed - top)}"
+def test_paper_to_code_names_functions_that_exist():
+    rows = re.findall(r"`numpy_mamba/([\w/]+)\.py`: ([^|;]*)", README)
+    assert len(rows) >= 12, "the README's paper-to-code table lost its rows"
+    for module_path, names in rows:
+        module = importlib.import_module("numpy_mamba." + module_path.replace("/", "."))
+        for name in re.findall(r"`(\w+)`", names):
+            assert hasattr(module, name), f"README: numpy_mamba/{module_path}.py has no {name}"
 
 
 @pytest.mark.parametrize("name", SUBPACKAGES)
@@ -64,15 +81,44 @@ def test_each_subpackage_docstring_lists_exactly_its_modules(name):
     assert listed <= present, f"{name}/__init__ names modules that do not exist: {listed - present}"
 
 
-@pytest.mark.parametrize("core", CORE)
-def test_the_core_imports_no_family(core):
-    tree = ast.parse((PACKAGE / f"{core}.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level >= 1:
-            target = (node.module or "").split(".")[0]
-            names = [a.name for a in node.names]
-            assert target not in SUBPACKAGES and not set(names) & set(SUBPACKAGES), (
-                f"core module {core}.py imports the family {target or names}")
+def test_the_core_imports_no_subpackage():
+    assert {"model", "gradients", "stack", "layer", "numerics"} <= set(CORE)
+    assert not _graph().get("core", set()), f"the core imports {_graph()['core']}"
+
+
+def test_no_cycle_between_subpackages():
+    graph = _graph()
+    seen, done = set(), set()
+
+    def visit(unit, path):
+        assert unit not in path, f"import cycle: {' -> '.join(path + [unit])}"
+        if unit in done:
+            return
+        for target in sorted(graph.get(unit, ())):
+            visit(target, path + [unit])
+        done.add(unit)
+
+    for unit in sorted(graph):
+        visit(unit, [])
+    assert graph.get("measure", set()) <= {"core"} and graph.get("runs", set()) <= {"core"}, (
+        f"measure and runs stand on the core only; got {graph.get('measure')}, {graph.get('runs')}")
+    for family in ("reproduce", "theory", "gates", "grader"):
+        others = graph.get(family, set()) - {"core", "measure", "runs"}
+        assert not others, f"the family {family} imports the families {others}"
+
+
+def test_nothing_but_the_command_line_imports_cli():
+    importers = [str(path.relative_to(ROOT)) for path in list(PACKAGE.rglob("*.py")) + list((ROOT / "tutorials").rglob("*.py"))
+                 if "cli" not in path.relative_to(ROOT).parts[:2] and path.name != "__main__.py"
+                 and any(_unit(m) == "cli" or m.startswith("numpy_mamba.cli") for m, _ in _imports(path))]
+    assert not importers, f"these import numpy_mamba.cli: {importers}"
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = [f"{path.relative_to(ROOT)}: {module} {names}" for path in PACKAGE.rglob("*.py")
+             for module, all_names in _imports(path)
+             if (names := [n for n in all_names if n.startswith("_") and not n.startswith("__")])]
+    assert not found, f"private names imported from another module: {found}"
 
 
 @pytest.mark.parametrize("core", CORE)

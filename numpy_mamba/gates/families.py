@@ -20,6 +20,26 @@ so each only writes log gamma_j and the chain rule from dL/dlog gamma_j to its p
 Unlike Mamba's G_{i,l+1} = sigma(w^T p_i) prod_{j>i}(1 - sigma(w^T p_j)), the gate on example i
 depends only on the tokens AFTER i: these gates can forget, but cannot single out example i.
 The literal recurrences are in ``scan.py``; tests/test_gates.py proves both forms agree.
+
+Initialisation: W_B, W_C and w as in Algorithm 1 (the same draws as Mamba's), a = 0,
+gamma = 1/2, tau = 1, GLA's W with N(0, 1/(d+1)) entries like w; so every decay starts near
+Mamba's 1 - sigma(w^T p) ~ 1/2, and differences come from what a gate looks at, not from how
+long it remembers at the start.  Every one of these is trained, gamma and tau included.
+
+Notes on the paper's Appendix E.6 (each checked in tests/test_gates.py):
+1. Mamba-2 has G_{t,t} = 1 where Mamba has sigma(w^T p_query), and in Mamba-2, RetNet and Gated
+   Retention no factor of the weight on example i depends on p_i.
+2. Eq (188), second line, writes v_t k_i^T where it means v_t k_t^T; eq (194) writes
+   gamma(w; i) h_{t-1} where it means gamma(w; t), as in (193).
+3. GLA: the update (196) as printed multiplies the rows of h (the value side) by
+   sigma(W p_i)^{1/tau} at every step; unrolled, that is not (197).  The closed form (197)-(198),
+   which the paper analyses and differentiates in (199), gates each key once with no decay:
+   ``"gla"`` implements (198), and ``scan.gla_scan_eq196`` runs (196) literally to show it
+   differs.  The GLA of Yang et al. (a cumulative per-key-feature decay) is neither.
+4. Eqs (197)-(199) write u_i and p_i for the same token (here u_i = p_i); W is written in
+   R^{d0 x d0}, but it gates the m-dimensional key, so here W is (m, d+1) (the two agree for the
+   default m = d+1).  Our gradient for GLA's W equals eq (199) once dF/dg is chained through
+   the hinge.
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def save_json(path, obj) -> Path:
     return path
 
 
-_SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)\n<!-- END \1 -->\n?", re.S)
+SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)\n<!-- END \1 -->\n?", re.S)
 
 
 def merge_section(text: str, name: str, markdown: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .interrupts import Interrupted, check_interrupted, handle_interrupts, interrupts_held, received_signal
 from .jobs import UnitError
-from .output import REPORT_TITLE, _SECTION, merge_section
+from .output import REPORT_TITLE, SECTION, merge_section
 
 
 STAGING_PREFIX = ".partial-"
@@ -105,7 +105,7 @@ class Staging:
                     done.append(self._replace(path, self.out / path.name, previous))
                 if self.report.exists():
                     text = self.target.read_text() if self.target.exists() else REPORT_TITLE
-                    for name, markdown in _SECTION.findall(self.report.read_text()):
+                    for name, markdown in SECTION.findall(self.report.read_text()):
                         text = merge_section(text, name, markdown)
                     merged.write_text(text)
                     if self.target.exists():

@@ -167,7 +167,9 @@ def _convergence_vs_l_tr(s: dict, measured: dict) -> dict:
     return out
 
 
-def _trained(world, s, model, p_a, seed):
+def trained(world, s, model, p_a, seed):
+    """Algorithm 1 with the settings ``s`` at training outlier fraction ``p_a``, seed stream
+    [seed, 3]: (params, final minibatch loss), or (None, the error message) if it diverged."""
     config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=p_a, delta=s["delta"])
     try:
         params, history = train(world, config, model, rng=np.random.default_rng([seed, 3]))
@@ -179,7 +181,7 @@ def _trained(world, s, model, p_a, seed):
 def _alpha_run(world: World, s: dict, model: str, p_a: float, seed: int) -> list:
     """One unit of ``tolerated_alpha``: train, then the error curves at every kappa_a' and l_ts."""
     alphas, thr = s["alphas"], s["threshold"]
-    params, final_loss = _trained(world, s, model, p_a, seed)
+    params, final_loss = trained(world, s, model, p_a, seed)
     runs = []
     for kappa in s["kappa_a_prime"]:
         for l_ts in s["l_ts_grid"]:
@@ -230,7 +232,7 @@ def _lt_context_run(world: World, s: dict, seed: int):
     ``lt_p_a`` (trained again from the same seed stream, so the same parameters), then its
     error at every alpha and l_ts.  None if training diverged."""
     model = "linear_transformer"
-    params, _ = _trained(world, s, model, s["lt_p_a"], seed)
+    params, _ = trained(world, s, model, s["lt_p_a"], seed)
     if params is None:
         return None
     need, errs = [], []

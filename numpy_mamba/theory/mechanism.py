@@ -17,14 +17,14 @@ from ..measure.gates import gate_statistics
 from ..measure.tasks import task_group_names, task_groups
 from ..measure.verdicts import corollary1, word
 from ..sgd import TrainConfig, train
-from .claims import _trained
+from .claims import trained
 from .measure import fit_slope, lemma6_sum, projections
 
 
 def _attention_run(world: World, s: dict, seed: int):
     """One unit of ``attention_sums``: the Mamba of ``tolerated_alpha`` at p_a = ``cor1_p_a``
     (trained again from the same seed stream, so the same parameters) on testing prompts."""
-    params, _ = _trained(world, s, "mamba", s["cor1_p_a"], seed)
+    params, _ = trained(world, s, "mamba", s["cor1_p_a"], seed)
     if params is None:
         return None
     batch = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 11]))

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from ..runs.output import SMOKE, save_json, smoke_stamp, subplots, write_section
+from ..runs.output import SMOKE, footnote, save_json, smoke_stamp, subplots, write_section
 
 # Okabe-Ito colours and distinct markers, one per model
 STYLE = {
@@ -56,6 +56,18 @@ def summarise(result: dict) -> dict:
     return summary
 
 
+NOTE = "One-layer models, linear attention times each gate of Appendix E.6 (numpy_mamba/gates), Section 4 data"
+
+
+def settings_footer(cfg: dict) -> str:
+    """The settings every gates figure was made with, for its footer."""
+    return (f"Training: d = {cfg['d']}, M1 = {cfg['M1']}, M2 = {cfg['M2']}, V = {cfg['V']}, beta = {cfg['beta']:g}, "
+            f"delta = {cfg['delta']:g}, kappa_a = {cfg['kappa_a']:g}, p_a = {cfg['p_a']}, K = {cfg['K']}, "
+            f"l_tr = {cfg['l_tr']}, eta = {cfg['eta']} (every model), B = {cfg['B']}, T = {cfg['T']}, "
+            f"{len(cfg['seeds'])} seed(s). Test: l_ts = {cfg['l_ts']}, K' = {cfg['K_prime']:g}, "
+            f"{cfg['n_test']} prompts per seed and point. Command: python -m numpy_mamba gates.")
+
+
 def plot_error_vs_alpha(result, summary, path: Path, quick: bool = False) -> Path:
     cfg = result["settings"]
     kappas, alphas = cfg["kappa_a_prime"], np.asarray(cfg["alphas"])
@@ -80,7 +92,8 @@ def plot_error_vs_alpha(result, summary, path: Path, quick: bool = False) -> Pat
     fig.suptitle(rf"Gates of Appendix E.6 vs Mamba and the linear Transformer: test error vs $\alpha$" "\n"
                  rf"($l_{{tr}} = l_{{ts}}$ = {cfg['l_tr']}, $p_a$ = {cfg['p_a']}, $\eta$ = {cfg['eta']} for every model, "
                  f"{n} seed(s), {cfg['n_test']} test prompts each; bars: {bars})", fontsize=11)
-    fig.tight_layout()
+    footnote(fig, settings_footer(cfg), NOTE)
+    fig.tight_layout(rect=(0, 0.05 / len(kappas), 1, 1))
     smoke_stamp(fig, quick)
     fig.savefig(path, dpi=110)
     return path
@@ -114,7 +127,8 @@ def plot_training(result, summary, path: Path, quick: bool = False) -> Path:
     bx.set_title(f"(b) outlier suppression by the trained gate\n"
                  rf"($\alpha$ = 0.5, $\kappa_a'$ = {cfg['kappa_a_prime'][0]:g}; 1 = none; bar: mean over seeds)")
     bx.legend(fontsize=9, loc="lower left")
-    fig.tight_layout()
+    footnote(fig, settings_footer(cfg), NOTE)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     smoke_stamp(fig, quick)
     fig.savefig(path, dpi=110)
     return path

@@ -168,6 +168,20 @@ def test_bench_without_torch_prints_both_tables_and_says_so(capsys):
     assert any(line.split()[:2] == ["20", "4"] for line in out.splitlines())
 
 
+def test_pytorch_peers_are_wired_as_bench_expects():
+    # If this fails, bench would time (and check) other PyTorch peers than bench_torch's, or ask
+    # for the gate-tensor form of the gateless model.  Building a peer's description needs no
+    # PyTorch; only running it does.
+    from numpy_mamba.cli import bench_torch
+    torch = object()
+    one, three = bench.torch_peers(torch)
+    assert list(one) == ["torch"] and list(three) == ["torch", "torch G"]
+    assert one["torch"].func is bench_torch.eq3_peer and one["torch"].args == (torch,)
+    assert three["torch"].args == (torch, bench_torch.stack_layer_factored)
+    assert three["torch G"].args == (torch, bench_torch.stack_layer)
+    assert three["torch G"]("linear_transformer", [], None, None, 0.0) is None
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_unchecked_step_equals_public_gradients(model):
     # If this fails, sgd.train (which runs value_and_gradients) no longer follows gradients().

@@ -10,7 +10,7 @@ def world():
     return make_world(rng=0)
 
 
-def test_patterns_orthogonal_with_the_right_norms(world):
+def test_patterns_are_orthogonal_with_norm_beta_or_one(world):
     allp = np.vstack([world.mu, world.nu, world.v_star])
     gram = allp @ allp.T
     norms = np.r_[np.full(world.M1, 3.0), np.full(world.M2, 3.0), np.ones(world.V)]
@@ -26,7 +26,7 @@ def test_tasks_satisfy_condition_1(world):
     assert world.is_training_task(tr).all() and not world.is_training_task(world.unseen_tasks()).any()
 
 
-def test_training_prompt_layout_and_labels(world):
+def test_training_prompts_follow_eq2_layout_and_definition_1_labels(world):
     b = training_batch(world, 2000, 20, p_a=0.6, K=0.5, kappa_a=2.0, rng=1)
     assert b.P.shape == (2000, 31, 21) and np.all(b.P[:, -1, -1] == 0)
     X = b.P[:, :-1, :]                              # (B, d, l+1)
@@ -52,7 +52,7 @@ def test_training_prompt_layout_and_labels(world):
 
 
 @pytest.mark.parametrize("rule,expect", [("flip", -1.0), ("target", None), ("random", None)])
-def test_testing_prompt_label_rules(world, rule, expect):
+def test_testing_prompts_follow_definition_2_label_rules(world, rule, expect):
     b = testing_batch(world, 1000, 20, alpha=0.5, label_rule=rule, target=-1, kappa_a_prime=4.0, rng=2)
     X = b.P[:, :-1, :]
     rel = np.einsum("jd,bdl->bjl", world.mu, X).argmax(axis=1)
@@ -73,7 +73,7 @@ def test_testing_prompt_label_rules(world, rule, expect):
 
 
 @pytest.mark.parametrize("placement", ["farthest", "closest"])
-def test_placement_exact_count(world, placement):
+def test_outliers_take_exactly_alpha_l_slots_farthest_from_or_closest_to_the_query(world, placement):
     b = testing_batch(world, 50, 20, alpha=0.3, placement=placement, rng=3)
     assert np.all(b.outlier.sum(axis=1) == 6)
     positions = np.flatnonzero(b.outlier[0])
@@ -88,7 +88,7 @@ def test_test_outliers_are_unit_combinations_with_L_03(world):
     assert lam.sum(axis=1).min() >= 0.3                     # eq (11) with L = 0.3
 
 
-def test_same_seed_same_prompts(world):
+def test_same_seed_gives_the_same_prompts(world):
     a = training_batch(world, 8, 5, p_a=0.6, rng=np.random.default_rng(7))
     b = training_batch(world, 8, 5, p_a=0.6, rng=np.random.default_rng(7))
     for x, y in zip(a, b):

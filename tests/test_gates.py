@@ -1,4 +1,4 @@
-"""The Appendix E.6 gates (numpy_mamba/gates.py, gates_scan.py): two forms, gradients, bad input."""
+"""The Appendix E.6 gates (numpy_mamba/gates/: families.py, attention.py, scan.py): two forms, gradients, bad input."""
 import numpy as np
 import pytest
 

@@ -17,7 +17,7 @@ def test_gradcheck_flags_a_wrong_gradient_per_parameter():
     assert "FAIL" in str(report) and "W_C" in str(report)
 
 
-def test_gradcheck_on_plain_arrays_and_dicts():
+def test_gradcheck_passes_a_right_and_fails_a_wrong_gradient_of_plain_arrays_and_dicts():
     A = np.array([[2.0, 1.0], [1.0, 3.0]])
     f = lambda x: 0.5 * x @ A @ x
     x = np.array([0.3, -1.2])

@@ -31,7 +31,8 @@ params, W, P, z = random_problem(0, d=4, l=3, B=5)
     (P.astype(complex), "real"),
     (np.array([["a", "b"], ["c", "d"]]), "numeric"),
 ])
-def test_bad_prompts(fn, bad, match):
+def test_bad_prompts_are_refused_with_what_was_expected(fn, bad, match):
+    # If this fails, a misshapen, non-finite, complex or mislabelled P reaches the model.
     with pytest.raises(ValueError, match=match):
         fn(bad)
 
@@ -42,7 +43,8 @@ def test_bad_prompts(fn, bad, match):
     (np.array([1, -1, 1]), "one label per prompt, shape \\(5,\\); got shape \\(3,\\)"),
     (np.array([1, -1, np.nan, 1, 1]), "finite"),
 ])
-def test_bad_labels(bad_z, match):
+def test_bad_labels_are_refused_with_what_was_expected(bad_z, match):
+    # If this fails, a label other than +-1, or one per prompt too few, reaches the loss.
     with pytest.raises(ValueError, match=match):
         hinge_loss(params, P, bad_z)
     with pytest.raises(ValueError, match=match):
@@ -56,19 +58,20 @@ def test_bad_labels(bad_z, match):
     (Params(params.W_B, params.W_C, params.w * np.inf), "w must be finite"),
     ((params.W_B, params.W_C, params.w), "numpy_mamba.Params"),
 ])
-def test_bad_params(bad_params, match):
+def test_bad_params_are_refused_naming_the_array_and_what_was_expected(bad_params, match):
     with pytest.raises(ValueError, match=match):
         forward(bad_params, P)
 
 
-def test_unknown_model_name():
+def test_an_unknown_model_name_is_refused_with_the_known_ones():
+    # If this fails, a misspelt model silently runs another model (or the default).
     for fn in (lambda: forward(params, P, "transformer"), lambda: hinge_loss(params, P, z, "Mamba"),
                lambda: gradients(params, P, z, "lt")):
         with pytest.raises(ValueError, match="model must be one of"):
             fn()
 
 
-def test_recurrent_forward_options():
+def test_recurrent_forward_refuses_an_unknown_h0_and_misshapen_W():
     with pytest.raises(ValueError, match="h0 must be one of"):
         recurrent_forward(params.W_B, params.W_C, W, P, h0="ones")
     with pytest.raises(ValueError, match="needs m = l\\+1 = 4; got m = 5"):
@@ -77,7 +80,7 @@ def test_recurrent_forward_options():
         recurrent_forward(params.W_B, params.W_C, W[:, :-1], P)
 
 
-def test_init_params_inputs():
+def test_init_params_refuses_no_rng_small_m_and_negative_delta_and_starts_as_algorithm_1():
     with pytest.raises(ValueError, match="explicit randomness"):
         init_params(5)
     with pytest.raises(ValueError, match="m = 3 < d = 5"):
@@ -105,12 +108,12 @@ world = make_world(d=8, M1=3, M2=2, V=2, rng=0)
     (lambda: TrainConfig(eta=0.0), "eta must be a positive finite number; got 0.0"),
     (lambda: zero_one_error(np.ones(3), np.ones(2)), "same shape"),
 ])
-def test_bad_data_and_config(call, match):
+def test_bad_data_and_config_values_are_refused_with_what_was_expected(call, match):
     with pytest.raises(ValueError, match=match):
         call()
 
 
-# --- issue 14: types are checked where values are, and every message names the argument ---------
+# ---------------- types are checked where values are, and every message names the argument
 
 NUMBER_FIELDS = {"T": 5, "B": 4, "eta": 0.1, "l_tr": 3, "p_a": 0.5, "K": 0.5, "kappa_a": 2.0, "delta": 0.2, "m": 9}
 
@@ -128,6 +131,7 @@ def test_train_config_refuses_strings_bools_and_complex(field, bad):
 
 @pytest.mark.parametrize("field", sorted(NUMBER_FIELDS))
 def test_train_config_accepts_numpy_scalars(field):
+    # If this fails, the type checks refuse np.int64 / np.float32, which NumPy code hands around.
     value = NUMBER_FIELDS[field]
     kind = np.int64 if isinstance(value, int) else np.float32
     assert getattr(TrainConfig(**{field: kind(value)}), field) == kind(value)
@@ -165,7 +169,9 @@ def test_bad_tasks_outliers_and_types_name_the_argument(call, match):
         call()
 
 
-def test_valid_tasks_and_outliers_still_pass():
+def test_valid_tasks_and_outliers_are_accepted():
+    # If this fails, the checks refuse good input: int32 tasks, an outlier within 1e-8 of unit
+    # norm, an empty task list, a NumPy integer target.
     b = testing_batch(world, 6, 3, alpha=0.5, rng=0, tasks=np.array([(2, 0), (1, 2)], dtype=np.int32),
                       outliers=world.v_star + 1e-10)           # within the 1e-8 tolerance
     assert set(map(tuple, b.task)) <= {(2, 0), (1, 2)}

@@ -338,7 +338,7 @@ def test_eq137_zero_mean_part_of_dw_is_the_outlier_examples():
 
 # ---- 16. Eq (138): a factor 1/2 counted twice when re-indexing the sum -----------------------------
 @pytest.mark.parametrize("l", [1, 5, 20])
-def test_eq138_reindexed_sum(l):
+def test_eq138_printed_sum_is_half_the_correctly_reindexed_one(l):
     i = np.arange(1, l + 1)
     line4 = np.sum((l - i + 1) / 2.0 ** (l + 2 - i) / 2.0)         # sum 1/2^{l+2-i} * (l-i+1)/2
     correct = np.sum(i / 2.0 ** (i + 2))                          # k = l+1-i

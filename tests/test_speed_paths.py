@@ -3,10 +3,11 @@
 ``model.forward_terms`` computes the gate logits w^T p_i and the scores p_i^T u (two
 matrix-vector passes over P, log sigma by ``numerics.log_sigmoid``, everything reused between the
 forward and the backward, several arrays updated in place), and ``gradients.gradients`` the sums
-of eqs (93)/(118) and (135) with ``column_sum``.  Here every quantity is recomputed the plain
-way, one einsum per equation with scipy's log_expit and the prefix-sum form of eq (135) as first
-written (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i), and the two must agree to 1e-12 on awkward
-problems: l = 1, saturated gates |w^T p| ~ 50, l = 10,000, an inactive hinge.
+of eqs (93)/(118) and (135) with two more matrix-vector passes (``column_sum``).  Here every
+quantity is recomputed the plain way, one einsum per equation with scipy's log_expit and the
+exclusive prefix-sum form of eq (135) (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i, where the fast
+path uses the inclusive one), and the two must agree to 1e-12 on awkward problems: l = 1,
+saturated gates |w^T p| ~ 50, l = 10,000, an inactive hinge.
 """
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ def plain_forward(params, P, model):
 
 
 def plain_gradients(params, P, z, model):
-    """Params(dW_B, dW_C, dw) of the mean hinge loss, eqs (93), (118), (135), unfused."""
+    """Params(dW_B, dW_C, dw) of the mean hinge loss, eqs (93), (118), (135), one einsum each."""
     W_B, W_C, w = params
     F, G, s, a = plain_forward(params, P, model)
     r = np.where(1.0 - z * F > 0.0, -z, 0.0) / len(z)                  # d(mean loss)/dF
@@ -77,7 +78,7 @@ def awkward_problem(kind, seed=0):
 KINDS = ["l1", "generic", "saturated", "inactive", "long"]
 
 
-def test_awkward_problems_are_awkward():
+def test_awkward_problems_have_the_property_they_are_named_for():
     # If this fails, the problems below no longer test what their names say.
     params, P, _ = awkward_problem("saturated")
     a = np.abs(np.einsum("d,bdi->bi", params.w, P))
@@ -91,8 +92,9 @@ def test_awkward_problems_are_awkward():
 
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_fused_forward_equals_plain(kind, model):
-    # If this fails, the stacked (B, 2, d+1) @ P product or the gates built from it are wrong.
+def test_forward_terms_equal_one_einsum_per_term(kind, model):
+    # If this fails, the two matrix-vector passes over P (gate logits, scores), the log-space
+    # gates built from them, or F of eq (3) are wrong on this kind of problem.
     params, P, _ = awkward_problem(kind)
     F, G, s, sigma = forward_terms(model, params, P)
     F0, G0, s0, a0 = plain_forward(params, P, model)
@@ -103,13 +105,14 @@ def test_fused_forward_equals_plain(kind, model):
         np.testing.assert_allclose(sigma, expit(a0), rtol=1e-12, atol=1e-300)
         np.testing.assert_allclose(G, gates_for(model, params, P), rtol=1e-12, atol=1e-300)
     assert np.all(np.isfinite(G)) and np.all(np.isfinite(F))
-    np.testing.assert_allclose(s, scores(params, P), rtol=1e-12, atol=1e-12)   # the two-pass helper
+    np.testing.assert_allclose(s, scores(params, P), rtol=1e-12, atol=1e-12)   # the public helper
 
 
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_fused_gradients_equal_plain(kind, model):
-    # If this fails, the one-pass backward P @ [ds, coeff] no longer computes eqs (93), (118), (135).
+def test_two_pass_backward_equals_one_einsum_per_equation(kind, model):
+    # If this fails, the backward's two matrix-vector passes over P (column_sum of dL/ds for
+    # eqs (93)/(118), of the eq (135) column weights for dw) no longer compute the gradients.
     params, P, z = awkward_problem(kind)
     fast, plain = gradients(params, P, z, model), plain_gradients(params, P, z, model)
     scale = max(np.abs(g).max() for g in plain)
@@ -119,29 +122,32 @@ def test_fused_gradients_equal_plain(kind, model):
 
 
 @pytest.mark.parametrize("kind", ["l1", "saturated", "inactive"])
-def test_fused_gradients_equal_literal(kind):
-    # The eq-by-eq literal version is the reference of the reference.
+def test_two_pass_backward_equals_the_literal_equations(kind):
+    # If this fails, the fast gradients left gradients_literal (eqs (93), (118), (135) term by
+    # term, loops over prompts and tokens), the reference of the einsum reference above.
     params, P, z = awkward_problem(kind)
     for name, a, b in zip(Params._fields, gradients(params, P, z), gradients_literal(params, P, z)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=name)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_public_two_pass_backward_equals_fused(kind):
-    # gate_backward and attention_backward (used by numpy_mamba.gates) must give the fused result.
+def test_gate_and_attention_backward_give_the_gradients_of_eq3(kind):
+    # If this fails, gate_backward or attention_backward (the chain-rule pieces the Appendix E.6
+    # gates reuse) no longer give gradients()'s result when fed eq (3)'s dL/dG and dL/ds.
     params, P, z = awkward_problem(kind)
     F, G, s, _ = forward_terms("mamba", params, P)
     r = np.where(1.0 - z * F > 0.0, -z, 0.0) / len(z)
     y = P[:, -1, :]
-    fused = gradients(params, P, z)
+    whole = gradients(params, P, z)
     dW_B, dW_C = attention_backward(params, P, r[:, None] * G * y)
     dw = gate_backward(params.w, P, G, r[:, None] * y * s)
-    for name, a, b in zip(Params._fields, (dW_B, dW_C, dw), fused):
+    for name, a, b in zip(Params._fields, (dW_B, dW_C, dw), whole):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=name)
 
 
 # ---- the bench command: its options and its output columns (no timing is asserted) ----------
-def test_bench_cases_option_parses_and_refuses_bad_values(capsys):
+def test_bench_cases_option_parses_and_refuses_bad_values_as_usage_errors(capsys):
+    # If this fails, a bad --cases or --repeat reaches the timing loop (or prints a traceback).
     from numpy_mamba.cli import bench
     assert bench.cases("20x64, 1000X8") == [(20, 64), (1000, 8)]
     for bad in ["20x0", "20", "ax64", "20x64x2", "-3x64", "20x64,"]:

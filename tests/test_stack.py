@@ -1,11 +1,11 @@
 """The residual stack of Section 4.2 (numpy_mamba/stack.py, numpy_mamba/layer.py).
 
-The multi-layer architecture is our choice (README, "Three-layer stack"): H^(0) = P,
+The multi-layer architecture is our choice (specified in numpy_mamba/stack.py): H^(0) = P,
 H^(k) = H^(k-1) + O^(k) with O^(k) every output of the eq (1) scan on H^(k-1), F = H^(L)[d+1, l+1].
 If a test here fails, either a layer no longer computes the eq (1) scan, the one-layer stack is
 no longer the paper's eq (3) model, the hand-written backward pass disagrees with central
 differences, the gates lose precision on long prompts, bad input slips through, or training
-(one layer: bit for bit the code before the stack existed) changed.
+(one layer: bit for bit Algorithm 1 on eq (3)) changed.
 """
 import numpy as np
 import pytest
@@ -393,9 +393,9 @@ def test_training_a_stack_on_bad_input_trains_nothing(case, match):
 # ---------------------------------------------------------------- training
 
 
-def test_n_layers_1_trains_bit_for_bit_as_before_the_stack():
-    # If this fails, adding the stack changed the one-layer model's training.  The reference is
-    # the loop of sgd.train as it was before n_layers existed, written out here.
+def test_n_layers_1_trains_bit_for_bit_as_algorithm_1_on_eq3():
+    # If this fails, the stack's code path changed the one-layer model's training.  The reference
+    # is Algorithm 1 on eq (3), written out here.
     world, cfg = make_world(rng=0), TrainConfig(T=25, B=16, eta=0.1)
     rng = np.random.default_rng(3)
     params = init_params(world.d, cfg.m, cfg.delta, rng)
@@ -432,7 +432,7 @@ def test_stack_training_sees_the_same_minibatches_and_lowers_the_loss(monkeypatc
 
 
 def test_linear_transformer_stack_at_delta_0_2_diverges_and_is_reported():
-    # If this fails, either the cubic growth of the ungated stack (issue 9's warning) is gone or
+    # If this fails, either the cubic growth of the ungated stack (see stack.py) is gone or
     # divergence is no longer detected: a 3-layer LT at Algorithm 1's delta = 0.2 starts with
     # |F| ~ 1e6 on training prompts and its first SGD steps overflow even at eta = 0.01.
     with pytest.raises(DivergenceError, match="diverged at step"):
@@ -441,7 +441,7 @@ def test_linear_transformer_stack_at_delta_0_2_diverges_and_is_reported():
 
 
 def test_initial_output_scale_grows_with_depth_without_a_gate():
-    # If this fails, the measurement behind the README's initial |F| table changed: without a
+    # If this fails, the initial output scale of the stack changed: without a
     # gate each layer's output is cubic in its input, so the LT's initial |F| explodes with depth
     # at delta = 0.2 and falls steeply with delta; Mamba's gates keep it far smaller.
     world = make_world(rng=0)

@@ -24,7 +24,7 @@ def test_largest_tolerated_interpolates_the_first_crossing():
     assert largest_tolerated(alphas, [0.5, 0.1, 0.1, 0.1], 0.3) == 0.0      # starts above
 
 
-def test_helpers_reject_bad_input():
+def test_fit_slope_refuses_non_positive_values_and_largest_tolerated_bad_alphas():
     with pytest.raises(ValueError, match="positive"):
         fit_slope([1.0, 2.0], [1.0, 0.0])                 # log of 0: a failed run must not enter a fit
     with pytest.raises(ValueError, match="increasing"):

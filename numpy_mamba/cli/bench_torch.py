@@ -3,9 +3,10 @@
 Each is a plain autograd formulation of the same model the NumPy code computes, written as one
 would for speed: batched matmuls, gates in log space from a cumulative sum of log-gates, no
 Python loop over prompts or tokens.  One SGD step = forward, mean hinge loss, ``backward()``
-and the update Psi - eta * grad of eq (19).  tests/test_bench.py checks in float64 that their
-outputs and gradients equal the NumPy ones, so the ratio compares the same computation.
-PyTorch is never a dependency of numpy_mamba; ``torch`` is passed in by the caller.
+and the update Psi - eta * grad of eq (19).  ``bench`` compares each peer's F and gradients
+with the NumPy ones (``bench.peer_difference``, float64) before it prints a ratio, so a ratio
+always compares the same computation.  PyTorch is never a dependency of numpy_mamba; ``torch``
+is passed in by the caller.
 """
 from __future__ import annotations
 
@@ -68,18 +69,50 @@ def sgd_step(torch, output, params, P, z, eta):
     """One SGD step of eq (19): forward, mean hinge loss, autograd, update in place.
 
     ``output(params, P) -> F``; params: a list of leaf tensors with requires_grad.  Returns
-    the gradients (before the update), for the caller's comparison.
+    (F, gradients) at the parameters before the update, for the caller's comparison.
     """
     for p in params:
         p.grad = None
-    loss = torch.clamp(1 - z * output(params, P), min=0).mean()
+    F = output(params, P)
+    loss = torch.clamp(1 - z * F, min=0).mean()
     loss.backward()
     with torch.no_grad():
         for p in params:
             if p.grad is None:                               # W of the linear Transformer: unused
                 p.grad = torch.zeros_like(p)
             p -= eta * p.grad
-    return [p.grad for p in params]
+    return F.detach(), [p.grad for p in params]
+
+
+def _peer(torch, output, params, P, z, eta) -> tuple:
+    """(step, result): ``step()`` one ``sgd_step`` (timed by bench); ``result()`` one more,
+    returning (F, gradients) as NumPy arrays for bench's comparison with its own."""
+    P, z = torch.from_numpy(P), torch.from_numpy(z)
+
+    def step():
+        return sgd_step(torch, output, params, P, z, eta)
+
+    def result():
+        F, grads = step()
+        return F.numpy(), [g.numpy() for g in grads]
+    return step, result
+
+
+def eq3_peer(torch, params, P, z, eta) -> tuple:
+    """The one-layer peer of bench: (step, result) for eq (3) at Params ``params``."""
+    return _peer(torch, lambda p, P: eq3_output(torch, *p, P), leaves(torch, params), P, z, eta)
+
+
+def stack_peer(torch, layer, model, layers, P, z, eta, gates_only=False):
+    """A three-layer peer of bench: (step, result) for the residual stack with ``layer``
+    (``stack_layer`` or ``stack_layer_factored``), or None if ``gates_only`` and the model has no
+    gate (the linear Transformer's two forms are one).  Gradients in the order of ``layers``."""
+    if gates_only and model != "mamba":
+        return None
+
+    def output(p, P):
+        return stack_output(torch, [p[i:i + 3] for i in range(0, len(p), 3)], P, model, layer)
+    return _peer(torch, output, leaves(torch, [a for one in layers for a in one]), P, z, eta)
 
 
 def leaves(torch, arrays):

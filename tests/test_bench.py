@@ -222,3 +222,11 @@ def test_interleaved_medians_times_each_callable_after_a_call_of_its_own(monkeyp
     medians = bench.interleaved_medians({"numpy": lambda: step("numpy"), "torch": lambda: step("torch")},
                                         repeat=5, budget=1e9, block=10.0)
     assert medians == {"numpy": 1.0, "torch": 1.0}
+
+
+def test_bench_names_the_machine_it_ran_on():
+    # Ratios between implementations differ between machines; a table without its machine
+    # cannot be compared with another one.
+    from numpy_mamba.cli import bench
+    text = bench.machine()
+    assert "logical cores" in text and "Python" in text

@@ -19,6 +19,8 @@ are reported.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import time
 from functools import partial
 
@@ -227,6 +229,18 @@ def torch_peers(torch) -> tuple:
     return one, three
 
 
+def machine() -> str:
+    """The CPU, its number of cores and the OS: ratios between implementations differ between
+    machines, so every table says where it was measured."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numpy_mamba bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -253,6 +267,7 @@ def main(argv=None) -> int:
     print(f"one SGD step of eq (19) = forward + every gradient of the mean hinge loss + update (eta = 0, so every "
           f"call sees the same parameters); d = {world.d}, float64, median time per call; NumPy, PyTorch and the "
           "pass take turns")
+    print(f"machine: {machine()}")
     print(f"numpy {np.__version__}" + (f", torch {torch.__version__} (1 thread)" if torch else
                                        ", PyTorch not timed (not installed, or --no-torch)"))
     print("\none layer, eq (3): numpy_mamba.gradients")

@@ -1,6 +1,6 @@
-"""Figures 3 and 4 and Table 1 of the paper, drawn from ``mechanism.py`` results.
-
-Figure 2's plots and the shared style live in ``plots.py``.
+"""Figures 3 and 4 and Table 1 of the paper, drawn from ``mechanism.py`` results, and their panels
+(score curves, gates per position and per clean rank, Table 1 as an image), which the three-layer
+figures of ``figures_depth3.py`` reuse for every layer.  The shared style lives in ``plots.py``.
 """
 from __future__ import annotations
 

@@ -1,8 +1,13 @@
-"""Figures of ``python -m numpy_mamba reproduce``: the paper's Figures 2-4 and Table 1 drawn
-from the JSON-ready results of ``fig2.py`` and ``mechanism.py``.
+"""The figure style shared by every ``reproduce`` figure, and Figure 2's figures.
 
-Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying it
-is the one-layer model of eq (3) and with which settings it was made.
+What goes where: a drawing helper that several experiments' figures use (colours, the settings
+footer ``settings_line``, ``save`` with the smoke stamp, ``training_curves``) lives here; the
+figures of one experiment live in its figures module (Figure 2 here, Figures 3-4 and Table 1 in
+``figures.py``, whose panels the three-layer figures of ``figures_depth3.py`` reuse); the
+experiment's ``draw`` (``experiments.py``) names the files.
+
+Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying which
+model it shows and with which settings it was made.
 """
 from __future__ import annotations
 

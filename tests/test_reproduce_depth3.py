@@ -112,9 +112,11 @@ def test_grid_edges_flag_edge_picks_and_say_where_the_grid_cannot_grow():
 def test_three_layer_settings_keep_the_one_layer_test_grid():
     """If this fails, the three-layer Table 1 and figures are measured at other test settings than the
     one-layer ones they are shown beside (alpha, kappa_a', K', p_a)."""
-    from numpy_mamba.reproduce.common import FULL
+    from numpy_mamba.reproduce.common import FULL, QUICK
     for key in ("alphas", "kappa_a_primes", "K_primes", "main_kappa_a_prime", "main_K_prime", "p_a_mechanism",
                 "alpha_fig3", "alpha_fig4", "alpha_table1", "K"):
         assert getattr(depth3.SETTINGS, key) == getattr(FULL, key), key
+        assert getattr(depth3.QUICK, key) == getattr(QUICK, key), f"quick run: {key}"
+    assert depth3.QUICK.quick and not depth3.SETTINGS.quick, "a quick three-layer run must be stamped as one"
     cfg = depth3.SETTINGS.train_config(0.4, 0.1, 0.05)
     assert cfg.n_layers == 3 and cfg.delta == 0.05 and cfg.eta == 0.1 and cfg.p_a == 0.4

@@ -23,6 +23,7 @@ def test_every_experiment_module_has_the_same_interface(experiment):
     """If this fails, an experiment needs code of its own in run.py or report.py to be run or reported."""
     assert isinstance(experiment.NAME, str) and experiment.JSON_NAMES and all(
         isinstance(n, str) for n in experiment.JSON_NAMES)
+    assert isinstance(experiment.OUTPUTS, str) and experiment.OUTPUTS.strip()
     assert experiment.RUNS_LABEL is None or (len(experiment.RUNS_LABEL) == 2 and all(
         isinstance(x, str) for x in experiment.RUNS_LABEL))
     for settings, quick in ((experiment.SETTINGS, False), (experiment.QUICK, True)):
@@ -46,6 +47,17 @@ def test_the_registry_gives_the_only_names_and_json_files():
     assert run.parse_only(None) == tuple(names)
 
 
+def test_help_lists_every_experiment_and_the_paper_figures(monkeypatch):
+    """If this fails, ``reproduce --help`` leaves out an experiment's outputs or misnames the figures."""
+    text = run.description()
+    assert "Figures 2-6 and\nTable 1" in text
+    for experiment in experiments.EXPERIMENTS:
+        for line in experiment.OUTPUTS.splitlines():
+            assert "    " + line in text
+    monkeypatch.setattr(run, "REGISTRY", run.REGISTRY + (Toy,))
+    assert "    " + Toy.OUTPUTS in run.description(), "a registered experiment must appear in --help"
+
+
 @pytest.mark.parametrize("module", [run, report], ids=["run.py", "report.build"])
 def test_the_command_has_no_branch_per_experiment(module):
     """If this fails, run.py (or the report's assembly) names an experiment itself, so a new one
@@ -66,7 +78,7 @@ def toy_unit(seed: int, value: float) -> float:
 
 class Toy:
     """A whole experiment in the registry's interface: one JSON file, one figure-like file, one claim."""
-    NAME, JSON_NAMES, RUNS_LABEL = "toy", ("toy",), None
+    NAME, JSON_NAMES, RUNS_LABEL, OUTPUTS = "toy", ("toy",), None, "toy                 a toy -> toy.json, toy.txt"
     SETTINGS, QUICK = common.FULL, common.QUICK
 
     @staticmethod

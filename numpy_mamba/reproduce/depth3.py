@@ -51,6 +51,10 @@ class Depth3Settings(Settings):
 NAME = "depth3"
 JSON_NAMES = ("depth3",)
 RUNS_LABEL = None        # its training and step sizes are in its own report part
+OUTPUTS = """\
+depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
+                    Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
+                    fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md"""
 # the one-layer test grid (Depth3Settings' defaults are FULL's) with fewer seeds and steps
 SETTINGS = Depth3Settings(seeds=5, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1,
                           record_every=10, n_test=1000, n_probe=256, n_heldout=1024)

@@ -9,6 +9,7 @@ The interface of an experiment module::
                       one training run may serve several (mechanism: fig3, fig4, table1)
     RUNS_LABEL        (short, long) name of its one-layer training runs in the report head's shared
                       tables (training, step sizes), or None if its ``report`` shows its training itself
+    OUTPUTS           its lines of ``reproduce --help``: what it computes -> the files it writes
     SETTINGS, QUICK   its full and quick settings, frozen dataclasses (``common.Settings`` or a subclass)
     settings(one_layer) -> its settings, given the run's one-layer settings (``--quick``, ``--seeds``)
     selection(settings) -> {model: Plan}: the step-size rule of ``step_size.py`` as units

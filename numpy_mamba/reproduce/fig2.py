@@ -25,6 +25,7 @@ from .tables import fig2_tables, groups_table, pattern_score_table
 NAME = "fig2"
 JSON_NAMES = ("fig2",)
 RUNS_LABEL = ("Fig 2", "Figure 2")
+OUTPUTS = "Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json"
 SETTINGS, QUICK = FULL, QUICK_SETTINGS
 
 

@@ -31,6 +31,10 @@ from ..model import output
 NAME = "mechanism"
 JSON_NAMES = PARTS = ("fig3", "fig4", "table1")
 RUNS_LABEL = ("Figs 3-4, Table 1", "Figures 3-4, Table 1")
+OUTPUTS = """\
+Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
+Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
+Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json"""
 SETTINGS, QUICK = FULL, QUICK_SETTINGS
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}
 

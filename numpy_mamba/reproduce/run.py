@@ -1,14 +1,6 @@
 """``python -m numpy_mamba reproduce``: the experiments of the paper's Section 4 (Figures 2-6 and
-Table 1) in one command.
-
-    Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json
-    Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
-    Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
-    Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json
-    depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
-                        Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
-                        fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md
-    REPORT.md           section "reproduce": paper vs ours, claim by claim
+Table 1) in one command, each experiment a module of the registry ``experiments.EXPERIMENTS``;
+what each computes and writes (``--help`` lists every experiment's ``OUTPUTS``):
 
 fig2-table1 with the one-layer model of eq (3).  ``--quick`` runs the same pipeline at reduced size.
 The JSON files are written first; figures and report are drawn from the JSON as saved.
@@ -96,8 +88,16 @@ def write_outputs(results: dict, only, stage_dir: Path, out: Path, report: Path,
     return written
 
 
+def description() -> str:
+    """The ``--help`` text: this module's docstring with every experiment's OUTPUTS lines after its first paragraph."""
+    head, tail = __doc__.split("\n\n", 1)
+    lines = [line for experiment in REGISTRY for line in experiment.OUTPUTS.splitlines()]
+    lines.append('REPORT.md           section "reproduce": paper vs ours, claim by claim')
+    return head + "\n\n" + "\n".join("    " + line for line in lines) + "\n\n" + tail
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba reproduce", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba reproduce", description=description(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     own_seeds = "; ".join(f"{e.NAME} keeps its own ({e.SETTINGS.seeds}; quick {e.QUICK.seeds})"
                           for e in REGISTRY if e.SETTINGS.seeds != FULL.seeds or e.QUICK.seeds != QUICK.seeds)

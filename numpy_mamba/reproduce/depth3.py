@@ -27,7 +27,7 @@ from .. import stack
 from . import common, figures_depth3, report_depth3
 from .claims_mechanism import depth3_claims, depth3_not_run
 from .common import MODELS, PAPER, Settings, heldout_check, selection_world, world_for
-from .results import GROUPS, view  # noqa: F401 (depth3.view)
+from .results import GROUPS
 from .mechanism import fig4_batch, probe_batch, score_sums, summarise_table1, table1_counts
 from .step_size import selection_plan
 from ..measure.attention import score_sums as prompt_score_sums

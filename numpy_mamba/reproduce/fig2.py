@@ -7,26 +7,26 @@ their errors are a paired comparison.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from pathlib import Path
+
+import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
 from ..measure.rates import group_wrong_counts
 from ..measure.tasks import task_groups
 from ..model import output
 from ..runs.jobs import Plan, Unit
-from . import plots
+from . import common, plots
 from .claims import fig2_claims
-from .common import FULL, MODELS, PAPER, QUICK as QUICK_SETTINGS, Settings, eta_selection, train_logged, world_for
-from .results import GROUPS, SUBSETS, curve, point, subset_counts, summarise  # noqa: F401 (fig2.point, fig2.curve)
+from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
+from .results import GROUPS, SUBSETS, summarise
 from .tables import fig2_tables, groups_table, pattern_score_table
 
 NAME = "fig2"
 JSON_NAMES = ("fig2",)
 RUNS_LABEL = ("Fig 2", "Figure 2")
 OUTPUTS = "Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json"
-SETTINGS, QUICK = FULL, QUICK_SETTINGS
+SETTINGS, QUICK = common.FULL, common.QUICK
 
 
 def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):

@@ -11,15 +11,15 @@ One training run per seed and model serves all three.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from pathlib import Path
 
-from ..data import LABEL_RULES, PLACEMENTS, testing_batch
+import numpy as np
+
+from ..data import LABEL_RULES, testing_batch
 from ..runs.jobs import Plan, Unit
-from . import figures
+from . import common, figures
 from .claims_mechanism import fig3_claims, fig4_claims, table1_claims
-from .common import FULL, MODELS, PAPER, QUICK as QUICK_SETTINGS, Settings, eta_selection, train_logged, world_for
+from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
 from ..measure.attention import score_sums as prompt_score_sums
 from ..measure.gates import gate_profile
 from ..measure.rates import group_wrong_counts, rate_summary
@@ -35,7 +35,7 @@ OUTPUTS = """\
 Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
 Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
 Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json"""
-SETTINGS, QUICK = FULL, QUICK_SETTINGS
+SETTINGS, QUICK = common.FULL, common.QUICK
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}
 
 
@@ -57,7 +57,7 @@ def table1_counts(world, params_by_model, settings: Settings, seed: int, output_
     ``output_of(model, params, P)``: ``model.output`` (eq (3)) or ``stack.output`` (three layers).
 
     Returns {"n": (3 rules, n_kappa, 3 placements, G), model: same shape}, last axis the task
-    group (fig2.GROUPS: training, reversed, distance 2, distance 3).
+    group (results.GROUPS: training, reversed, distance 2, distance 3).
     """
     shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(TABLE1_PLACEMENTS), len(GROUPS))
     out = {"n": np.zeros(shape, dtype=int)}

@@ -8,7 +8,7 @@ from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba import Params
 from numpy_mamba.data import make_world, testing_batch
 from numpy_mamba.reproduce import depth3, mechanism
-from numpy_mamba.reproduce.claims_mechanism import _fig4_claims
+from numpy_mamba.reproduce.claims_mechanism import fig4_claims
 from numpy_mamba.reproduce.report_depth3 import grid_edges
 from numpy_mamba.stack import LayerParams, forward_with_caches, init_stack
 
@@ -89,14 +89,14 @@ def _gate_runs(outlier: float, clean: float, l: int = 20) -> dict:
 def test_gate_rules_fail_on_a_layer_whose_gates_all_vanished():
     """If this fails, a layer whose gates all underflowed to 0 (it passes nothing at all) is called
     'reproduced' for Corollary 2, or the rank fit crashes on log(0)."""
-    rows = _fig4_claims(_gate_runs(0.0, 0.0), "test", "Fig 6")
+    rows = fig4_claims(_gate_runs(0.0, 0.0), "test", "Fig 6")
     assert rows[0][3].startswith("**not**") and rows[1][3].startswith("**not**")
 
 
 def test_gate_rules_fail_when_outlier_gates_are_the_larger_ones_and_pass_on_the_paper_pattern():
     """If this fails, Corollary 2 (i) does not depend on outlier gates being small."""
-    assert _fig4_claims(_gate_runs(0.3, 0.1), "test", "Fig 6")[0][3].startswith("**not**")
-    good = _fig4_claims(_gate_runs(0.001, 0.1), "test", "Fig 6")
+    assert fig4_claims(_gate_runs(0.3, 0.1), "test", "Fig 6")[0][3].startswith("**not**")
+    good = fig4_claims(_gate_runs(0.001, 0.1), "test", "Fig 6")
     assert good[0][3].startswith("**reproduced**") and good[1][3].startswith("**reproduced**")
 
 
@@ -112,9 +112,11 @@ def test_grid_edges_flag_edge_picks_and_say_where_the_grid_cannot_grow():
 def test_three_layer_settings_keep_the_one_layer_test_grid():
     """If this fails, the three-layer Table 1 and figures are measured at other test settings than the
     one-layer ones they are shown beside (alpha, kappa_a', K', p_a)."""
-    from numpy_mamba.reproduce.common import FULL
+    from numpy_mamba.reproduce.common import FULL, QUICK
     for key in ("alphas", "kappa_a_primes", "K_primes", "main_kappa_a_prime", "main_K_prime", "p_a_mechanism",
                 "alpha_fig3", "alpha_fig4", "alpha_table1", "K"):
-        assert getattr(depth3.DEPTH3, key) == getattr(FULL, key), key
-    cfg = depth3.DEPTH3.train_config(0.4, 0.1, 0.05)
+        assert getattr(depth3.SETTINGS, key) == getattr(FULL, key), key
+        assert getattr(depth3.QUICK, key) == getattr(QUICK, key), f"quick run: {key}"
+    assert depth3.QUICK.quick and not depth3.SETTINGS.quick, "a quick three-layer run must be stamped as one"
+    cfg = depth3.SETTINGS.train_config(0.4, 0.1, 0.05)
     assert cfg.n_layers == 3 and cfg.delta == 0.05 and cfg.eta == 0.1 and cfg.p_a == 0.4

@@ -1,14 +1,24 @@
 """Section 4 of the paper reproduced: ``python -m numpy_mamba reproduce``.
 
-    run.py        the command: runs the experiments, writes JSON, figures and REPORT.md's section
-    common.py     settings (the paper's where it gives them, ours otherwise), training, error counts, task groups
-    step_size.py  the rule that chooses eta (or any training field) per model on held-out training prompts
-    fig2.py       Figure 2: test error against the outlier fraction alpha (three labellings)
-    mechanism.py  Figures 3, 4 and Table 1: attention sums, gates, outlier placement
-    depth3.py     Section 4.2 with three-layer stacks: Figs 3-4 (layer 1), 5-6 (layers 2-3), Table 1
+One module per experiment, each with the same interface (settings, step-size rule, training
+units, claims, figures, report part; see ``experiments.py``), and one registry that lists them:
+
+    experiments.py  the registry EXPERIMENTS = (fig2, mechanism, depth3) and the interface they share
+    fig2.py         Figure 2: test error against the outlier fraction alpha (three labellings)
+    mechanism.py    Figures 3, 4 and Table 1 from one training run: attention sums, gates, outlier placement
+    depth3.py       Section 4.2 with three-layer stacks: Figs 3-4 (layer 1), 5-6 (layers 2-3), Table 1
+
+What the experiments build on:
+
+    run.py          the command: loops over the registry, writes JSON, figures and REPORT.md's section
+    common.py       settings (the paper's where it gives them, ours otherwise), worlds, training, JSON writing
+    step_size.py    the rule that chooses eta (or any training field) per model on held-out training prompts
+    results.py      reading saved results: task groups and subsets, pooled rates, a layer of a three-layer result
     claims.py, claims_mechanism.py  the paper's claims, each with the rule (numpy_mamba.measure.verdicts) that decides its verdict
-    report.py, tables.py  the "reproduce" section of REPORT.md and the end-of-run summary
+    report.py       the head of the "reproduce" section (claims table, settings, training, step sizes) and the terminal summary
+    tables.py       number tables in Markdown (Figure 2 in numbers, task groups, Table 1, step sizes)
     report_depth3.py  the three-layer part of that section (delta/eta chosen, training, Table 1)
-    plots.py, figures.py  the figures, drawn from the saved JSON
+    plots.py        the shared figure style (colours, settings footer, saving with the smoke stamp) and Figure 2's figures
+    figures.py      Figures 3, 4 and Table 1's image, and their panels, which the three-layer figures reuse
     figures_depth3.py  the three-layer figures (fig3_L3, fig4_L3, fig5, fig6, table1_L3)
 """

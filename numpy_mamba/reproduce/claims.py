@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fig2 import point
+from .results import point
 from ..measure.verdicts import (BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half, where_it_holds, where_text,
                        word)
 
@@ -21,7 +21,7 @@ def _r(e) -> float:
     return float("nan") if e["rate"] is None else e["rate"]
 
 
-def _v(level: str) -> str:
+def bold_verdict(level: str) -> str:
     return f"**{word(level, 'reproduce')}**"
 
 
@@ -35,7 +35,7 @@ def counts(res: dict, model: str, rule: str, kappa_a_prime: float, K_prime: floa
     return w[..., sel].sum(-1), n[..., sel].sum(-1)
 
 
-def _fig2_claims(res: dict) -> list:
+def fig2_claims(res: dict) -> list:
     s = res["settings"]
     alphas = np.asarray(s["alphas"])
     kap, Kp = s["main_kappa_a_prime"], s["main_K_prime"]
@@ -58,7 +58,7 @@ def _fig2_claims(res: dict) -> list:
              f"alpha = 0.8, {main}: all tasks " + ", ".join(f"{at[r]['all']:.3f}" for r in RULES)
              + "; seen " + ", ".join(f"{at[r]['seen']:.3f}" for r in RULES)
              + "; unseen " + ", ".join(f"{at[r]['unseen']:.3f}" for r in RULES) + " (A, B, C)",
-             f"{_v(level)} (rule: all-task error <= 0.01 in A, B and C; partly if in some, or on seen tasks "
+             f"{bold_verdict(level)} (rule: all-task error <= 0.01 in A, B and C; partly if in some, or on seen tasks "
              f"in all).{reason}"]]
     a_in = alphas[alphas < s["p_a_fig2"] - 1e-9].max()
     inside = [_r(point(res, "mamba", r, "all", a_in)) for r in RULES]
@@ -66,7 +66,7 @@ def _fig2_claims(res: dict) -> list:
     rows.append([f"Thm 2: Mamba's error <= eps for alpha < min(1, p_a l_tr / l_ts) = {s['p_a_fig2']:g}",
                  "guarantee only up to alpha < 0.6, below Fig 2's alpha ~ 0.8",
                  f"alpha = {a_in:g}: " + ", ".join(f"{x:.3f}" for x in inside) + " (A, B, C)",
-                 f"{_v(level)} (rule: <= 0.01 reproduced, <= 0.1 partly)"])
+                 f"{bold_verdict(level)} (rule: <= 0.01 reproduced, <= 0.1 partly)"])
     rows.append(_lt_rise_row(res, alphas, kap, Kp, main))
     rows.append(_remark5_row(res, alphas, Kp))
     rows.append(_unseen_row(res, main))
@@ -86,7 +86,7 @@ def _lt_rise_row(res, alphas, kap, Kp, main) -> list:
     return ["Fig 2: the linear Transformer's error rises once alpha passes 1/2 (\"large as soon as alpha > 1/2\")",
             "large for alpha > 1/2 (A, B, C)",
             f"{main}, LT error over alpha in (0.3, 0.5] -> (0.5, 0.7], pooled over seeds [95% CI]: {ours}",
-            f"{_v(where['level'])} (rule, per labelling: "
+            f"{bold_verdict(where['level'])} (rule, per labelling: "
             + RISE_RULE.format(w=RISE_WINDOW, m=RISE_MARGIN) + f"; reproduced if in A, B and C). {where_text(where)}. "
             + ("The LT's error is not small below 1/2 either: " if min(lt0) > 0.05 else "For reference, ")
             + "at alpha = 0 the LT's error is " + ", ".join(f"{x:.3f}" for x in lt0) + " (A, B, C)."]
@@ -112,7 +112,7 @@ def _remark5_row(res, alphas, Kp) -> list:
             "Mamba's error below LT's for alpha > 1/2",
             f"K' = {Kp:g}, every labelling and kappa_a' of the grid: Mamba below LT at every alpha > 1/2 in "
             f"{len(where['holds_in'])} of {len(cases)} settings" + (f". {detail}" if detail else ""),
-            f"{_v(where['level'])} (rule, per (labelling, kappa_a'): {BELOW_RULE}; reproduced if in every setting). "
+            f"{bold_verdict(where['level'])} (rule, per (labelling, kappa_a'): {BELOW_RULE}; reproduced if in every setting). "
             f"{where_text(where)}."]
 
 
@@ -128,5 +128,5 @@ def _unseen_row(res, main) -> list:
             "and pairs 2 or 3 steps apart on the task cycle)",
             "error <= eps on all tasks of T, seen or not",
             f"alpha = 0 (no outliers), {main}, by task group: Mamba {fmt(rate)}; LT {fmt(lt)}",
-            f"{_v(level)} (rule, per unseen group: error <= 0.01; reproduced if in every group, partly if in some "
+            f"{bold_verdict(level)} (rule, per unseen group: error <= 0.01; reproduced if in every group, partly if in some "
             f"or if every group is <= 0.1). {where_text(where, ' (<= 0.01)')}."]

@@ -1,6 +1,5 @@
 """Verdicts for Figures 3-4 and Table 1 (one-layer analogues and three-layer runs), Figures 5-6
-(layers 2 and 3), and ``claim_rows``, which puts every row of the claims table together from the
-results present.
+(layers 2 and 3), and the three-layer rows marked "not run" when no three-layer result is present.
 
 The paper's Figures 3-4 and Table 1 use three-layer models and Figures 5-6 show their layers 2
 and 3.  Our one-layer runs test Corollaries 1-2 (which are one-layer results) and give one-layer
@@ -10,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .claims import _fig2_claims, _v
-from .depth3 import view
+from .claims import bold_verdict
+from .results import view
 from .figures import PAPER_TABLE1, clean_rank_curve
 from ..measure.verdicts import COROLLARY1_RULE, corollary1, corollary1_text, where_it_holds, where_text
 
@@ -25,7 +24,7 @@ def corollary1_from_fig3(res: dict) -> dict:
     return corollary1(cat("final_same"), cat("final_different"), cat("final_group").astype(int), res["task_groups"])
 
 
-def _fig3_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 3", png: str = "fig3.png") -> list:
+def fig3_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 3", png: str = "fig3.png") -> list:
     runs = res["per_seed"]["mamba"]
     same = np.array([r["score_same"] for r in runs])                       # (S, records)
     diff = np.array([r["score_diff"] for r in runs])
@@ -45,11 +44,11 @@ def _fig3_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 3"
              "the same-pattern sum grows well above the different-pattern sum during training",
              f"Mamba, step 0 -> {runs[0]['step'][-1]}: same {s0:.2f} -> {s1:.2f}, different {d0:.2f} -> {d1:.2f} "
              f"(mean over prompts and seeds); LT at the end: same {lt_s1:.2f}, different {lt_d1:.2f}",
-             f"{_v('full' if s1 >= 1 and gap_grows else 'none')} (rule: final same-sum >= 1 and the gap larger at "
+             f"{bold_verdict('full' if s1 >= 1 and gap_grows else 'none')} (rule: final same-sum >= 1 and the gap larger at "
              "the end than at step 0 in every seed)"]]
 
 
-def _fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4") -> list:
+def fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4") -> list:
     runs = res["per_seed"]
     out_mean = np.mean([r["outlier_gate_mean"] for r in runs])
     out_max = np.max([r["outlier_gate_max"] for r in runs])
@@ -79,11 +78,11 @@ def _fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4"
              f"mean outlier gate {out_mean:.1e} (max {out_max:.2f}); mean clean gate {clean_mean:.1e}; outlier / "
              "clean gate at the same position: " + (f"{ratio.min():.2f} to {ratio.max():.2f}" if finite.size else
                                                     "n/a (every clean gate is 0)"),
-             f"{_v(v1)} (rule: mean outlier gate <= 1/M1^2 = {M1 ** -2:.3f} and below the clean gate at every "
+             f"{bold_verdict(v1)} (rule: mean outlier gate <= 1/M1^2 = {M1 ** -2:.3f} and below the clean gate at every "
              f"position; partly if <= 1/M1; not if every clean gate is 0)"],
             [f"Corollary 2 (ii) / {fig} ({what}): clean gates decay about exponentially with distance "
              "from the query", "G_{h(j),l+1} >= Theta(2^-(j-1)) (green bars decay exponentially)", fit,
-             f"{_v(v2)} (rule: R^2 >= 0.9, decaying, and never below the 2^-(j-1) rate)"]]
+             f"{bold_verdict(v2)} (rule: R^2 >= 0.9, decaying, and never below the 2^-(j-1) rate)"]]
 
 
 def table1_settings(res: dict) -> dict:
@@ -105,7 +104,7 @@ def _name(key) -> str:
     return f"{key[0]} at kappa_a' = {key[1]:g}"
 
 
-def _table1_claims(res: dict, what: str = "one-layer analogue", md: str = "table1.md") -> list:
+def table1_claims(res: dict, what: str = "one-layer analogue", md: str = "table1.md") -> list:
     main = ("flip", float(res["settings"]["main_kappa_a_prime"]))
     matching = ("target", float(res["paper"]["kappa_a"]))
     by = table1_settings(res)
@@ -129,32 +128,30 @@ def _table1_claims(res: dict, what: str = "one-layer analogue", md: str = "table
              f"Mamba {paper('mamba')} %, LT {paper('linear_transformer')} % (three-layer; kappa_a', K' and the "
              "labelling not given)",
              f"{ours} (%). Every setting: {md}",
-             f"{_v(numbers['level'])} (rule, per (labelling, kappa_a'): every cell within 2 points of the paper). "
+             f"{bold_verdict(numbers['level'])} (rule, per (labelling, kappa_a'): every cell within 2 points of the paper). "
              f"{where_text(numbers)}. LT's three cells within 2 points in: {', '.join(lt_close) or 'none'}.{why} "
              "The outcome depends on kappa_a' and the labelling, which the paper does not give."],
             [f"Table 1 pattern ({what}): Mamba is sensitive to outlier position (CQ worst), the LT much "
              "less; Mamba beats the LT at FQ and R", "FQ 99.84 > R 99.04 >> CQ 73.28 for Mamba; LT within 0.3 points",
              f"main setting ({_name(main)}): {main_checks}",
-             f"{_v(pat['level'])} (rule, per (labelling, kappa_a'): all three criteria hold; reproduced if in every "
+             f"{bold_verdict(pat['level'])} (rule, per (labelling, kappa_a'): all three criteria hold; reproduced if in every "
              f"setting). All three criteria together: {where_text(pat)}." + note]]
 
 
-def _depth3_claims(res: dict) -> list:
+def depth3_claims(res: dict) -> list:
     """The same rules on the three-layer runs: Figs 3-4 on layer 1, Table 1, and Figs 5-6 (Appendix B)
     on layers 2 and 3 (each layer judged on its own; the paper says they show "the same trend")."""
     L = res["n_layers"]
-    rows = (_fig3_claims(view(res, "fig3", 1), f"{L}-layer, layer 1", "Fig 3", "fig3_L3.png")
-            + _fig4_claims(view(res, "fig4", 1), f"{L}-layer Mamba, layer 1", "Fig 4")
-            + _table1_claims(view(res, "table1"), f"{L}-layer", "table1_L3.md"))
+    rows = (fig3_claims(view(res, "fig3", 1), f"{L}-layer, layer 1", "Fig 3", "fig3_L3.png")
+            + fig4_claims(view(res, "fig4", 1), f"{L}-layer Mamba, layer 1", "Fig 4")
+            + table1_claims(view(res, "table1"), f"{L}-layer", "table1_L3.md"))
     for k in range(2, L + 1):
-        rows += _fig3_claims(view(res, "fig3", k), f"{L}-layer, layer {k}", "Fig 5", "fig5.png")
+        rows += fig3_claims(view(res, "fig3", k), f"{L}-layer, layer {k}", "Fig 5", "fig5.png")
     for k in range(2, L + 1):
-        rows += _fig4_claims(view(res, "fig4", k), f"{L}-layer Mamba, layer {k}", "Fig 6")
+        rows += fig4_claims(view(res, "fig4", k), f"{L}-layer Mamba, layer {k}", "Fig 6")
     return rows
 
 
-CLAIMS = {"fig2": _fig2_claims, "fig3": _fig3_claims, "fig4": _fig4_claims, "table1": _table1_claims,
-          "depth3": _depth3_claims}
 # the paper's three-layer claims, listed as "not run" when depth3.json is absent (e.g. --only fig2)
 DEPTH3_CLAIMS = (("Fig 3 with three-layer models (first layer)",
                   "same-pattern sum >> different-pattern sum, gap grows in training"),
@@ -166,19 +163,8 @@ DEPTH3_CLAIMS = (("Fig 3 with three-layer models (first layer)",
                  ("Fig 6: gates in layers 2 and 3", "same trend as the first layer"))
 
 
-def claim_rows(results: dict) -> list:
-    """Every row of the claims table: the rules of the experiments present; the three-layer claims
-    as "not run" if the three-layer experiment (depth3.json) is absent."""
-    rows = []
-    for name, rule in CLAIMS.items():
-        if name in results:
-            rows += rule(results[name])
-    if "depth3" not in results:
-        rows += [[claim, paper, "no three-layer result in this folder (run `reproduce --only depth3`); the "
-                  "one-layer rows above are not this figure", "**not run**"] for claim, paper in DEPTH3_CLAIMS]
-    return rows
-
-
-def experiment_names() -> tuple:
-    """Every experiment JSON name the claims table looks for (``run.load_results``)."""
-    return tuple(CLAIMS)
+def depth3_not_run() -> list:
+    """The paper's three-layer claims as "not run" rows, for a folder without depth3.json (e.g. after
+    ``--only fig2``), so the claims table never drops them silently."""
+    return [[claim, paper, "no three-layer result in this folder (run `reproduce --only depth3`); the "
+             "one-layer rows above are not this figure", "**not run**"] for claim, paper in DEPTH3_CLAIMS]

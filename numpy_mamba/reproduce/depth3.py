@@ -10,12 +10,13 @@ one-layer measurements (``mechanism.score_sums``, ``measure.gates.gate_profile``
 tests/test_reproduce_depth3.py checks them against a literal loop over ``stack.forward_with_caches``.
 
 Delta and eta are chosen per model by the rule of step_size.py over DELTA x ETA grids on selection
-worlds (never the test settings); three layers are slow (a Mamba SGD step ~20-45 ms), so this part
-runs fewer seeds and steps than the one-layer part (``DEPTH3``).
+worlds (never the test settings); an SGD step of a three-layer stack does the work of three layers
+and their backward passes, so this part runs fewer seeds and steps than the one-layer part (``SETTINGS``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -23,8 +24,10 @@ from ..runs.jobs import Plan, Unit
 from ..model import Params
 from ..sgd import TrainConfig, train
 from .. import stack
-from .common import FULL, MODELS, PAPER, QUICK, Settings, heldout_check, selection_world, world_for
-from .fig2 import GROUPS
+from . import common, figures_depth3, report_depth3
+from .claims_mechanism import depth3_claims, depth3_not_run
+from .common import MODELS, PAPER, Settings, heldout_check, selection_world, world_for
+from .results import GROUPS
 from .mechanism import fig4_batch, probe_batch, score_sums, summarise_table1, table1_counts
 from .step_size import selection_plan
 from ..measure.attention import score_sums as prompt_score_sums
@@ -45,17 +48,23 @@ class Depth3Settings(Settings):
                            kappa_a=PAPER["kappa_a"], delta=delta, n_layers=self.n_layers)
 
 
-_OWN = dict(seeds=5, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1, record_every=10, n_test=1000,
-            n_probe=256, n_heldout=1024)
-DEPTH3 = Depth3Settings(**{**{k: getattr(FULL, k) for k in Settings.__dataclass_fields__}, **_OWN})
-DEPTH3_QUICK = Depth3Settings(**{**{k: getattr(QUICK, k) for k in Settings.__dataclass_fields__},
-                                 **dict(seeds=1, T=12, eta_grid=(0.01, 0.1), delta_grid=(0.05, 0.2), select_seeds=1,
-                                        record_every=4, n_test=120, n_probe=16, n_heldout=32)})
+NAME = "depth3"
+JSON_NAMES = ("depth3",)
+RUNS_LABEL = None        # its training and step sizes are in its own report part
+OUTPUTS = """\
+depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
+                    Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
+                    fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md"""
+# the one-layer test grid (Depth3Settings' defaults are FULL's) with fewer seeds and steps
+SETTINGS = Depth3Settings(seeds=5, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1,
+                          record_every=10, n_test=1000, n_probe=256, n_heldout=1024)
+QUICK = replace(SETTINGS, seeds=1, T=12, eta_grid=(0.01, 0.1), delta_grid=(0.05, 0.2), record_every=4,
+                n_test=120, n_probe=16, n_heldout=32, alphas=common.QUICK.alphas, quick=True)
 
 
-def depth3_settings(quick: bool) -> Depth3Settings:
-    """DEPTH3 (full run: 5 seeds, T = 500) or DEPTH3_QUICK (smoke run: 1 seed, T = 12)."""
-    return DEPTH3_QUICK if quick else DEPTH3
+def settings(one_layer: Settings) -> Depth3Settings:
+    """QUICK for a quick run, else SETTINGS: this part keeps its own seeds (``--seeds`` is the one-layer part's)."""
+    return QUICK if one_layer.quick else SETTINGS
 
 
 # ---------------------------------------------------------------- per-layer measurement
@@ -111,7 +120,7 @@ def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
     return out
 
 
-def selection_plans(settings: Depth3Settings) -> dict:
+def selection(settings: Depth3Settings) -> dict:
     """{model: Plan} of the step-size rule over delta x eta for the three-layer models at p_a = 0.4."""
     grid = {"delta": settings.delta_grid, "eta": settings.eta_grid}
     return {model: selection_plan(grid, range(settings.select_seeds), selection_world,
@@ -121,8 +130,8 @@ def selection_plans(settings: Depth3Settings) -> dict:
             for m, model in enumerate(MODELS)}
 
 
-def plan(settings: Depth3Settings, selection: dict) -> Plan:
-    """The three-layer experiments as units (one per seed); assembles to the JSON-ready "depth3" result:
+def plan(settings: Depth3Settings, selection: dict, names=JSON_NAMES) -> Plan:
+    """The three-layer experiments as units (one per seed); assembles to {"depth3": JSON-ready result}:
     per layer k, "layers"[k-1] = {"scores": {model: [per seed]}, "gates": [per seed]}, and "table1"."""
     chosen = {m: dict(selection[m]["chosen"]) for m in MODELS}
     units = [Unit(seed, f"three-layer seed {seed + 1}/{settings.seeds}", seed_unit, (settings, seed, chosen))
@@ -136,27 +145,28 @@ def plan(settings: Depth3Settings, selection: dict) -> Plan:
                            for key, value in r["scores"][m].items() if key[0] != "L" or key.startswith(f"L{k}_")}
                           for r in runs] for m in MODELS}
             layers.append({"layer": k, "scores": scores, "gates": [r["gates"][k - 1] for r in runs]})
-        return {"experiment": "depth3", "settings": settings.to_dict(), "paper": PAPER, "n_layers": settings.n_layers,
+        return {"depth3": {"experiment": "depth3", "settings": settings.to_dict(), "paper": PAPER, "n_layers": settings.n_layers,
                 "p_a": settings.p_a_mechanism, "eta": {m: chosen[m]["eta"] for m in MODELS},
                 "delta": {m: chosen[m]["delta"] for m in MODELS}, "step_size": selection,
                 "task_groups": list(GROUPS), "alpha_fig3": settings.alpha_fig3, "alpha_fig4": settings.alpha_fig4,
                 "training": {m: [r["training"][m] for r in runs] for m in MODELS}, "layers": layers,
-                "table1": summarise_table1([r["table1"] for r in runs], settings)}
+                "table1": summarise_table1([r["table1"] for r in runs], settings)}}
 
     return Plan(units, assemble)
 
 
-def view(result: dict, part: str, layer: int = 1) -> dict:
-    """A "depth3" result seen as the one-layer fig3 / fig4 / table1 result of layer ``layer``
-    (the same keys), so the same figures and verdict rules apply to every layer."""
-    common = {k: result[k] for k in ("settings", "paper", "p_a", "eta", "step_size", "task_groups", "training")}
-    common.update(depth=result["n_layers"], layer=layer, delta=result["delta"])
-    if part == "fig3":
-        return {"experiment": "fig3", **common, "alpha": result["alpha_fig3"], "label_rule": "flip",
-                "per_seed": result["layers"][layer - 1]["scores"]}
-    if part == "fig4":
-        return {"experiment": "fig4", **common, "alpha": result["alpha_fig4"], "label_rule": "flip",
-                "per_seed": result["layers"][layer - 1]["gates"]}
-    if part == "table1":
-        return {"experiment": "table1", **common, **result["table1"]}
-    raise ValueError(f"part must be fig3, fig4 or table1; got {part!r}.")
+def claims(results: dict) -> list:
+    """Corollaries 1-2 and Table 1 at three layers, layer by layer (Figs 3-6); "not run" rows without depth3."""
+    return depth3_claims(results["depth3"]) if "depth3" in results else depth3_not_run()
+
+
+def draw(results: dict, out: Path) -> list:
+    """fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png and table1_L3.md (``figures_depth3.py``)."""
+    return figures_depth3.draw(results["depth3"], out)
+
+
+def report(results: dict) -> str:
+    """The three-layer runs: delta and eta chosen, training, Table 1 (``report_depth3.py``)."""
+    return report_depth3.section(results["depth3"]) if "depth3" in results else ""
+
+

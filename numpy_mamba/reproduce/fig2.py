@@ -7,17 +7,26 @@ their errors are a paired comparison.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
-from ..runs.jobs import Plan, Unit
-from .common import MODELS, PAPER, Settings, train_logged, world_for
-from ..measure.rates import group_wrong_counts, rate_summary
-from ..measure.tasks import task_group_names, task_groups
+from ..measure.rates import group_wrong_counts
+from ..measure.tasks import task_groups
 from ..model import output
+from ..runs.jobs import Plan, Unit
+from . import common, plots
+from .claims import fig2_claims
+from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
+from .results import GROUPS, SUBSETS, summarise
+from .tables import fig2_tables, groups_table, pattern_score_table
 
-GROUPS = task_group_names(PAPER["M1"])          # training, reversed, distance_2, distance_3
-SUBSETS = ("seen", "unseen", "all") + GROUPS[1:]  # seen = the training tasks; unseen = every other group
+NAME = "fig2"
+JSON_NAMES = ("fig2",)
+RUNS_LABEL = ("Fig 2", "Figure 2")
+OUTPUTS = "Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json"
+SETTINGS, QUICK = common.FULL, common.QUICK
 
 
 def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
@@ -62,11 +71,21 @@ def seed_unit(settings: Settings, seed: int, eta: dict) -> dict:
     return {"training": training, "wrong": wrong, "n": n}
 
 
-def plan(settings: Settings, selection: dict) -> Plan:
+def settings(one_layer: Settings) -> Settings:
+    """The run's one-layer settings (``--quick``, ``--seeds``) are Figure 2's."""
+    return one_layer
+
+
+def selection(settings: Settings) -> dict:
+    """{model: Plan} of the step-size rule at Figure 2's training outlier fraction p_a = 0.6."""
+    return eta_selection(settings, settings.p_a_fig2, "fig2")
+
+
+def plan(settings: Settings, selection: dict, names=JSON_NAMES) -> Plan:
     """Figure 2 as units (one per training seed) for ``runs.jobs.run_plans``; ``selection`` is the
     step-size rule's record per model (``common.eta_selection`` at p_a = 0.6).
 
-    The assembled result is JSON-ready: settings, the step-size selection, per-seed wrong counts
+    Assembles to {"fig2": result}, JSON-ready: settings, the step-size selection, per-seed wrong counts
     and prompt counts, training summaries, and pooled rates (95% Clopper-Pearson intervals) per subset.
     """
     eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
@@ -86,51 +105,32 @@ def plan(settings: Settings, selection: dict) -> Plan:
             w = np.stack([r["wrong"][model] for r in runs])                 # (S, 3, k, c, a, G)
             result["wrong"][model] = w
             result["error"][model] = summarise(w, n)
-        return result
+        return {"fig2": result}
 
     return Plan(units, assemble)
 
 
-SUMMARY_KEYS = ("rate", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max")
+def claims(results: dict) -> list:
+    """The claims table's rows of Figure 2 and Theorems 1-2 (``claims.py``), if fig2 is present."""
+    return fig2_claims(results["fig2"]) if "fig2" in results else []
 
 
-def subset_counts(x) -> dict:
-    """Counts (..., G) over task groups -> {subset: (...)} for every name in SUBSETS."""
-    x = np.asarray(x)
-    out = {"seen": x[..., 0], "unseen": x[..., 1:].sum(-1), "all": x.sum(-1)}
-    out.update({name: x[..., g] for g, name in enumerate(GROUPS) if g >= 1})
-    return out
+def draw(results: dict, out: Path) -> list:
+    """fig2.png (main kappa_a'), fig2_kappa<lowest>.png, fig2_sensitivity.png, fig2_training.png."""
+    result, out = results["fig2"], Path(out)
+    low = min(result["settings"]["kappa_a_primes"])
+    return [plots.fig2(result, out / "fig2.png"),
+            plots.fig2(result, out / f"fig2_kappa{low:g}.png", kappa_a_prime=low),
+            plots.fig2_sensitivity(result, out / "fig2_sensitivity.png"),
+            plots.fig2_training(result, out / "fig2_training.png")]
 
 
-def summarise(w, n) -> dict:
-    """Pooled error per label rule and subset: for each key of SUMMARY_KEYS a nested list
-    indexed [kappa_a'][K'][alpha] (95% Clopper-Pearson interval; per-seed mean, min, max)."""
-    sw, sn = subset_counts(w), subset_counts(n)
-    out = {}
-    for r, rule in enumerate(LABEL_RULES):
-        out[rule] = {}
-        for subset in SUBSETS:
-            summary = rate_summary(sw[subset][:, r], sn[subset][:, r])      # (k, c, a) each
-            out[rule][subset] = {key: summary[key] for key in SUMMARY_KEYS}
-    return out
-
-
-def curve(result: dict, model: str, rule: str, subset: str, kappa_a_prime: float, K_prime: float, key="rate"):
-    """One error curve against alpha from a ``run`` result: (n_alpha,) floats (NaN if empty)."""
-    s = result["settings"]
-    k, c = s["kappa_a_primes"].index(kappa_a_prime), s["K_primes"].index(K_prime)
-    values = result["error"][model][rule][subset][key][k][c]
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
-
-
-def point(result: dict, model: str, rule: str, subset: str, alpha: float, kappa_a_prime=None, K_prime=None):
-    """Summary of one alpha (main kappa_a', K' unless given): {"rate", "ci95": [low, high], ...}."""
-    s = result["settings"]
-    kappa_a_prime = s["main_kappa_a_prime"] if kappa_a_prime is None else kappa_a_prime
-    K_prime = s["main_K_prime"] if K_prime is None else K_prime
-    a = int(np.argmin(np.abs(np.asarray(s["alphas"]) - alpha)))
-    k, c = s["kappa_a_primes"].index(kappa_a_prime), s["K_primes"].index(K_prime)
-    table = result["error"][model][rule][subset]
-    cell = {key: table[key][k][c][a] for key in SUMMARY_KEYS}
-    cell["ci95"] = [cell.pop("ci95_low"), cell.pop("ci95_high")]
-    return cell
+def report(results: dict) -> str:
+    """Figure 2 in numbers, errors by task group and the learned pattern scores (``tables.py``)."""
+    if "fig2" not in results:
+        return ""
+    res = results["fig2"]
+    parts = [fig2_tables(res), "", groups_table(res)]
+    if "pattern_scores" in res["training"]["mamba"][0]:
+        parts += ["", pattern_score_table(res)]
+    return "\n".join(parts)

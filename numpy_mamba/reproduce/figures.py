@@ -1,6 +1,6 @@
-"""Figures 3 and 4 and Table 1 of the paper, drawn from ``mechanism.py`` results.
-
-Figure 2's plots and the shared style live in ``plots.py``.
+"""Figures 3 and 4 and Table 1 of the paper, drawn from ``mechanism.py`` results, and their panels
+(score curves, gates per position and per clean rank, Table 1 as an image), which the three-layer
+figures of ``figures_depth3.py`` reuse for every layer.  The shared style lives in ``plots.py``.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from ..runs.output import subplots
 from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
-from .plots import CLEAN, GREY, OUTLIER, _save, _settings_line, training_curves
+from .plots import CLEAN, GREY, OUTLIER, save, settings_line, training_curves
 from ..runs.output import footnote
 
 
@@ -67,11 +67,11 @@ def fig3(result: dict, path, title: str = "Figure 3 (one-layer analogue, Corolla
     s = result["settings"]
     fig.suptitle(f"{title}: attention scores on fixed test prompts during training; left and middle share "
                  "the y-axis")
-    footnote(fig, _settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
+    footnote(fig, settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
                                   f"kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g}, flipped "
                                   "outlier labels; lines: mean over prompts and seeds, bands: min-max over seeds."), note)
     fig.tight_layout(rect=(0, 0.2, 1, 0.97))
-    return _save(fig, path, result)
+    return save(fig, path, result)
 
 
 MIN_RANK_PROMPTS = 100      # ranks j held by fewer test prompts (pooled over seeds) are not shown
@@ -121,10 +121,10 @@ def fig4(result: dict, path, title: str = "Figure 4 (one-layer analogue)", note:
     rank_panel(axes[1], runs, channel)
     s = result["settings"]
     fig.suptitle(f"{title}: Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
-    footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
+    footnote(fig, settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
                                   f"K' = {s['main_K_prime']:g}, flipped outlier labels, outliers at random positions."), note)
     fig.tight_layout(rect=(0, 0.08, 1, 0.97))
-    return _save(fig, path, result)
+    return save(fig, path, result)
 
 
 def rank_panel(ax, runs: list, channel: str = "") -> None:
@@ -234,10 +234,10 @@ def table1_png(result: dict, path, label: str = "one-layer analogue", note: str 
                  f"{result['alpha']}, all tasks; FQ = outliers farthest from the query, R = at random positions, "
                  "CQ = closest to the query.\nThe outcome depends on kappa_a' and the labelling (the paper gives "
                  "neither): no single column pair is 'the' Table 1.", fontsize=10.5, y=1 - 0.55 / height)
-    ax.text(0, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + _settings_line(
+    ax.text(0, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + settings_line(
         result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nBlue: main setting "
         f"(flipped labels, kappa_a' = {main}). Green: targeted labels, kappa_a' = kappa_a = {match}, the setting "
         "closest to the paper's pattern, singled out after seeing an earlier run. Task groups, seed ranges: "
         f"{Path(path).with_suffix('.md').name}.",
         fontsize=8, color=GREY, va="bottom", transform=ax.transAxes)
-    return _save(fig, path, result)
+    return save(fig, path, result)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..runs.output import subplots
-from .depth3 import view
+from .results import view
 from .figures import SCORE_LABEL, fig3, fig4, gate_position_panel, rank_panel, score_panels, table1_png
-from .plots import _save, _settings_line
+from .plots import save, settings_line
 from ..runs.output import footnote
 from .tables import table1_markdown
 
@@ -66,9 +66,9 @@ def fig6(result: dict, path) -> Path:
 
 def _finish(fig, path, result: dict, part: str, bottom: float, text: str) -> Path:
     """Footnote (settings and the three-layer note), layout above ``bottom``, save (smoke stamp if quick)."""
-    footnote(fig, _settings_line(view(result, part, 2), text), depth_note(result))
+    footnote(fig, settings_line(view(result, part, 2), text), depth_note(result))
     fig.tight_layout(rect=(0, bottom, 1, 0.97))
-    return _save(fig, path, view(result, part, 2))
+    return save(fig, path, view(result, part, 2))
 
 
 def draw(result: dict, out: Path) -> list:

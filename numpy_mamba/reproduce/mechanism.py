@@ -11,19 +11,31 @@ One training run per seed and model serves all three.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from ..data import LABEL_RULES, PLACEMENTS, testing_batch
+from ..data import LABEL_RULES, testing_batch
 from ..runs.jobs import Plan, Unit
-from .common import MODELS, PAPER, Settings, train_logged, world_for
+from . import common, figures
+from .claims_mechanism import fig3_claims, fig4_claims, table1_claims
+from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
 from ..measure.attention import score_sums as prompt_score_sums
 from ..measure.gates import gate_profile
 from ..measure.rates import group_wrong_counts, rate_summary
 from ..measure.tasks import task_groups
-from .fig2 import GROUPS, subset_counts
+from .results import GROUPS, subset_counts
+from .tables import table1_markdown
 from ..model import output
 
-PARTS = ("fig3", "fig4", "table1")
+NAME = "mechanism"
+JSON_NAMES = PARTS = ("fig3", "fig4", "table1")
+RUNS_LABEL = ("Figs 3-4, Table 1", "Figures 3-4, Table 1")
+OUTPUTS = """\
+Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
+Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
+Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json"""
+SETTINGS, QUICK = common.FULL, common.QUICK
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}
 
 
@@ -45,7 +57,7 @@ def table1_counts(world, params_by_model, settings: Settings, seed: int, output_
     ``output_of(model, params, P)``: ``model.output`` (eq (3)) or ``stack.output`` (three layers).
 
     Returns {"n": (3 rules, n_kappa, 3 placements, G), model: same shape}, last axis the task
-    group (fig2.GROUPS: training, reversed, distance 2, distance 3).
+    group (results.GROUPS: training, reversed, distance 2, distance 3).
     """
     shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(TABLE1_PLACEMENTS), len(GROUPS))
     out = {"n": np.zeros(shape, dtype=int)}
@@ -105,10 +117,21 @@ def seed_unit(settings: Settings, parts: tuple, seed: int, eta: dict) -> dict:
     return out
 
 
-def plan(settings: Settings, parts: tuple, selection: dict) -> Plan:
-    """Figures 3, 4 and Table 1 (the requested ``parts``) as units, one per training seed, for
+def settings(one_layer: Settings) -> Settings:
+    """The run's one-layer settings (``--quick``, ``--seeds``) are these experiments'."""
+    return one_layer
+
+
+def selection(settings: Settings) -> dict:
+    """{model: Plan} of the step-size rule at the training outlier fraction p_a = 0.4 of Section 4.2."""
+    return eta_selection(settings, settings.p_a_mechanism, "fig3/4,table1")
+
+
+def plan(settings: Settings, selection: dict, names: tuple = PARTS) -> Plan:
+    """Figures 3, 4 and Table 1 (the requested parts ``names``) as units, one per training seed, for
     ``runs.jobs.run_plans``; ``selection``: the step-size rule's record per model at p_a = 0.4.
-    Assembles to {part: JSON-ready result} for each part in ``parts``."""
+    Assembles to {part: JSON-ready result} for each part in ``names``."""
+    parts = tuple(names)
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise ValueError(f"parts must be among {PARTS}; got {sorted(unknown)}.")
@@ -160,6 +183,37 @@ def summarise_table1(per_seed: list, settings: Settings) -> dict:
                 acc[rule][str(kappa_a_prime)] = cells
         out["accuracy"][model] = acc
     return out
+
+
+def claims(results: dict) -> list:
+    """The claims table's rows of Corollaries 1-2 and Table 1 (``claims_mechanism.py``), for each
+    of fig3, fig4, table1 present."""
+    rows = []
+    for name, rule in (("fig3", fig3_claims), ("fig4", fig4_claims), ("table1", table1_claims)):
+        if name in results:
+            rows += rule(results[name])
+    return rows
+
+
+def draw(results: dict, out: Path) -> list:
+    """fig3.png, fig4.png, table1.png and table1.md, for each of fig3, fig4, table1 in ``results``."""
+    out, paths = Path(out), []
+    if "fig3" in results:
+        paths.append(figures.fig3(results["fig3"], out / "fig3.png"))
+    if "fig4" in results:
+        paths.append(figures.fig4(results["fig4"], out / "fig4.png"))
+    if "table1" in results:
+        md = out / "table1.md"
+        md.write_text(table1_markdown(results["table1"]) + "\n")
+        paths += [figures.table1_png(results["table1"], out / "table1.png"), md]
+    return paths
+
+
+def report(results: dict) -> str:
+    """Table 1 in full (every labelling and kappa_a'), if table1 is present."""
+    if "table1" not in results:
+        return ""
+    return "\n".join(["### Table 1 (table1.md, table1.png)", "", table1_markdown(results["table1"])])
 
 
 def _as_accuracy(e: dict) -> dict:

@@ -1,8 +1,13 @@
-"""Figures of ``python -m numpy_mamba reproduce``: the paper's Figures 2-4 and Table 1 drawn
-from the JSON-ready results of ``fig2.py`` and ``mechanism.py``.
+"""The figure style shared by every ``reproduce`` figure, and Figure 2's figures.
 
-Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying it
-is the one-layer model of eq (3) and with which settings it was made.
+What goes where: a drawing helper that several experiments' figures use (colours, the settings
+footer ``settings_line``, ``save`` with the smoke stamp, ``training_curves``) lives here; the
+figures of one experiment live in its figures module (Figure 2 here, Figures 3-4 and Table 1 in
+``figures.py``, whose panels the three-layer figures of ``figures_depth3.py`` reuse); the
+experiment's ``draw`` (``experiments.py``) names the files.
+
+Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying which
+model it shows and with which settings it was made.
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from .common import MODEL_LABEL, MODELS
-from .fig2 import curve
+from .results import curve
 from ..runs.output import footnote, smoke_stamp, subplots
 
 COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
@@ -30,13 +35,13 @@ def _eta(result: dict) -> str:
     return f"$\\eta$ = {result['settings'].get('eta')}"
 
 
-def _settings_line(result: dict, extra: str = "") -> str:
+def settings_line(result: dict, extra: str = "") -> str:
     s = result["settings"]
     return (f"Training: $p_a$ = {result['p_a']}, {_eta(result)}, B = {s['B']}, T = {s['T']}, K = {s['K']}, "
             f"$\\kappa_a$ = 2, l = 20; {s['seeds']} seeds. {extra}")
 
 
-def _save(fig, path, result: dict | None = None, tight: bool = False) -> Path:
+def save(fig, path, result: dict | None = None, tight: bool = False) -> Path:
     """Save at 110 dpi; a quick run's figure (result["settings"]["quick"]) gets the smoke stamp."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,10 +108,10 @@ def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, 0.045))
     fig.suptitle(rf"Figure 2: test error against the outlier fraction $\alpha$; $\kappa_a'$ = {kappa_a_prime:g}, "
                  f"K' = {K_prime:g}")
-    footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point; lines: pooled "
+    footnote(fig, settings_line(result, f"{s['n_test']} test prompts per seed and point; lines: pooled "
                                   "error over seeds, bands: min-max over seeds."), FIG2_NOTE)
     fig.tight_layout(rect=(0, 0.15, 1, 0.98))
-    return _save(fig, path, result)
+    return save(fig, path, result)
 
 
 def fig2_sensitivity(result: dict, path) -> Path:
@@ -133,10 +138,10 @@ def fig2_sensitivity(result: dict, path) -> Path:
                 ax.set_ylabel("test error (all tasks)")
     axes[0, 0].legend(fontsize=8, loc="upper left")
     fig.suptitle(r"Figure 2, sensitivity: test outlier magnitude $\kappa_a'$ (rows) and irrelevant-pattern range K'")
-    footnote(fig, _settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds. "
+    footnote(fig, settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds. "
                                   "Dotted: alpha = 1/2; dash-dot: alpha = p_a; dashed black: error 0.01."), FIG2_NOTE)
     fig.tight_layout(rect=(0, 0.05, 1, 0.98))
-    return _save(fig, path, result)
+    return save(fig, path, result)
 
 
 def training_curves(ax, runs: list, model: str, label: str) -> None:
@@ -159,6 +164,6 @@ def fig2_training(result: dict, path) -> Path:
     ax.set_title("Figure 2 runs: training loss (mean over seeds, band: min-max)")
     ax.grid(alpha=0.3)
     ax.legend()
-    footnote(fig, _settings_line(result), FIG2_NOTE)
+    footnote(fig, settings_line(result), FIG2_NOTE)
     fig.tight_layout(rect=(0, 0.1, 1, 0.97))
-    return _save(fig, path, result)
+    return save(fig, path, result)

@@ -1,6 +1,7 @@
 """The "reproduce" section of figures/REPORT.md, written from the JSON results of
-``python -m numpy_mamba reproduce`` (whatever of fig2/fig3/fig4/table1 exists), and the short
-summary the command prints at the end.
+``python -m numpy_mamba reproduce`` (whatever of them exists), and the short summary the command
+prints at the end.  The head of the section (claims table, settings, training, step sizes) is
+written here; each experiment's own part comes from its ``report`` (``experiments.py``).
 
 Each claim of the paper's Section 4 gets: the paper's statement or number, ours, and a verdict
 from a rule stated next to it, so no verdict is typed in by hand.
@@ -13,25 +14,48 @@ import textwrap
 import numpy as np
 
 from . import report_depth3
-from .claims_mechanism import claim_rows
 from .common import MODELS, PAPER
+from .experiments import EXPERIMENTS
 from ..runs.output import SMOKE
 from .step_size import RULE as STEP_RULE
-from .tables import SHORT, fig2_tables, groups_table, pattern_score_table, step_size_table, table1_markdown
+from .tables import SHORT, step_size_table, table1_markdown
 
-__all__ = ["build", "stdout_summary", "table1_markdown"]
+__all__ = ["build", "claim_rows", "own_results", "stdout_summary", "table1_markdown"]
+
+
+def own_results(experiment, results: dict) -> dict:
+    """The part of ``results`` ({JSON name: result}) that ``experiment`` wrote."""
+    return {name: results[name] for name in experiment.JSON_NAMES if name in results}
+
+
+def claim_rows(results: dict) -> list:
+    """Every row of the claims table: each experiment's rows from its results present, in registry order."""
+    return [row for experiment in EXPERIMENTS for row in experiment.claims(own_results(experiment, results))]
+
+
+def training_runs(results: dict) -> list:
+    """[(short label, long label, result)]: one result per experiment with a ``RUNS_LABEL`` (the
+    first of its JSON names present; fig3, fig4 and table1 share one set of training runs)."""
+    runs = []
+    for experiment in EXPERIMENTS:
+        present = list(own_results(experiment, results).values())
+        if experiment.RUNS_LABEL and present:
+            runs.append((*experiment.RUNS_LABEL, present[0]))
+    return runs
 
 
 def _eta_text(results: dict) -> str:
-    mechanism = next((n for n in ("fig3", "fig4", "table1") if n in results), None)
-    runs = [f"{'Fig 2' if n == 'fig2' else 'Figs 3-4, Table 1'} (p_a = {results[n]['p_a']}): "
-            + ", ".join(f"{SHORT[m]} {results[n]['eta'][m]:g}" for m in MODELS)
-            for n in ("fig2", mechanism) if n in results and "eta" in results[n]]
+    runs = [f"{short} (p_a = {res['p_a']}): " + ", ".join(f"{SHORT[m]} {res['eta'][m]:g}" for m in MODELS)
+            for short, _, res in training_runs(results) if "eta" in res]
     return "; ".join(runs) or "n/a"
 
 
 def settings_section(results: dict) -> str:
-    any_result = next((r for n, r in results.items() if n != "depth3"), next(iter(results.values())))
+    """The settings the paper does not give, from a one-layer result (else any with a step size); "" if none."""
+    runs = training_runs(results)
+    any_result = runs[0][2] if runs else next((r for r in results.values() if "eta" in r), None)
+    if any_result is None:
+        return ""
     s = any_result["settings"]
     p_a = s["p_a_fig2"]
     B_T = PAPER["M1"] / (1 - p_a) * np.log(100)
@@ -98,17 +122,14 @@ def training_table(results: dict) -> str:
              "(Theorem 1 claims a small loss on all of T). Means over seeds [min, max].", "",
              "| runs | model | eta | final minibatch loss | held-out loss, T_tr | held-out loss, all T | held-out error, T_tr | held-out error, all T |",
              "|---|---|---|---|---|---|---|---|"]
-    # the fig3, fig4 and table1 results share one set of training runs (p_a = 0.4)
-    mechanism = next((n for n in ("fig3", "fig4", "table1") if n in results), None)
-    for name in [n for n in ("fig2", mechanism) if n in results]:
-        res = results[name]
+    for short, _, res in training_runs(results):
         for model in MODELS:
             runs = res["training"][model]
 
             def f(key):
                 v = np.array([r[key] for r in runs])
                 return f"{v.mean():.4f} [{v.min():.4f}, {v.max():.4f}]"
-            lines.append(f"| {'Fig 2' if name == 'fig2' else 'Figs 3-4, Table 1'} (p_a = {res['p_a']}) | {SHORT[model]} | "
+            lines.append(f"| {short} (p_a = {res['p_a']}) | {SHORT[model]} | "
                          f"{res['eta'][model]:g} | {f('final_minibatch_loss')} | "
                          f"{f('loss_train_tasks')} | {f('loss_all_tasks')} | {f('error_train_tasks')} | "
                          f"{f('error_all_tasks')} |")
@@ -143,7 +164,7 @@ def _mode(results: dict) -> tuple[str, bool]:
 
 
 def build(results: dict, wall_seconds: float | None = None) -> str:
-    """The whole "reproduce" section from the results present (keys fig2, fig3, fig4, table1)."""
+    """The whole "reproduce" section from the results present ({JSON name: result})."""
     mode, smoke = _mode(results)
     title = "## Reproduction of Section 4 (python -m numpy_mamba reproduce)"
     parts = [title + (f" -- {SMOKE}" if smoke else ""), ""]
@@ -152,19 +173,19 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
                   "below as a result.", ""]
     parts += [f"Run: {mode}; experiments present: {', '.join(sorted(results))}."
               + (f" Wall time of the last invocation: {wall_seconds:.0f} s." if wall_seconds else ""), "",
-              claims(results), "", settings_section(results), "", training_table(results)]
-    steps = step_size_table(results)
+              claims(results)]
+    settings = settings_section(results)
+    if settings:
+        parts += ["", settings]
+    parts += ["", training_table(results)]
+    steps = step_size_table([(long, res) for _, long, res in training_runs(results)])
     if steps:
         parts += ["", "### Step size (rule of numpy_mamba/reproduce/step_size.py)", "",
                   f"Rule: {STEP_RULE}. Held-out hinge loss per selection seed:", steps]
-    if "fig2" in results:
-        parts += ["", fig2_tables(results["fig2"]), "", groups_table(results["fig2"])]
-        if "pattern_scores" in results["fig2"]["training"]["mamba"][0]:
-            parts += ["", pattern_score_table(results["fig2"])]
-    if "table1" in results:
-        parts += ["", "### Table 1 (table1.md, table1.png)", "", table1_markdown(results["table1"])]
-    if "depth3" in results:
-        parts += ["", report_depth3.section(results["depth3"])]
+    for experiment in EXPERIMENTS:
+        text = experiment.report(own_results(experiment, results))
+        if text:
+            parts += ["", text]
     return "\n".join(parts)
 
 

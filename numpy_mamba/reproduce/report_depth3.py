@@ -1,16 +1,16 @@
 """The three-layer part of the "reproduce" section of REPORT.md (``depth3.json``): what the
 step-size rule chose for delta and eta (grid edges flagged), the run size, whether training
 converged, and Table 1 at three layers.  The verdict rows themselves are in the claims table
-(``claims_mechanism._depth3_claims``)."""
+(``claims_mechanism.depth3_claims``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .common import MODELS
-from .depth3 import view
+from .results import view
 from .figures_depth3 import MODELS_TEXT
 from .step_size import table_rows
-from .tables import SHORT, _md, table1_markdown
+from .tables import SHORT, md_table, table1_markdown
 
 
 def grid_edges(selection: dict) -> list:
@@ -63,7 +63,7 @@ def section(res: dict) -> str:
                      "in grid order)")
         lines += [f"**Three-layer {SHORT[model]}: {', '.join(f'{k} = {v:g}' for k, v in sel['chosen'].items())} "
                   f"chosen{flag}**", ""]
-        lines += _md(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]] + ["mean", ""],
+        lines += md_table(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]] + ["mean", ""],
                      table_rows(sel))
         lines.append("")
     lines += ["Training (three layers): final minibatch hinge loss and, on fresh prompts of Definition 1, held-out "
@@ -77,7 +77,7 @@ def section(res: dict) -> str:
             return f"{v.mean():.4f} [{v.min():.4f}, {v.max():.4f}]"
         rows.append([SHORT[model], f"{res['delta'][model]:g}", f"{res['eta'][model]:g}", f("final_minibatch_loss"),
                      f("loss_train_tasks"), f("error_train_tasks"), f("error_all_tasks")])
-    lines += _md(["model", "delta", "eta", "final minibatch loss", "held-out loss, T_tr", "held-out error, T_tr",
+    lines += md_table(["model", "delta", "eta", "final minibatch loss", "held-out loss, T_tr", "held-out error, T_tr",
                   "held-out error, all T"], rows)
     lines += ["", f"**Table 1, {L} layers (table1_L3.md, table1_L3.png)**", "",
               table1_markdown(view(res, "table1"), MODELS_TEXT)]

@@ -1,13 +1,6 @@
-"""``python -m numpy_mamba reproduce``: the experiments of the paper's Section 4 in one command.
-
-    Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json
-    Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
-    Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
-    Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json
-    depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
-                        Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
-                        fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md
-    REPORT.md           section "reproduce": paper vs ours, claim by claim
+"""``python -m numpy_mamba reproduce``: the experiments of the paper's Section 4 (Figures 2-6 and
+Table 1) in one command, each experiment a module of the registry ``experiments.EXPERIMENTS``;
+what each computes and writes (``--help`` lists every experiment's ``OUTPUTS``):
 
 fig2-table1 with the one-layer model of eq (3).  ``--quick`` runs the same pipeline at reduced size.
 The JSON files are written first; figures and report are drawn from the JSON as saved.
@@ -24,16 +17,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import depth3, fig2, figures, figures_depth3, mechanism, plots, report as report_text
-from .claims_mechanism import experiment_names
-from .common import MODELS, eta_selection, save_result, settings_for
+from . import report as report_text
+from .common import FULL, MODELS, QUICK, save_result, settings_for
+from .experiments import EXPERIMENTS as REGISTRY
 from ..runs.args import positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import write_section
 from ..runs.staging import run_staged
 
-EXPERIMENTS = ("fig2", "fig3", "fig4", "table1", "depth3")
-JSON_NAMES = EXPERIMENTS            # the JSON files a full run writes (NAME.json)
+# the --only names, which are also the JSON files a full run writes (NAME.json), in registry order
+EXPERIMENTS = JSON_NAMES = tuple(name for experiment in REGISTRY for name in experiment.JSON_NAMES)
 
 
 def parse_only(values) -> tuple:
@@ -51,58 +44,30 @@ def parse_only(values) -> tuple:
 def load_results(out: Path) -> dict:
     """Every experiment JSON present in ``out`` (ours, and any the claims table looks for), as saved."""
     return {name: json.loads((out / f"{name}.json").read_text())
-            for name in experiment_names() if (out / f"{name}.json").exists()}
+            for experiment in REGISTRY for name in experiment.JSON_NAMES if (out / f"{name}.json").exists()}
 
 
-def draw(name: str, result: dict, out: Path) -> list:
-    """Write the figures (and Table 1's Markdown) of one experiment; return their paths."""
-    if name == "fig2":
-        low = min(result["settings"]["kappa_a_primes"])
-        return [plots.fig2(result, out / "fig2.png"),
-                plots.fig2(result, out / f"fig2_kappa{low:g}.png", kappa_a_prime=low),
-                plots.fig2_sensitivity(result, out / "fig2_sensitivity.png"),
-                plots.fig2_training(result, out / "fig2_training.png")]
-    if name == "fig3":
-        return [figures.fig3(result, out / "fig3.png")]
-    if name == "fig4":
-        return [figures.fig4(result, out / "fig4.png")]
-    if name == "depth3":
-        return figures_depth3.draw(result, out)
-    md = out / "table1.md"
-    md.write_text(report_text.table1_markdown(result) + "\n")
-    return [figures.table1_png(result, out / "table1.png"), md]
-
-
-def compute(settings, only=EXPERIMENTS, jobs: int = 1, progress=True, depth_settings=None) -> tuple[dict, dict]:
+def compute(settings, only=EXPERIMENTS, jobs: int = 1, progress=True, own_settings=None) -> tuple[dict, dict]:
     """Run the chosen experiments as independent units, ``jobs`` at a time (same numbers for every
     ``jobs``): first the step-size rule (one unit per candidate and selection seed), then the
     training seeds with the chosen step sizes (one unit per seed and experiment).
 
-    ``depth_settings``: the three-layer part's (default ``depth3.depth3_settings(settings.quick)``).
+    ``settings``: the run's one-layer settings; each experiment derives its own from them
+    (``experiment.settings``) unless ``own_settings`` ({experiment NAME: settings}) gives them.
     Returns ({JSON name: result}, {phase or experiment: seconds of its units, summed}).
     """
-    deep = depth_settings or depth3.depth3_settings(settings.quick)
-    parts = tuple(p for p in mechanism.PARTS if p in only)
-    selection_plans = {}                    # the slow three-layer units first, so no worker idles at the end
-    if "depth3" in only:
-        selection_plans.update({("depth3", m): plan for m, plan in depth3.selection_plans(deep).items()})
-    if "fig2" in only:
-        selection_plans.update({("fig2", m): plan for m, plan in eta_selection(settings, settings.p_a_fig2, "fig2").items()})
-    if parts:
-        selection_plans.update({("mechanism", m): plan for m, plan in
-                                eta_selection(settings, settings.p_a_mechanism, "fig3/4,table1").items()})
+    own_settings = own_settings or {}
+    asked = {e: tuple(n for n in e.JSON_NAMES if n in only) for e in reversed(REGISTRY)}   # slowest first
+    asked = {e: names for e, names in asked.items() if names}
+    chosen_settings = {e: own_settings.get(e.NAME) or e.settings(settings) for e in asked}
+    selection_plans = {(e.NAME, m): plan for e in asked for m, plan in e.selection(chosen_settings[e]).items()}
     chosen, seconds = run_plans(selection_plans, jobs=jobs, name="reproduce: step sizes", progress=progress)
-    plans = {}
-    if "depth3" in only:
-        plans["depth3"] = depth3.plan(deep, {m: chosen[("depth3", m)] for m in MODELS})
-    if "fig2" in only:
-        plans["fig2"] = fig2.plan(settings, {m: chosen[("fig2", m)] for m in MODELS})
-    if parts:
-        plans["mechanism"] = mechanism.plan(settings, parts, {m: chosen[("mechanism", m)] for m in MODELS})
+    plans = {e.NAME: e.plan(chosen_settings[e], {m: chosen[(e.NAME, m)] for m in MODELS}, names)
+             for e, names in asked.items()}
     found, trained = run_plans(plans, jobs=jobs, name="reproduce: training seeds", progress=progress)
     results = {}
-    for name, result in found.items():
-        for key, value in (result.items() if name == "mechanism" else [(name, result)]):
+    for name, written in found.items():
+        for key, value in written.items():
             value["seconds"] = trained[name] + sum(t for (n, _), t in seconds.items() if n == name)
             results[key] = value
     timings = {f"step size ({n}, {m})": t for (n, m), t in seconds.items()}
@@ -115,21 +80,35 @@ def write_outputs(results: dict, only, stage_dir: Path, out: Path, report: Path,
     "reproduce" section into ``report`` from every result present (this run's, else ``out``'s)."""
     written = [save_result(stage_dir / f"{name}.json", result) for name, result in results.items()]
     saved = {**load_results(out), **load_results(stage_dir)}
-    for name in only:
-        written += draw(name, saved[name], stage_dir)
+    for experiment in REGISTRY:
+        drawn = {name: saved[name] for name in experiment.JSON_NAMES if name in only}
+        if drawn:
+            written += experiment.draw(drawn, stage_dir)
     written.append(write_section(report, "reproduce", report_text.build(saved, seconds)))
     return written
 
 
+def description() -> str:
+    """The ``--help`` text: this module's docstring with every experiment's OUTPUTS lines after its first paragraph."""
+    head, tail = __doc__.split("\n\n", 1)
+    lines = [line for experiment in REGISTRY for line in experiment.OUTPUTS.splitlines()]
+    lines.append('REPORT.md           section "reproduce": paper vs ours, claim by claim')
+    return head + "\n\n" + "\n".join("    " + line for line in lines) + "\n\n" + tail
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba reproduce", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba reproduce", description=description(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    own_seeds = "; ".join(f"{e.NAME} keeps its own ({e.SETTINGS.seeds}; quick {e.QUICK.seeds})"
+                          for e in REGISTRY if e.SETTINGS.seeds != FULL.seeds or e.QUICK.seeds != QUICK.seeds)
     parser.add_argument("--quick", action="store_true",
-                        help="same pipeline at reduced size (2 seeds, T = 300, 200 test prompts per point; ~15 s)")
-    parser.add_argument("--only", action="append", metavar="fig2|fig3|fig4|table1|depth3",
+                        help=f"same pipeline at reduced size ({QUICK.seeds} seeds, T = {QUICK.T}, {QUICK.n_test} test "
+                             "prompts per point): a smoke run, stamped as such on every output")
+    parser.add_argument("--only", action="append", metavar="|".join(EXPERIMENTS),
                         help="run only these experiments (repeatable or comma list); default: all")
-    parser.add_argument("--seeds", type=positive_int, default=None, help="number of training seeds of the one-layer experiments (default 10; quick 2); "
-                        "the three-layer part (depth3) has its own (3; quick 1)")
+    parser.add_argument("--seeds", type=positive_int, default=None,
+                        help=f"number of training seeds of the one-layer experiments (default {FULL.seeds}; quick "
+                             f"{QUICK.seeds})" + (f"; {own_seeds}" if own_seeds else ""))
     parser.add_argument("--out", default=None,
                         help="output folder (default figures/; with --quick a new temporary folder, so a "
                              "quick run never overwrites the committed full-run results)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import MODELS
-from .fig2 import point
+from .results import point
 from .figures import TABLE1_HEADER, table1_overview, table1_rows
 from .step_size import table_rows
 
@@ -18,7 +18,7 @@ def _cell(e: dict) -> str:
     return "n/a" if e["rate"] is None else f"{e['rate']:.3f} [{e['ci95'][0]:.3f}, {e['ci95'][1]:.3f}]"
 
 
-def _md(header: list, rows: list) -> list:
+def md_table(header: list, rows: list) -> list:
     return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
@@ -36,11 +36,11 @@ def fig2_tables(res: dict) -> str:
     subsets = ("all", "seen", "unseen")
     for rule in res["label_rules"]:
         lines += [f"**Labelling: {rule}**", ""]
-        lines += _md(["alpha"] + [f"{SHORT[m]} {sub}" for m in MODELS for sub in subsets],
+        lines += md_table(["alpha"] + [f"{SHORT[m]} {sub}" for m in MODELS for sub in subsets],
                      [[f"{a:g}"] + [_cell(point(res, m, rule, sub, a)) for m in MODELS for sub in subsets] for a in show])
         lines.append("")
     lines += ["**Sensitivity: error on all tasks at alpha = 0.5 / 0.8 for every kappa_a', K'**", ""]
-    lines += _md(["kappa_a'", "K'"] + [f"{SHORT[m]} {r}" for m in MODELS for r in res["label_rules"]],
+    lines += md_table(["kappa_a'", "K'"] + [f"{SHORT[m]} {r}" for m in MODELS for r in res["label_rules"]],
                  [[f"{kap:g}", f"{Kp:g}"] + [f"{point(res, m, r, 'all', 0.5, kap, Kp)['rate']:.3f} / "
                                              f"{point(res, m, r, 'all', 0.8, kap, Kp)['rate']:.3f}"
                                              for m in MODELS for r in res["label_rules"]]
@@ -60,7 +60,7 @@ def groups_table(res: dict) -> str:
              "labels swapped), 12 pairs two steps apart and 6 pairs three steps apart.", ""]
     rows = [[rule, f"{a:g}", SHORT[m]] + [_cell(point(res, m, rule, subset[g], a)) for g in groups]
             for rule in res["label_rules"] for a in _shown(s, (0.0, 0.5, 0.8)) for m in MODELS]
-    lines += _md(["labelling", "alpha", "model"] + [GROUP_LABEL.get(g, g) for g in groups], rows)
+    lines += md_table(["labelling", "alpha", "model"] + [GROUP_LABEL.get(g, g) for g in groups], rows)
     return "\n".join(lines)
 
 
@@ -76,7 +76,7 @@ def pattern_score_table(res: dict) -> str:
         S = np.array([r["pattern_scores"] for r in res["training"][model]])    # (seeds, M1, M1)
         a = np.arange(M1)
         offsets[model] = np.array([S[:, (a + k) % M1, a].mean() for k in range(M1)])
-    lines += _md(["model"] + [f"k = {k}" for k in range(M1)],
+    lines += md_table(["model"] + [f"k = {k}" for k in range(M1)],
                  [[SHORT[m]] + [f"{x / offsets[m][0]:+.2f}" for x in offsets[m]] for m in MODELS])
     m = offsets["mamba"]
     if m[1] < 0 and m[-1] < 0 and m[2] > 0 and m[-2] > 0:
@@ -103,21 +103,20 @@ def table1_markdown(res: dict, models: str = ONE_LAYER_MODELS) -> str:
              f"'the' Table 1. Main setting: flipped labels, kappa_a' = {s['main_kappa_a_prime']:g}; the setting "
              f"closest to the paper's pattern (targeted labels, kappa_a' = kappa_a = {res['paper']['kappa_a']:g}) was "
              "singled out after seeing an earlier run's results.", ""]
-    lines += _md(header, rows)
+    lines += md_table(header, rows)
     for rule in res["label_rules"]:
         lines += ["", f"Outlier labels: {rule} (seed range = min-max over seeds; task groups as in the Figure 2 "
                   "section)", ""]
-        lines += _md(TABLE1_HEADER, table1_rows(res, rule))
+        lines += md_table(TABLE1_HEADER, table1_rows(res, rule))
     return "\n".join(lines)
 
 
-def step_size_table(results: dict) -> str:
-    """Every candidate's held-out loss per selection seed, and which eta the rule chose, per training setting."""
+def step_size_table(runs: list) -> str:
+    """Every candidate's held-out loss per selection seed, and which eta the rule chose, per training
+    setting; ``runs``: [(label, result)] (``report.training_runs``)."""
     lines = []
-    mechanism = next((n for n in ("fig3", "fig4", "table1") if n in results), None)
-    for name, label in (("fig2", "Figure 2"), (mechanism, "Figures 3-4, Table 1")):
-        res = results.get(name)
-        if res is None or "step_size" not in res:
+    for label, res in runs:
+        if "step_size" not in res:
             continue
         for model in MODELS:
             sel = res["step_size"][model]
@@ -129,6 +128,6 @@ def step_size_table(results: dict) -> str:
                 edge = (" (an edge of the grid; the grid was widened once after a first run chose its edges, see "
                         "Settings, and is not widened again)")
             lines += ["", f"**{label} (p_a = {res['p_a']}), {SHORT[model]}: eta = {eta:g} chosen{edge}**", ""]
-            lines += _md(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]]
+            lines += md_table(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]]
                          + ["mean", ""], table_rows(sel))
     return "\n".join(lines)

@@ -75,7 +75,6 @@ def test_an_interrupted_reproduce_leaves_the_previous_folder_intact(tmp_path):
     before = _old_reproduce_folder(out)
     r = _interrupted_run("reproduce", out, r"units done", 0.5, True)
     assert r["rc"] == 130 and r["sent"], r["stderr"][-3:]
-    assert not r["survivors"], "processes of the run survived"
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before, "the previous results were changed"
     said = [line for line in r["stderr"] if line.startswith("reproduce: interrupted (SIGINT) before its results were complete")]
     assert said, f"no message that nothing was changed; stderr ends {r['stderr'][-3:]}"

@@ -45,7 +45,7 @@ class Problem:
     numerical: Params
 
 
-def _random_prompts(rng, B, d, l):
+def random_prompts(rng, B, d, l):
     """Gaussian inputs, random +-1 labels, the query's label slot 0 (eq (2)): (B, d+1, l+1)."""
     P = np.zeros((B, d + 1, l + 1))
     P[:, :d, :] = rng.standard_normal((B, d, l + 1))
@@ -66,7 +66,7 @@ def _F(params, P):
 
 def _basic(rng, B=4, d=5, l=5, m=None):
     params = _random_params(rng, d, d + 1 if m is None else m)
-    P = _random_prompts(rng, B, d, l)
+    P = random_prompts(rng, B, d, l)
     return params, P, rng.choice([-1.0, 1.0], size=B)
 
 

@@ -17,11 +17,12 @@ from ..registry import Exercise, Function, Reference, register
 # one-layer model (its fast path forward_terms and log_gates included), the eq (1) scan, and the
 # stack's layers, whose gate tensor holds eq (3)'s gates in the label channel.
 FORBIDDEN = tuple(f"numpy_mamba.model:{n}" for n in
-                  ("gating", "log_gating", "log_gates", "gates_for", "forward_terms", "output_terms",
+                  ("gating", "log_gating", "log_gates", "gates_for", "forward_terms", "forward_literal",
                    "output", "forward")) + (
     "numpy_mamba.scan:recurrent_forward", "numpy_mamba.scan:scan_outputs",
     "numpy_mamba.gradients:gradients", "numpy_mamba.gradients:gradients_literal",
-    "numpy_mamba.gradients:value_and_gradients", "numpy_mamba.gradients:gate_backward",
+    "numpy_mamba.gradients:value_and_gradients", "numpy_mamba.gradients:eq3_value_and_gradients",
+    "numpy_mamba.gradients:gate_backward",
     "numpy_mamba.gates.attention:gate_values",
 ) + tuple(f"numpy_mamba.layer:{n}" for n in ("gates", "layer_forward", "layer_forward_factored"))
 

@@ -17,8 +17,8 @@ FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
 # helpers included) and the stack's backward passes, since a one-layer stack with w as the label
 # channel's gate column is eq (3) and returns dW_B, dW_C and dw.
 FORBIDDEN = tuple(f"numpy_mamba.gradients:{n}" for n in
-                  ("gradients", "gradients_literal", "value_and_gradients", "gate_backward", "gate_weights",
-                   "attention_backward", "attention_weights")) + tuple(
+                  ("gradients", "gradients_literal", "value_and_gradients", "eq3_value_and_gradients", "gate_backward",
+                   "gate_backward_terms", "attention_backward")) + tuple(
     f"numpy_mamba.stack:{n}" for n in ("gradients", "value_and_gradients", "stack_backward")) + tuple(
     f"numpy_mamba.layer:{n}" for n in ("layer_backward", "layer_backward_factored", "scores_backward")) + (
     "numpy_mamba.gradcheck:numerical_gradient", "numpy_mamba.gradcheck:gradcheck", "numpy_mamba.sgd:train",

@@ -19,7 +19,7 @@ from ...layer import LayerCache, LayerParams, layer_backward, layer_forward
 from ..compare import compare_array, describe
 from ..hints import rel_error
 from ..layer_mistakes import LAYER_MISTAKES, mistaken_parts
-from ..problems import _random_prompts
+from ..problems import random_prompts
 from ..registry import Exercise, Function, Reference, register
 
 PARTS = ("dH", "dW_B", "dW_C", "dW")
@@ -53,7 +53,7 @@ def _layer(rng, D, m=None, scale=0.6):
 def _in_stack(rng, position, B=3, d=4, l=5):
     """Layer ``position`` (1, 2 or 3) of a random three-layer stack on random prompts: its input
     H^(position-1) and dO = dL/dH^(position) for the loss L = sum_n z_n F_n (z = +-1)."""
-    H = _random_prompts(rng, B, d, l)
+    H = random_prompts(rng, B, d, l)
     layers = [_layer(rng, d + 1) for _ in range(3)]
     caches = []
     for layer in layers:
@@ -69,14 +69,14 @@ def _in_stack(rng, position, B=3, d=4, l=5):
 
 def _plain(rng, B=3, d=4, l=5, m=None):
     """One layer on random prompts with a dense random dO."""
-    H = _random_prompts(rng, B, d, l)
+    H = random_prompts(rng, B, d, l)
     return rng.standard_normal(H.shape), layer_forward(H, _layer(rng, d + 1, m))[1]
 
 
 def _saturated(rng, B=3, d=4, l=6):
     """Coordinate 0 of H carries +-1 flags on some columns and W[0, :] = 40, so those gate logits
     a_{j,i} are 30-50 in every channel; the other columns stay moderate."""
-    H = _random_prompts(rng, B, d, l)
+    H = random_prompts(rng, B, d, l)
     H[:, 0, :] = 0.0
     for n, flags in enumerate(({1: 1.0, 3: -1.0, 4: -1.2}, {0: -1.0, l - 1: -0.8, 2: 1.1}, {l - 1: 1.0, 0: -1.0})):
         for i, value in flags.items():

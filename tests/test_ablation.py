@@ -131,3 +131,13 @@ def test_quick_command_writes_stamped_json_figure_and_report(tmp_path):
     assert SMOKE in text and text.count("<!-- BEGIN ablation -->") == 1
     section = report_section(result)
     assert section in text and "| Mamba | 3 | pre-norm |" in section and "distance 2 vs baseline" in section
+
+
+def test_change_verdict_follows_the_interval_over_seeds():
+    # If this fails, a change whose 95% t-interval contains 0 is reported as a rise or a fall (or a
+    # clear one is not), or a single seed is given an interval it does not have.
+    from numpy_mamba.reproduce.ablation import _verdict
+    assert _verdict(spread([0.10, 0.12, 0.11])).startswith("raises it (+11.0 points")
+    assert _verdict(spread([-0.10, -0.12, -0.11])).startswith("lowers it")
+    assert _verdict(spread([0.10, -0.12, 0.01])).startswith("does not measurably change it")
+    assert _verdict(spread([0.3])) == "n/a (fewer than 2 seeds)"

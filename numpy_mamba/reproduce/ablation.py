@@ -300,9 +300,11 @@ def spread(values) -> dict:
     return {"mean": float(v.mean()), "min": float(v.min()), "max": float(v.max()), "t95": half, "n_seeds": int(v.size)}
 
 
-def _accuracy(counts: dict, g) -> float:
+def _accuracy(counts: dict, g):
+    """1 - error (eq (5)) of task group g (None: all prompts); None for a group without prompts."""
     wrong, n = np.asarray(counts["wrong"]), np.asarray(counts["n"])
-    return float(1 - wrong.sum() / n.sum()) if g is None else float(1 - wrong[g] / n[g])
+    wrong, n = (wrong.sum(), n.sum()) if g is None else (wrong[g], n[g])
+    return float(1 - wrong / n) if n > 0 else None
 
 
 def assemble(settings: AblationSettings, steps: dict, runs: list) -> dict:
@@ -439,9 +441,10 @@ def figure(result: dict, path) -> Path:
                                 color="#0072B2" if m == "mamba" else "#E69F00", alpha=0.12)
         ax.set_xlabel("SGD step (Condition 1 cycle, residual stack)")
         ax.set_ylabel("distance-2 accuracy (%)")
-        ax.set_title(f"distance-2 tasks along training, {'FQ' if test == 'FQ' else 'clean'} prompts "
-                     "(line: seed mean; band: min-max)", fontsize=10)
-        ax.legend(fontsize=8, loc="lower right")
+        ax.set_title(f"distance-2 accuracy along training, {'FQ' if test == 'FQ' else 'clean'} prompts\n"
+                     "(step 0: Algorithm 1's initialisation; line: seed mean, band: min-max)", fontsize=10)
+        if test == "clean":
+            ax.legend(fontsize=8, loc="lower left")
     fig.suptitle("Ablation of the distance-2 gap: training task set, number of steps, pre-norm; per task group "
                  "(bars: mean over seeds, whiskers: min-max)", fontsize=12)
     _footnote(fig, _settings_text(result), note="Residual stacks of stack.py (our architecture); pre-norm: "
@@ -450,10 +453,11 @@ def figure(result: dict, path) -> Path:
 
 
 # ---------------------------------------------------------------- report
-def _pct(cell: dict) -> str:
+def _pct(cell: dict, seeds: int) -> str:
     if cell["mean"] is None:
         return "n/a"
-    return f"{100 * cell['mean']:.1f} [{100 * cell['min']:.1f}, {100 * cell['max']:.1f}]"
+    fewer = "" if cell["n_seeds"] == seeds else f" ({cell['n_seeds']} of {seeds} seeds)"
+    return f"{100 * cell['mean']:.1f} [{100 * cell['min']:.1f}, {100 * cell['max']:.1f}]{fewer}"
 
 
 def _delta(cell: dict) -> str:
@@ -461,6 +465,45 @@ def _delta(cell: dict) -> str:
         return "n/a"
     half = "" if cell["t95"] is None else f" ± {100 * cell['t95']:.1f}"
     return f"{100 * cell['mean']:+.1f}{half}"
+
+
+def _verdict(cell: dict) -> str:
+    """Paired change in points with its 95% t-interval and what the interval says."""
+    if cell["mean"] is None or cell["t95"] is None:
+        return "n/a (fewer than 2 seeds)"
+    lo, hi = 100 * (cell["mean"] - cell["t95"]), 100 * (cell["mean"] + cell["t95"])
+    word = "raises" if lo > 0 else "lowers" if hi < 0 else "does not measurably change"
+    return f"{word} it ({100 * cell['mean']:+.1f} points, 95% t-interval [{lo:+.1f}, {hi:+.1f}])"
+
+
+def findings(result: dict) -> list:
+    """Bullets, each with its rule: how every factor moves distance-2 accuracy on the FQ prompts
+    (paired over seeds: "raises"/"lowers" when the 95% t-interval of the change excludes 0), whether
+    it closes the gap (distance 2 within 1 point of the lowest other task group, seed means), and
+    the sign of layer 1's S at distance 2 with the shares of the product term and of its middle path."""
+    out, groups = [], [g for g in result["task_groups"] if g != "distance_2"]
+    classes = result["step_classes"]
+    for m in MODELS:
+        for L in ("1", "3"):
+            table = result["table"]["FQ"][m][L]
+            for f, cell in table.items():
+                d2, others = cell["distance_2"]["mean"], [cell[g]["mean"] for g in groups]
+                if d2 is None or any(o is None for o in others):
+                    continue
+                low = min(others)
+                closed = "closes the gap" if d2 >= low - 0.01 else "leaves a gap"
+                head = f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}, {FACTOR_LABEL[f]}:"
+                change = ("" if f == "baseline" else
+                          " " + _verdict(result["change_vs_baseline"]["FQ"][m][L][f]["distance_2"]) + ";")
+                mech = result["mechanism"][m][L][f]
+                S2, S1 = _mean_over(mech["S"], classes, 2), _mean_over(mech["S"], classes, 1)
+                prod, mid = _mean_over(mech["product"], classes, 2), _mean_over(mech["via_middle"], classes, 2)
+                share = "" if not S2 else (f"; product term {prod / S2:.0%} of it, two partner steps "
+                                           f"{mid / S2:.0%}")
+                out.append(f"- {head} distance-2 FQ accuracy {100 * d2:.1f}% vs lowest other group "
+                           f"{100 * low:.1f}%, {closed};{change} S(distance 2) = {S2:.3g} "
+                           f"(S(distance 1) = {S1:.3g}){share}.")
+    return out
 
 
 def _mean_over(cells: list, classes: list, k: int):
@@ -493,6 +536,9 @@ def report_section(result: dict) -> str:
         lines += ["", "Diverged runs (their accuracy is missing from the cells after the step named): " +
                   "; ".join(f"seed {d['seed']} {d['model']} {d['arm']} tasks={d['tasks']} at step {d['diverged_at']}"
                             for d in result["diverged"])]
+    lines += ["", "What the numbers say (rule in each bullet's terms: a change is \"raises\"/\"lowers\" when the 95% "
+              "t-interval over seeds of the paired change excludes 0; a factor \"closes the gap\" when distance-2 FQ "
+              "accuracy is within 1 point of the lowest other task group, seed means):", ""] + findings(result)
     for test in TESTS:
         what = ("Table 1's FQ prompts: alpha = 0.5, outliers farthest from the query, labels targeted to +1, "
                 f"kappa_a' = {s['kappa_a_prime']:g}, K' = {s['K_prime']:g}") if test == "FQ" else "clean prompts (alpha = 0)"
@@ -505,7 +551,7 @@ def report_section(result: dict) -> str:
                 for f, cell in result["table"][test][m][L].items():
                     change = "" if f == "baseline" else _delta(result["change_vs_baseline"][test][m][L][f]["distance_2"])
                     lines.append(f"| {MODEL_TEXT[m]} | {L} | {FACTOR_LABEL[f]} | " +
-                                 " | ".join(_pct(cell[g]) for g in groups) + f" | {change} |")
+                                 " | ".join(_pct(cell[g], s["seeds"]) for g in groups) + f" | {change} |")
     classes = result["step_classes"]
     parts = ("linear", "product", "via_middle", "via_ends", "via_other", "outside")
     lines += ["", "Mechanism: layer 1's cross-pattern score S(a, b) = (mu_b, 0)^T W_B^T W_C (mu_a, 0) at the end of each "

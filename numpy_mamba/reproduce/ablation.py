@@ -282,8 +282,8 @@ def plan(settings: AblationSettings, steps: dict) -> Plan:
     """Every (seed, model, arm, task set) run as a unit, slowest first; assembles to the "ablation" JSON."""
     keys = [(s, m, a, tasks) for s in range(settings.seeds) for m in MODELS for a in ARMS
             for tasks in (("cycle",) if ARMS[a][1] else ("cycle", "all"))]
-    cost = {"mamba": 13.0, "linear_transformer": 6.0}
-    keys.sort(key=lambda k: -(cost[k[1]] if ARMS[k[2]][0] > 1 else 0.5)
+    cost = {"mamba": 2.0, "linear_transformer": 1.0}        # relative cost of a three-layer step; orders units only
+    keys.sort(key=lambda k: -(cost[k[1]] if ARMS[k[2]][0] > 1 else 0.05)
               * (settings.T_long if k[3] == "cycle" and not ARMS[k[2]][1] else settings.T_short))
     units = [Unit(k, f"seed {k[0] + 1}/{settings.seeds} {k[1]} {k[2]} tasks={k[3]}", run_unit,
                   (settings, k[0], k[1], k[2], k[3], {"delta": steps[k[1]][k[2]]["delta"], "eta": steps[k[1]][k[2]]["eta"]}))

@@ -20,6 +20,7 @@ COMMANDS = {
     "bench": ("numpy_mamba.cli.bench", "time one SGD step (forward + all gradients); ratio vs PyTorch if installed"),
     "reproduce": ("numpy_mamba.reproduce.run", "Figures 2-6 and Table 1 (one and three layers) into figures/, with REPORT.md"),
     "theory": ("numpy_mamba.theory.run", "numerical checks of Theorems 1-4, Corollaries 1-2, Lemmas 4-6"),
+    "ablation": ("numpy_mamba.reproduce.ablation", "why three-layer Mamba misses distance-2 tasks: task set, steps, pre-norm"),
     "gates": ("numpy_mamba.gates.compare", "Mamba-2, RetNet, Gated Retention, GLA vs Mamba (Appendix E.6)"),
     "grade": ("numpy_mamba.grader.run", "grade a student's exercise file against the analytic gradients"),
 }

@@ -15,7 +15,8 @@ import pytest
 from numpy_mamba import TrainConfig, train
 from numpy_mamba.cli import COMMANDS
 from numpy_mamba.reproduce import ablation
-from numpy_mamba.reproduce.ablation import (QUICK, AblationSettings, pattern_terms, report_section, run_unit, spread,
+from numpy_mamba.reproduce.ablation_report import report_section
+from numpy_mamba.reproduce.ablation import (QUICK, AblationSettings, pattern_terms, run_unit, spread,
                                             step_classes, prompts_for, group_counts)
 from numpy_mamba.reproduce.common import PAPER, world_for
 from numpy_mamba.runs.output import SMOKE
@@ -137,8 +138,8 @@ def test_quick_command_writes_stamped_json_figure_and_report(tmp_path):
 def test_change_verdict_follows_the_interval_over_seeds():
     # If this fails, a change whose 95% t-interval contains 0 is reported as a rise or a fall (or a
     # clear one is not), or a single seed is given an interval it does not have.
-    from numpy_mamba.reproduce.ablation import _verdict
-    assert _verdict(spread([0.10, 0.12, 0.11])).startswith("raises it (+11.0 points")
-    assert _verdict(spread([-0.10, -0.12, -0.11])).startswith("lowers it")
-    assert _verdict(spread([0.10, -0.12, 0.01])).startswith("does not measurably change it")
-    assert _verdict(spread([0.3])) == "n/a (fewer than 2 seeds)"
+    from numpy_mamba.reproduce.ablation_report import change_verdict
+    assert change_verdict(spread([0.10, 0.12, 0.11])).startswith("raises it (+11.0 points")
+    assert change_verdict(spread([-0.10, -0.12, -0.11])).startswith("lowers it")
+    assert change_verdict(spread([0.10, -0.12, 0.01])).startswith("does not measurably change it")
+    assert change_verdict(spread([0.3])) == "n/a (fewer than 2 seeds)"

@@ -16,14 +16,14 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {
-    "train": ("numpy_mamba.cli.train", "a short SGD run (Algorithm 1) that prints its loss falling"),
-    "bench": ("numpy_mamba.cli.bench", "time one SGD step (forward + all gradients); ratio vs PyTorch if installed"),
-    "reproduce": ("numpy_mamba.reproduce.run", "Figures 2-4 and Table 1 into figures/, with REPORT.md"),
-    "theory": ("numpy_mamba.theory.run", "numerical checks of Theorems 1-4, Corollaries 1-2, Lemmas 4-6"),
-    "gates": ("numpy_mamba.gates.compare", "Mamba-2, RetNet, Gated Retention, GLA vs Mamba (Appendix E.6)"),
-    "grade": ("numpy_mamba.grader.run", "grade a student's exercise file against the analytic gradients"),
-    "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks, executed with --execute"),
+COMMANDS = {   # the same words as the README's table of commands
+    "train": ("numpy_mamba.cli.train", "a short SGD run (Algorithm 1) at the Section 4 settings that prints its loss falling"),
+    "reproduce": ("numpy_mamba.reproduce.run", "Figures 2-6 and Table 1 (one and three layers) with figures/REPORT.md"),
+    "theory": ("numpy_mamba.theory.run", "numerical checks of the theorems, corollaries and lemmas"),
+    "gates": ("numpy_mamba.gates.compare", "Mamba-2, RetNet, Gated Retention, GLA against Mamba (Appendix E.6)"),
+    "grade": ("numpy_mamba.grader.run", "grade a student's exercise file, or a folder of them (--csv, --json)"),
+    "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks in OUT (--execute runs them)"),
+    "bench": ("numpy_mamba.cli.bench", "time one SGD step; ratio against PyTorch autograd when PyTorch is installed"),
 }
 
 

@@ -45,7 +45,7 @@ def test_tutorial_executes_as_a_notebook(path, tmp_path):
     assert re.search(r"\$[^$\n]+\$", markdown), f"{path.name}: the notebook's markdown cells carry no LaTeX ($...$)"
     assert not any(c.source.lstrip().startswith("# %%") for c in nb.cells), f"{path.name}: a cell marker survived"
 
-    notebooks.execute(nb, tmp_path, quick=True)         # raises NotebookError naming the cell on any error output
+    notebooks.execute(nb, tmp_path, quick=True, timeout=300)   # raises NotebookError naming the cell on any error
 
     assert notebooks.first_error(nb) is None
     figures = FIGURE_CALL.findall(path.read_text())

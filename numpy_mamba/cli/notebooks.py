@@ -61,7 +61,8 @@ def tutorial_notebook(path: Path):
 
 def exercise_notebook(path: Path):
     """The notebook of one exercise hand-out (a plain module): its docstring as the first markdown
-    cell, the code to complete as one code cell, and how to grade it."""
+    cell (first line as the title, the rest verbatim), the code to complete as one code cell, and
+    how to grade it."""
     import ast
     import jupytext
     text = path.read_text()
@@ -70,7 +71,10 @@ def exercise_notebook(path: Path):
     body = text
     if doc and module.body and isinstance(module.body[0], ast.Expr):
         body = "\n".join(text.splitlines()[module.body[0].end_lineno:]).lstrip("\n")
-    prose = "\n".join(f"# {line}".rstrip() for line in ([f"# Exercise: {path.stem}", ""] + doc.splitlines()))
+    title, _, rest = doc.partition("\n")
+    # the docstring is plain text (grad_W_C, G_{i,l+1}): shown as written, not parsed as markdown
+    shown = [f"# {title.strip() or path.stem}", "", "```text", *rest.strip("\n").splitlines(), "```"]
+    prose = "\n".join(f"# {line}".rstrip() for line in shown)
     grade = (f"# To grade your answer, save the code cell as `{path.name}` (in Jupyter: *File > Save and Export "
              f"Notebook As > Executable Script*, or `jupytext --to py {path.stem}.ipynb`), then run\n#\n"
              f"#     python -m numpy_mamba grade {path.name}")

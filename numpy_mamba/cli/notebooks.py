@@ -120,18 +120,21 @@ def execute(nb, workdir: Path, quick: bool, timeout: int = CELL_TIMEOUT_S):
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
 
     # Only ipykernel's own spec (this interpreter), never a "python3" kernel installed elsewhere.
     specs = KernelSpecManager(kernel_dirs=[], ensure_native_kernel=True)
     km = KernelManager(kernel_name="python3", kernel_spec_manager=specs)
-    client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=True, record_timing=False,
+    client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=False, record_timing=False,
                             resources={"metadata": {"path": str(workdir)}})
     # The kernel process's own log (not the cells' output, which reaches the notebook) goes to a
-    # temporary file, shown only when the kernel fails.
+    # temporary file, shown only when the kernel itself fails.
     with tempfile.TemporaryFile("w+") as log:
         try:
             client.execute(env=kernel_environment(quick), stderr=log)
-        except Exception as exc:                          # a dead kernel, a timeout
+        except CellExecutionError as exc:                 # the first cell with an error output; the rest not run
+            raise NotebookError(first_error(nb) or str(exc).strip().splitlines()[-1]) from None
+        except Exception as exc:                          # a dead kernel, a cell past the timeout
             log.seek(0)
             raise NotebookError(f"{type(exc).__name__}: {exc}\nkernel log:\n{log.read()[-2000:]}") from None
     problem = first_error(nb)

@@ -6,4 +6,5 @@
     output.py      results on disk: JSON, named sections of REPORT.md, figures without pyplot, the
                    smoke-run stamp and settings footers of figures; show_figure for the tutorials
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
+    summary.py     the closing lines every experiment command prints: verdicts, files, one elapsed time
 """

@@ -8,7 +8,6 @@ from a rule stated next to it, so no verdict is typed in by hand.
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 

@@ -16,14 +16,6 @@ def active_r(z, F, B):
     return np.where(1 - z * F > 0, -z, 0.0) / B
 
 
-def my_gates(w, P):
-    """eq (3) in log space, numpy/scipy only (for the gates exercise)."""
-    a = np.einsum("d,bdl->bl", w, P)
-    suffix = np.cumsum(log_expit(-a)[:, ::-1], axis=1)[:, ::-1]          # sum_{j>=i} log(1 - sigma_j)
-    later = np.concatenate([suffix[:, 1:], np.zeros_like(suffix[:, :1])], axis=1)
-    return np.exp(log_expit(a) + later)
-
-
 def gate_weights(w, P, c):
     """Weight of each column p_s in dw, from c_i = dL/dG_i * G_i (eq (135), own and suffix terms)."""
     sigma = expit(np.einsum("d,bdl->bl", w, P))

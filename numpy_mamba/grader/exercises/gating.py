@@ -13,17 +13,8 @@ from ..mistakes import gate_mistakes
 from ..problems import PROBLEM_NOTES, make_problems
 from ..registry import Exercise, Function, Reference, register
 
-# Everything in the package that returns the gates, or F from which they could be probed: the
-# one-layer model (its fast path forward_terms and log_gates included), the eq (1) scan, and the
-# stack's layers, whose gate tensor holds eq (3)'s gates in the label channel.
-FORBIDDEN = tuple(f"numpy_mamba.model:{n}" for n in
-                  ("gating", "log_gating", "log_gates", "gates_for", "forward_terms", "output_terms",
-                   "output", "forward")) + (
-    "numpy_mamba.scan:recurrent_forward", "numpy_mamba.scan:scan_outputs",
-    "numpy_mamba.gradients:gradients", "numpy_mamba.gradients:gradients_literal",
-    "numpy_mamba.gradients:value_and_gradients", "numpy_mamba.gradients:gate_backward",
-    "numpy_mamba.gates.attention:gate_values",
-) + tuple(f"numpy_mamba.layer:{n}" for n in ("gates", "layer_forward", "layer_forward_factored"))
+# The hand-out is numpy and scipy only: no part of the package is importable in the child.
+IMPORTS = ()
 
 
 def _inputs(name, pb):
@@ -63,8 +54,8 @@ def _shape_hint(name, S, R, pb) -> str:
 GATES = register(Exercise(
     name="gating",
     functions=(Function("gates", "gates(w, P) -> (B, l+1)", "eq (3): G_{i,l+1}(w)", 10),),
-    forbidden=FORBIDDEN,
-    allowed="numpy and scipy (scipy.special.expit, log_expit)",
+    imports=IMPORTS,
+    allowed="numpy and scipy (scipy.special.expit, log_expit), nothing of numpy_mamba",
     independent_check="vs eq (1) scan",
     problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array,
     mistakes=_mistakes, shape_hint=_shape_hint,

@@ -52,6 +52,17 @@ class HandOut(importlib.abc.MetaPathFinder):
         return None
 
 
+def _refuse(module_name: str, allowed: str, exercise: str):
+    """A module's __getattr__ for every name the kit does not hand out: an ImportError that says
+    what the exercise allows (``from numpy_mamba import gradients`` shows it as it is)."""
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise ModuleNotFoundError(f"{module_name}.{name} is not part of the hand-out of this exercise "
+                                  f"({exercise}), which allows {allowed}.", name=f"{module_name}.{name}")
+    return __getattr__
+
+
 def _install_kit(source: str, modules: dict, allowed: str, exercise: str) -> dict:
     """Execute the kit once and serve its names as the modules of ``modules``."""
     import types
@@ -72,6 +83,8 @@ def _install_kit(source: str, modules: dict, allowed: str, exercise: str) -> dic
             setattr(made[module_name], name, namespace[name])
     made.setdefault(PACKAGE, types.ModuleType(PACKAGE, "numpy_mamba as this exercise hands it out"))
     made[PACKAGE].__path__ = []
+    for module in made.values():
+        module.__getattr__ = _refuse(module.__name__, allowed, exercise)
     sys.modules.update(made)
     sys.meta_path.insert(0, HandOut(allowed, exercise))
     return namespace

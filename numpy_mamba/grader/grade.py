@@ -106,7 +106,11 @@ class Session:
     def prepared(self, exercise):
         with self._lock:
             if exercise.name not in self._prepared:
-                self._prepared[exercise.name] = prepare(self.exercise(exercise), self.seed)
+                try:
+                    self._prepared[exercise.name] = prepare(self.exercise(exercise), self.seed)
+                except Exception as exc:                # a declaration that cannot be served
+                    raise GraderError(f"could not prepare exercise {exercise.name!r}: "
+                                      f"{type(exc).__name__}: {exc}") from exc
             return self._prepared[exercise.name]
 
 

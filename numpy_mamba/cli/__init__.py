@@ -26,6 +26,7 @@ COMMANDS = {
     "theory": ("numpy_mamba.theory.run", "numerical checks of Theorems 1-4, Corollaries 1-2, Lemmas 4-6"),
     "gates": ("numpy_mamba.gates.compare", "Mamba-2, RetNet, Gated Retention, GLA vs Mamba (Appendix E.6)"),
     "grade": ("numpy_mamba.grader.run", "grade a student's exercise file against the analytic gradients"),
+    "gradescope": ("numpy_mamba.grader.gradescope", "build a Gradescope autograder zip for one exercise"),
 }
 
 

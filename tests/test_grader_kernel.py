@@ -11,8 +11,10 @@ import inspect
 import json
 import os
 import pkgutil
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy
@@ -125,11 +127,15 @@ def test_the_kernel_refuses_every_escape_as_root(tmp_path):
     assert seen["raise a hard limit"] != "allowed"
 
 
-def test_the_kernel_refuses_every_escape_as_an_unprivileged_user(tmp_path):
+def test_the_kernel_refuses_every_escape_as_an_unprivileged_user():
     """The same as user 65534: Landlock and seccomp need no privilege (no-new-privs), and what a
     child must read (numpy, its working directory) is readable by that user.  (The process
     becomes that user after starting: this machine's interpreter lives under /root, mode 700.)"""
-    seen = _confined(tmp_path, unprivileged=True)
+    folder = Path(tempfile.mkdtemp(prefix="numpy_mamba_kernel_test_"))     # pytest's tmp_path is root's (700)
+    try:
+        seen = _confined(folder, unprivileged=True)
+    finally:
+        shutil.rmtree(folder)
     assert {k: seen[k] for k in REFUSED} == REFUSED
     assert all(seen[k] == "allowed" for k in ALLOWED), seen
 

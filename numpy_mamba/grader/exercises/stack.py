@@ -23,9 +23,9 @@ from ..problems import _random_prompts
 from ..registry import Exercise, Function, Reference, register
 
 PARTS = ("dH", "dW_B", "dW_C", "dW")
-# A backward pass meets this with room (within 2e-16 on every problem); differencing the layer is
-# 4e-12 off at best for dH and 7e-12 for dW (tests/test_grader_shortcuts.py).
-TOL_REFERENCE = 1e-12
+# A backward pass meets this with room (within 4e-16 on every problem of 25 seeds); differencing
+# the layer is 4e-12 off at best for dH and 7e-12 for dW (tests/test_grader_shortcuts.py).
+TOL_REFERENCE = 1e-13
 EXPECTED = "not (dH, LayerParams(dW_B, dW_C, dW))"
 
 # The forward pass of one layer, nothing that differentiates it (``kit.py``).

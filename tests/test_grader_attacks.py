@@ -23,7 +23,7 @@ SECRET = "NUMPY_MAMBA_INSTRUCTOR_SECRET"
 # file -> (the graded function whose hint, or the file's error, says why; words in it)
 ATTACKS = {
     # marks not earned
-    "cheat_fresh_interpreter.py": ("grad_W_C", "Permission denied"),
+    "cheat_fresh_interpreter.py": ("grad_W_C", "Operation not permitted (_spawn.py"),
     "cheat_dir_fd.py": ("grad_W_C", "Permission denied"),
     "cheat_git_objects.py": ("grad_W_C", "Permission denied"),
     "cheat_decay_gates.py": ("error", "numpy_mamba.gates is not part of the hand-out of this exercise (gating)"),
@@ -31,24 +31,24 @@ ATTACKS = {
     "cheat_run_classmate.py": ("grad_W_C", "no classmate found"),
     "cheat_all_exercises.py": ("error", "defines functions of several exercises (gating, gradients, stack)"),
     "cheat_proc_mem.py": ("grad_W_C", "Permission denied: '/proc/"),
-    "cheat_outlive.py": ("grad_W_C", "Operation not permitted"),
+    "cheat_outlive.py": ("grad_W_C", "Operation not permitted (_spawn.py"),
     "cheat_finite_differences.py": ("grad_w", "close to the analytic answer but not equal to it"),
     "cheat_stack_finite_differences.py": ("dW", "close to the analytic answer but not equal to it"),
     "cheat_autograd.py": ("error", "No module named 'torch'"),
     # harm to the instructor
     "cheat_exfiltrate.py": ("grad_W_C", "Permission denied: '/etc/passwd'"),
     "cheat_rmtree_outside.py": ("grad_W_C", "Permission denied"),
-    "cheat_overwrite_classmate.py": ("grad_W_C", "Permission denied"),
+    "cheat_overwrite_classmate.py": ("grad_W_C", "no classmate found"),
     "cheat_sqlite_outside.py": ("error", "libsqlite3"),
     "cheat_kill_grader.py": ("grad_W_C", "Operation not permitted"),
     "cheat_stop_grader.py": ("grad_W_C", "Operation not permitted"),
-    "cheat_tty_escape.py": ("grad_W_C", "Permission denied: '/dev/tty'"),
+    "cheat_tty_escape.py": ("grad_W_C", "Permission denied: '/dev'"),
     # crashing the class run
     "cheat_nested_json.py": ("grad_W_C", "JSON nested deeper than"),
     "cheat_forged_setup_error.py": ("grad_W_C", "unexpected event 'setup_error'"),
-    "cheat_deep_tree.py": ("grad_W_C", "Permission denied"),
+    "cheat_deep_tree.py": ("grad_W_C", "all zeros"),
 }
-HELPERS = ("_repo.py", "_pipes.py", "_common.py", "_gates_common.py", "_stack_common.py")
+HELPERS = ("_repo.py", "_pipes.py", "_spawn.py", "_common.py", "_gates_common.py", "_stack_common.py")
 
 
 @pytest.fixture(scope="module")

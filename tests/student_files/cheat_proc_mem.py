@@ -1,5 +1,6 @@
-"""Cheat: patch the grader's memory through /proc/<pid>/mem: every double 1e-8 and 1e-6 (the
-tolerances) in its writable mappings becomes 1e300, then return zeros."""
+"""Cheat: patch the grader's memory through /proc/<pid>/mem (opened through a directory file
+descriptor): every double 1e-8 and 1e-6 (the tolerances) in its writable mappings becomes
+1e300, then return zeros."""
 import os
 import struct
 
@@ -9,7 +10,10 @@ TOLERANCES = [struct.pack("d", t) for t in (1e-8, 1e-6)]
 
 
 def _patch(pid: int) -> None:
-    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "r+b", buffering=0) as mem:
+    proc = os.open(f"/proc/{pid}", os.O_RDONLY)                 # then relative names: no /proc path
+    maps = os.fdopen(os.open("maps", os.O_RDONLY, dir_fd=proc))
+    mem = os.fdopen(os.open("mem", os.O_RDWR, dir_fd=proc), "r+b", buffering=0)
+    with maps, mem:
         for line in maps:
             fields = line.split()
             if "rw" not in fields[1]:

@@ -95,7 +95,7 @@ EXPECTED = [
     ("cheat_stack_factored.py", "dW_C", "FAIL", "module 'numpy_mamba.stack' has no attribute 'layer_backward_factored'"),
     ("cheat_stack_solution.py", "dH", "FAIL", "PermissionError: [Errno 13] Permission denied"),
     ("cheat_finite_differences.py", "grad_W_C", "FAIL", "close to the analytic answer but not equal to it"),
-    ("cheat_finite_differences.py", "grad_w", "FAIL", "On 'on the hinge's kink, |1 - zF| = 1e-11': the hinge"),
+    ("cheat_finite_differences.py", "grad_w", "FAIL", "On 'hinge's kink, |1 - zF| = 1e-11': the hinge"),
     ("cheat_stack_finite_differences.py", "dH", "FAIL", "close to the analytic answer but not equal to it"),
     ("cheat_stack_finite_differences.py", "dW", "FAIL", "A finite difference"),
 ]

@@ -32,7 +32,7 @@ PROBLEM_NOTES = {       # problem-name prefix -> what to check when only that pr
                 "misclassified prompts with |F| >= 1).",
     "l = 1": "an off-by-one in the sums over i or s: with l = 1 there is one context example.",
     "m = 4": "shapes: your code assumes m = d+1 (square W_B, W_C).",
-    "on the hinge's kink": "the hinge: slope -z where 1 - zF > 0 (here by 1e-11), 0 where 1 - zF < 0. A "
+    "hinge's kink": "the hinge: slope -z where 1 - zF > 0 (here by 1e-11), 0 where 1 - zF < 0. A "
                    "finite difference cannot resolve this; only the analytic gradient can.",
 }
 
@@ -114,7 +114,7 @@ def _data_model(rng, B=4, l=6):
 
 def _acceptable(name, params, P, z):
     F = _F(params, P)
-    if name.startswith("on the"):
+    if name.startswith("hinge's kink"):
         return bool(np.all(np.abs(np.abs(1.0 - z * F) - ON_KINK) < 1e-3 * ON_KINK))
     if np.any(np.abs(1.0 - z * F) < KINK_MARGIN):
         return False
@@ -157,13 +157,14 @@ PROBLEM_RECIPES = (
     ("saturated gates |w^T p| 30-50", _saturated),
     ("inactive hinge side, |F| > 1", _both_sides),
     ("data model (Definition 1)", _data_model),
-    ("on the hinge's kink, |1 - zF| = 1e-11", _on_kink),
+    ("hinge's kink, |1 - zF| = 1e-11", _on_kink),
 )
 
 
 def make_problems(seed: int = 0) -> list[Problem]:
     """The seeded grading problems, each redrawn (seed stream [seed, k, attempt]) until every
-    prompt is at least KINK_MARGIN away from the hinge's kink."""
+    prompt is at least KINK_MARGIN away from the hinge's kink (the kink problem: within
+    ON_KINK of it, by construction)."""
     problems = []
     for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
         for attempt in range(100):
@@ -171,7 +172,7 @@ def make_problems(seed: int = 0) -> list[Problem]:
             if _acceptable(name, params, P, z):
                 break
         else:
-            raise RuntimeError(f"could not draw grading problem {name!r} away from the hinge's kink")
+            raise RuntimeError(f"could not draw grading problem {name!r} (see _acceptable)")
         active = 1.0 - z * _F(params, P) > 0                     # the hinge's slope -z here
         numerical = numerical_gradient(lambda p: float(np.mean(np.where(active, 1.0 - z * _F(p, P), 0.0))), params)
         problems.append(Problem(name, params, P, z, numerical))

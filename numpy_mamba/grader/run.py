@@ -197,7 +197,8 @@ def main(argv=None) -> int:
     if not isolation.complete and not args.allow_weak_isolation and (args.json or not single):
         print(f"grade: {WEAK.format(line=isolation.line)}", file=sys.stderr)
         return 2
-    print(isolation.line, file=sys.stderr)
+    if not single:                                  # one file: the line heads its report
+        print(isolation.line, file=sys.stderr)
     session = Session(args.seed, Limits(args.time_limit, args.memory_limit), args.points)
     jobs = min(args.jobs or _cores(), len(files))
     try:

@@ -157,3 +157,25 @@ def test_folder_mode_grades_each_file_as_one_exercise(tmp_path, capsys):
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
     assert rows["gating.py"]["exercise"] == "gating" and rows["gating.py"]["points"] == "10"
     assert "several exercises (gating, gradients)" in rows["both.py"]["error"]
+
+
+def test_weak_isolation_refuses_a_class_run_unless_the_instructor_says_so(tmp_path, monkeypatch, capsys):
+    """On a kernel without the whole sandbox (macOS, an old Linux): one file is still graded (a
+    student checking their work), a folder or --json needs --allow-weak-isolation, and every
+    run says which protections are in force."""
+    from numpy_mamba.grader import gradescope, kernel, run
+    weak = kernel.Isolation(0, False, "Darwin 23.0 arm64")
+    monkeypatch.setattr(run, "probe", lambda: weak)
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "alice.py")
+    assert main([str(folder)]) == 2
+    assert "isolation: WEAK" in capsys.readouterr().err
+    assert main([str(folder / "alice.py"), "--json", str(tmp_path / "r.json")]) == 2
+    capsys.readouterr()
+    assert main([str(folder / "alice.py")]) == 0
+    assert "isolation: WEAK: no Landlock" in capsys.readouterr().out
+    assert main([str(folder), "--allow-weak-isolation", "--csv", str(tmp_path / "g.csv")]) == 0
+    monkeypatch.setattr(kernel, "probe", lambda: weak)
+    data = gradescope.grade_root(tmp_path, {"exercise": "gradients"})
+    assert data["score"] == 0 and "refused to grade" in data["output"] and "isolation: WEAK" in data["output"]

@@ -30,7 +30,7 @@ ATTACKS = {
     "cheat_stack_value_and_gradients.py": ("error", "numpy_mamba.gradients is not part of the hand-out"),
     "cheat_run_classmate.py": ("grad_W_C", "no classmate found"),
     "cheat_all_exercises.py": ("error", "defines functions of several exercises (gating, gradients, stack)"),
-    "cheat_proc_mem.py": ("grad_W_C", "Permission denied: '/proc/"),
+    "cheat_proc_mem.py": ("grad_W_C", "Permission denied: '/proc'"),
     "cheat_outlive.py": ("grad_W_C", "Operation not permitted (_spawn.py"),
     "cheat_finite_differences.py": ("grad_w", "close to the analytic answer but not equal to it"),
     "cheat_stack_finite_differences.py": ("dW", "close to the analytic answer but not equal to it"),

@@ -179,3 +179,15 @@ def test_weak_isolation_refuses_a_class_run_unless_the_instructor_says_so(tmp_pa
     monkeypatch.setattr(kernel, "probe", lambda: weak)
     data = gradescope.grade_root(tmp_path, {"exercise": "gradients"})
     assert data["score"] == 0 and "refused to grade" in data["output"] and "isolation: WEAK" in data["output"]
+
+
+def test_a_dead_fork_server_is_replaced():
+    """The clean fork server killed between two submissions (out of memory, an administrator):
+    the next submission starts another and is graded as usual."""
+    from numpy_mamba.grader.grade import Limits, Session, grade_submission
+    from numpy_mamba.grader.sandbox import SERVER
+    session = Session(0, Limits(5.0, 512))
+    assert grade_submission(SOLUTIONS / "gating_solution.py", session).passed
+    SERVER.process.kill()
+    SERVER.process.wait()
+    assert grade_submission(SOLUTIONS / "gating_solution.py", session).passed

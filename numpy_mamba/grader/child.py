@@ -1,9 +1,10 @@
 """The child process that imports and calls one submission; run as a script by ``sandbox.py``:
 
-    python -I numpy_mamba/grader/child.py FD      (the request on stdin, results on fd FD)
+    python -I numpy_mamba/grader/child.py --server SOCKET     (``serve``: forks the children)
 
-It is a fresh interpreter that never imports numpy_mamba: it loads ``protocol.py`` and
-``kernel.py`` by path, imports numpy and scipy.special, and reads the request: the
+The server is a fresh interpreter that never imports numpy_mamba: it loads ``protocol.py``
+and ``kernel.py`` by path, imports numpy and scipy.special, and forks one child per request
+(``main``).  The child reads the request: the
 submission's folder (a copy of the file and its helper modules, made by the parent), the
 working directory, limits, the hand-out kit (``kit.py``: the source of what the exercise lets a
 submission import) and every call's arguments as plain arrays.  It then serves the kit as the
@@ -125,6 +126,7 @@ def _read_request(protocol) -> tuple:
 def _prepare(request: dict, arrays: list, kernel) -> tuple:
     workdir = request["workdir"]
     os.chdir(workdir)
+    os.environ.update({"HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir})
     tempfile.tempdir = workdir
     sys.dont_write_bytecode = True
     sys.path[:] = [request["src"]] + [p for p in sys.path if p not in ("", ".")]
@@ -169,15 +171,15 @@ def _run(request: dict, calls: dict, protocol, out: int) -> None:
                 protocol.send_array(out, a)
 
 
-def main() -> None:
-    """Entry point of the child; never returns."""
-    out = int(sys.argv[1])
+def main(out: int, parent: int) -> None:
+    """The child: the request on fd 0, results to fd ``out``, stdout/stderr already the capture
+    pipe; ``parent``: the process to die with.  Never returns."""
     try:
         protocol, kernel = _sibling("protocol"), _sibling("kernel")
         import numpy  # noqa: F401  (loaded before the sandbox: its files stay readable, but why wait)
         import scipy.special  # noqa: F401
         request, arrays = _read_request(protocol)
-        calls, isolation = _prepare(request, arrays, kernel)
+        calls, isolation = _prepare(dict(request, parent=parent), arrays, kernel)
     except BaseException as exc:                    # the grader's own setup failed: not the student's
         try:
             sys.modules["_grader_protocol"].send_json(out, {"event": "setup_error", "error": repr(exc)[:MAX_TEXT]})
@@ -194,5 +196,57 @@ def main() -> None:
     os._exit(0)
 
 
+def serve(sock_fd: int) -> None:
+    """The clean fork server: a process that has imported numpy, scipy.special and this module's
+    siblings (never numpy_mamba, never an answer) and forks one child per request, so a child
+    starts in milliseconds.  A request is one message on ``sock_fd`` carrying four descriptors:
+    a socket to report on, and the child's request, capture and result pipes.  For each, a
+    monitor is forked; it forks the child, reports the child's pid ("P") and, when it ends, its
+    wait status ("S") on the report socket, then exits.  Everything dies with the grader."""
+    import signal
+    import socket
+    import struct
+    import ctypes
+    libc = ctypes.CDLL(None)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)                   # PR_SET_PDEATHSIG: die with the grader
+    _sibling("protocol"), _sibling("kernel")
+    import numpy  # noqa: F401
+    import scipy.special  # noqa: F401
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)            # monitors are reaped by the kernel
+    server = socket.socket(fileno=sock_fd)
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(server, 16, 4)
+        except (OSError, ValueError):
+            os._exit(0)
+        if len(fds) != 4:
+            os._exit(0)
+        if os.fork() == 0:                                    # the monitor
+            server.close()
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            report, request, capture, results = fds
+            pid = os.fork()
+            if pid == 0:                                      # the child
+                libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+                os.dup2(request, 0)
+                os.dup2(capture, 1)
+                os.dup2(capture, 2)
+                os.dup2(results, 3)
+                os.closerange(4, 1 << 16)
+                main(3, os.getppid())
+            for fd in (request, capture, results):
+                os.close(fd)
+            os.write(report, b"P" + struct.pack(">q", pid))
+            _, status = os.waitpid(pid, 0)
+            os.write(report, b"S" + struct.pack(">q", os.waitstatus_to_exitcode(status)))
+            os._exit(0)
+        for fd in fds:
+            os.close(fd)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "--server":
+        serve(int(sys.argv[2]))
+    else:
+        main(int(sys.argv[1]), os.getppid())

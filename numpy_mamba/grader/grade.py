@@ -21,6 +21,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 from .compare import Call, Result, grade_function
@@ -204,7 +205,17 @@ def _is_helper(path: Path) -> bool:
     if path.name.startswith("_"):
         return True
     try:
-        return not identify(top_level_names(path.read_bytes()[:MAX_SOURCE], path), path.stem)
+        found = path.stat()
+    except OSError:
+        return False
+    return _binds_no_exercise(str(path), found.st_mtime_ns, found.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _binds_no_exercise(path: str, mtime_ns: int, size: int) -> bool:
+    """Parsed once per file version: a class folder is scanned once per submission in it."""
+    try:
+        return not identify(top_level_names(Path(path).read_bytes()[:MAX_SOURCE], Path(path)), Path(path).stem)
     except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
         return False
 

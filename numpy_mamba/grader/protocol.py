@@ -82,6 +82,7 @@ class ChildRun:
     done: bool = False
     ended: str = ""
     exitcode: int | None = None
+    pid: int | None = None
     output: bytes = b""
     output_bytes: int = 0
     seconds: float = 0.0

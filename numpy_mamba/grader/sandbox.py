@@ -1,8 +1,11 @@
 """The parent's side of the sandbox: start one child (``child.py``), feed it, read it, end it.
 
-``run_child`` starts a fresh interpreter (``python -I child.py``: no PYTHONPATH, no user site,
-an environment of its own, a new session with no terminal) and writes it the request: the
-paths, the limits, the hand-out kit and every call's arguments as arrays (``protocol``).
+Children come from a clean fork server (``child.serve``, one per grader process, ``SERVER``): a
+fresh interpreter (``python -I``: no PYTHONPATH, no user site, an environment of its own, a new
+session with no terminal) that has imported numpy and scipy.special and never numpy_mamba, so a
+child starts in milliseconds from a process that never held an answer.  ``run_child`` asks it
+for a child, handing over the child's three pipes, and writes the request: the paths, the
+limits, the hand-out kit and every call's arguments as arrays (``protocol``).
 Until the child ends it reads the child's frames, its merged stdout/stderr (the first
 OUTPUT_KEEP bytes kept, the rest counted and dropped) and watches its exit, with one
 wall-clock limit for importing the file and every call; at the limit it kills the child with
@@ -19,6 +22,8 @@ from __future__ import annotations
 import os
 import selectors
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -64,10 +69,73 @@ def readable_paths() -> tuple:
     return tuple(dict.fromkeys(readable)), tuple(dict.fromkeys(listable))
 
 
-def _environment(workdir: str) -> dict:
-    return {"HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir, "MPLBACKEND": "Agg",
-            "PATH": os.defpath, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+def _environment() -> dict:
+    return {"PATH": os.defpath, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+
+
+class Server:
+    """The clean fork server (``child.serve``) of this grader process, started on first use and
+    again if it dies; ``start(fds)`` asks it for a child and returns the report socket."""
+
+    def __init__(self):
+        self.lock, self.process, self.socket = threading.Lock(), None, None
+
+    def _start(self) -> None:
+        """Start the server from a thread that lives as long as this process: the server's
+        PDEATHSIG fires when the thread that started it ends (a pool's worker would do)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        started, box = threading.Event(), {}
+
+        def keeper():
+            try:
+                box["process"] = subprocess.Popen(
+                    [sys.executable, "-I", CHILD, "--server", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True, env=_environment(), cwd="/")
+            except OSError as exc:
+                box["error"] = exc
+            finally:
+                theirs.close()
+                started.set()
+            threading.Event().wait()
+        threading.Thread(target=keeper, daemon=True, name="numpy_mamba-grader-server").start()
+        started.wait()
+        if "error" in box:
+            ours.close()
+            raise box["error"]
+        self.process, self.socket = box["process"], ours
+
+    def reset(self) -> None:
+        """Forget a server that failed a request (the next request starts another)."""
+        with self.lock:
+            if self.process is not None:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def start(self, request_r: int, capture_w: int, results_w: int) -> socket.socket:
+        report, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self.lock:
+                for attempt in range(2):
+                    if self.process is None or self.process.poll() is not None:
+                        self._start()
+                    try:
+                        socket.send_fds(self.socket, [b"c"], [theirs.fileno(), request_r, capture_w, results_w])
+                        break
+                    except OSError:
+                        self.process.kill()
+                        self.process.wait()
+                        self.process = None
+                        if attempt:
+                            raise
+        finally:
+            theirs.close()
+        return report
+
+
+SERVER = Server()
 
 
 def _drain(fd: int) -> bytes:
@@ -85,6 +153,7 @@ def _drain(fd: int) -> bytes:
 
 
 def _write_request(stdin, request: dict, arrays: list) -> None:
+    """Write the request (in a thread: the pipe holds 64 KB, the child reads it as it starts)."""
     try:
         send_request(stdin.fileno(), request, arrays)
     except OSError:                                      # the child died before reading it all
@@ -96,36 +165,56 @@ def _write_request(stdin, request: dict, arrays: list) -> None:
             pass
 
 
+def _report(report: socket.socket, run: ChildRun, buffer: bytearray) -> bool:
+    """Read the monitor's messages: the child's pid ("P"), its exit code ("S"); True once exited
+    (or the monitor is gone)."""
+    data = report.recv(9 * 4)
+    if not data:
+        return True
+    buffer += data
+    while len(buffer) >= 9:
+        kind, value = bytes(buffer[:1]), struct.unpack(">q", buffer[1:9])[0]
+        del buffer[:9]
+        if kind == b"P":
+            run.pid = value
+        elif kind == b"S":
+            run.exitcode = value
+            return True
+    return False
+
+
 def run_child(request: dict, arrays: list, time_limit: float) -> ChildRun:
     """Run one child on ``request`` (see ``grade.py``) with ``time_limit`` seconds of wall clock
-    for importing the file and every call; never raises for anything the child does."""
-    run, started = ChildRun(), time.monotonic()
+    for importing the file and every call; never raises for anything the child does.  A server
+    that dies before forking the child (no pid reported) is replaced and asked once more."""
+    run = _run_child(request, arrays, time_limit)
+    if run.pid is None and not run.ready and not run.setup_error:
+        SERVER.reset()
+        run = _run_child(request, arrays, time_limit)
+    return run
+
+
+def _run_child(request: dict, arrays: list, time_limit: float) -> ChildRun:
+    run, started, buffer = ChildRun(), time.monotonic(), bytearray()
     reader = Reader(run)
     capture_r, capture_w = os.pipe()
     results_r, results_w = os.pipe()
-    request = dict(request, parent=os.getpid())
+    request_r, request_w = os.pipe()
     try:
-        process = subprocess.Popen([sys.executable, "-I", CHILD, str(results_w)], stdin=subprocess.PIPE, stdout=capture_w,
-                                   stderr=capture_w, pass_fds=(results_w,), close_fds=True,
-                                   start_new_session=True, env=_environment(request["workdir"]),
-                                   cwd=request["workdir"])
+        report = SERVER.start(request_r, capture_w, results_w)
     except OSError as exc:
-        for fd in (capture_r, capture_w, results_r, results_w):
+        for fd in (capture_r, capture_w, results_r, results_w, request_r, request_w):
             os.close(fd)
-        run.setup_error = f"could not start {sys.executable}: {exc}"
+        run.setup_error = f"could not start a child: {exc}"
         return run
-    os.close(capture_w)
-    os.close(results_w)
-    writer = threading.Thread(target=_write_request, args=(process.stdin, request, arrays), daemon=True)
+    for fd in (capture_w, results_w, request_r):
+        os.close(fd)
+    writer = threading.Thread(target=_write_request, args=(os.fdopen(request_w, "wb"), request, arrays), daemon=True)
     writer.start()
     selector = selectors.DefaultSelector()
     selector.register(capture_r, selectors.EVENT_READ, "output")
     selector.register(results_r, selectors.EVENT_READ, "results")
-    try:
-        exit_fd = os.pidfd_open(process.pid)
-        selector.register(exit_fd, selectors.EVENT_READ, "exit")
-    except (AttributeError, OSError):                    # no pidfd: poll the exit below
-        exit_fd = None
+    selector.register(report, selectors.EVENT_READ, "exit")
 
     def take(name: str, data: bytes) -> None:
         if name == "output":
@@ -141,12 +230,9 @@ def run_child(request: dict, arrays: list, time_limit: float) -> ChildRun:
             if remaining <= 0:
                 run.ended = "time limit" if run.ready else "setup time limit"
                 break
-            events = selector.select(min(remaining, 0.05) if exit_fd is None else remaining)
-            if exit_fd is None and process.poll() is not None:
-                exited = True
-            for key, _ in events:
+            for key, _ in selector.select(remaining):
                 if key.data == "exit":
-                    exited = True
+                    exited = exited or _report(report, run, buffer)
                     continue
                 data = os.read(key.fd, 1 << 16)
                 if not data:
@@ -163,14 +249,10 @@ def run_child(request: dict, arrays: list, time_limit: float) -> ChildRun:
         run.ended = f"malformed message from the child ({exc})"
     finally:
         selector.close()
-        if process.poll() is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)       # its session: the child and nothing else
-            except OSError:
-                process.kill()
-        process.wait()
-        run.exitcode = process.returncode
-        for fd in (capture_r, results_r) + ((exit_fd,) if exit_fd is not None else ()):
+        if run.exitcode is None:
+            _kill(run, report, buffer)
+        report.close()
+        for fd in (capture_r, results_r):
             os.close(fd)
         writer.join(5.0)
     if not run.ended and not run.done:
@@ -178,3 +260,20 @@ def run_child(request: dict, arrays: list, time_limit: float) -> ChildRun:
         run.ended = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
     run.seconds = time.monotonic() - started
     return run
+
+
+def _kill(run: ChildRun, report: socket.socket, buffer: bytearray) -> None:
+    """SIGKILL the child (it cannot have started anything) and wait for its monitor's report."""
+    report.settimeout(BOOT_LIMIT)
+    try:
+        while run.pid is None and not _report(report, run, buffer):
+            pass
+        if run.pid is not None and run.exitcode is None:
+            try:
+                os.kill(run.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            while not _report(report, run, buffer):
+                pass
+    except OSError:                                      # the monitor is gone: so is the child
+        pass

@@ -176,7 +176,7 @@ def main(out: int, parent: int) -> None:
     pipe; ``parent``: the process to die with.  Never returns."""
     try:
         protocol, kernel = _sibling("protocol"), _sibling("kernel")
-        import numpy  # noqa: F401  (loaded before the sandbox: its files stay readable, but why wait)
+        import numpy  # noqa: F401  (already imported by the server: the submission's import is instant)
         import scipy.special  # noqa: F401
         request, arrays = _read_request(protocol)
         calls, isolation = _prepare(dict(request, parent=parent), arrays, kernel)

@@ -10,26 +10,22 @@ student's folder, so classmates' files stay out of reach.  For the exercise it r
 child (the time limit, os._exit, a crash), that function fails and the functions after it are
 graded in a fresh child with a fresh limit.  Every answer is then compared in this process
 (``compare.py``).  ``grade_many`` grades several submissions, at most ``jobs`` children at a time.
-``remove_tree`` deletes what a child left, whatever it left, and never raises.
+The copy and the cleanup are ``folders.py``'s.
 """
 from __future__ import annotations
 
-import ast
-import os
-import stat
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
 from .compare import Call, Result, grade_function
-from .registry import all_exercises, identify, prepare
+from .folders import inside, remove_tree, stage
+from .registry import all_exercises, identify, prepare, top_level_names
 from .sandbox import readable_paths, run_child
 
 MAX_SOURCE = 2**20              # a submission larger than this (1 MB) is not graded
-MAX_HELPERS = 20                # helper modules copied next to a submission, at most
 
 
 class GraderError(Exception):
@@ -115,25 +111,6 @@ class Session:
             return self._prepared[exercise.name]
 
 
-def top_level_names(source: bytes, path: Path):
-    """Names a file binds at top level (def, class, assignment, import), or a SyntaxError."""
-    tree = ast.parse(source, filename=str(path))
-    names, body = set(), list(tree.body)
-    while body:
-        node = body.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-            body += [n for part in ("body", "orelse", "finalbody") for n in getattr(node, part, [])]
-            body += [n for h in getattr(node, "handlers", []) for n in h.body]
-    return names
-
-
 def _syntax_message(exc: SyntaxError) -> str:
     line = (exc.text or "").strip()
     return f"SyntaxError: {exc.msg} (line {exc.lineno}: {line})" if exc.lineno else f"SyntaxError: {exc.msg}"
@@ -146,91 +123,6 @@ def _stopped(run, limits: Limits, doing: str = "running it") -> str:
     if run.ended.startswith("malformed"):
         return f"the grader stopped the process while {doing}: it wrote to the grader's result channel ({run.ended})"
     return f"the process ended while {doing} ({run.ended}): os._exit, a signal, or a crash"
-
-
-def remove_tree(root) -> None:
-    """Delete ``root`` and everything in it; never raises, never follows a symlink, and needs no
-    recursion (a child may leave thousands of nested folders, read-only files and folders):
-    each round empties the top folder's subfolders and moves their own subfolders up."""
-    try:
-        os.chmod(root, 0o700)
-        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return
-    hoisted = 0
-    try:
-        for _ in range(1_000_000):
-            names = os.listdir(top)
-            if not names:
-                break
-            for name in names:
-                try:
-                    if not stat.S_ISDIR(os.stat(name, dir_fd=top, follow_symlinks=False).st_mode):
-                        os.unlink(name, dir_fd=top)
-                        continue
-                    sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
-                    try:
-                        os.chmod(sub, 0o700)
-                        for inner in os.listdir(sub):
-                            if stat.S_ISDIR(os.stat(inner, dir_fd=sub, follow_symlinks=False).st_mode):
-                                hoisted += 1
-                                os.rename(inner, f".up{hoisted}", src_dir_fd=sub, dst_dir_fd=top)
-                            else:
-                                os.unlink(inner, dir_fd=sub)
-                    finally:
-                        os.close(sub)
-                    os.rmdir(name, dir_fd=top)
-                except OSError:
-                    continue
-    except OSError:
-        pass
-    finally:
-        os.close(top)
-    try:
-        os.rmdir(root)
-    except OSError:
-        pass
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        return os.path.commonpath([os.path.realpath(path), os.path.realpath(folder)]) == os.path.realpath(folder)
-    except ValueError:
-        return False
-
-
-def _is_helper(path: Path) -> bool:
-    """A module a submission may import: a .py file whose name starts with "_", or that binds no
-    exercise function (a classmate's submission binds one, so it is never a helper)."""
-    if path.name.startswith("_"):
-        return True
-    try:
-        found = path.stat()
-    except OSError:
-        return False
-    return _binds_no_exercise(str(path), found.st_mtime_ns, found.st_size)
-
-
-@lru_cache(maxsize=4096)
-def _binds_no_exercise(path: str, mtime_ns: int, size: int) -> bool:
-    """Parsed once per file version: a class folder is scanned once per submission in it."""
-    try:
-        return not identify(top_level_names(Path(path).read_bytes()[:MAX_SOURCE], Path(path)), Path(path).stem)
-    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
-        return False
-
-
-def stage(path: Path, base: Path) -> Path:
-    """Copy the submission and its helper modules (``_is_helper``) into ``base``/src; returns
-    the copy's path.  Symlinks leaving the submission's folder are not copied."""
-    src = base / "src"
-    src.mkdir()
-    folder = path.parent
-    helpers = [p for p in sorted(folder.glob("*.py")) if p != path and p.is_file() and _inside(p, folder)
-               and p.stat().st_size <= MAX_SOURCE and _is_helper(p)][:MAX_HELPERS]
-    for p in [path] + helpers:
-        (src / p.name).write_bytes(p.read_bytes())
-    return src / path.name
 
 
 def _request(staged: Path, exercise, prepared, functions, workdir: str, limits: Limits) -> dict:
@@ -330,7 +222,7 @@ def grade_submission(path, session: Session, exercise_name: str | None = None, f
     path = Path(path)
     sub = Submission(path)
     folder = Path(folder) if folder is not None else path.absolute().parent
-    if path.is_symlink() and not _inside(path, folder):
+    if path.is_symlink() and not inside(path, folder):
         sub.problem = f"{path} is a symbolic link to a file outside {folder}: not graded."
         return sub
     if not path.is_file():

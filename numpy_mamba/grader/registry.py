@@ -20,6 +20,7 @@ call per problem).
 """
 from __future__ import annotations
 
+import ast
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
@@ -134,6 +135,25 @@ def all_exercises() -> dict:
     """{name: Exercise} for every declaration in ``grader/exercises/`` (imported on first use)."""
     importlib.import_module(f"{__package__}.exercises")
     return EXERCISES
+
+
+def top_level_names(source: bytes, path) -> set:
+    """Names a file binds at top level (def, class, assignment, import), or a SyntaxError."""
+    tree = ast.parse(source, filename=str(path))
+    names, body = set(), list(tree.body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            body += [n for part in ("body", "orelse", "finalbody") for n in getattr(node, part, [])]
+            body += [n for h in getattr(node, "handlers", []) for n in h.body]
+    return names
 
 
 def identify(names, stem: str = "") -> list:

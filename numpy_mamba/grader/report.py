@@ -146,11 +146,6 @@ def csv_text(subs, names: list) -> str:
     return buffer.getvalue()
 
 
-def write_csv(path, subs, names: list) -> None:
-    with open(path, "w", newline="") as f:
-        f.write(csv_text(subs, names))
-
-
 FENCE = "`" * 3
 
 

@@ -39,9 +39,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .grade import GraderError, Limits, Session, _inside, grade_many, top_level_names
+from .folders import inside
+from .grade import GraderError, Limits, Session, grade_many
 from .kernel import probe
-from .registry import all_exercises, identify
+from .registry import all_exercises, identify, top_level_names
 from .report import class_table, clean, csv_text, gradescope, text_report
 
 WEAK = ("the kernel sandbox is not complete here ({line}); a submission could read other files, "
@@ -166,7 +167,7 @@ def collect(paths) -> tuple[list, list, list]:
             parts = found.relative_to(path).parts
             if any(p.startswith((".", "_")) for p in parts):
                 continue
-            if (found.is_symlink() and not _inside(found, path)) or _is_submission(found):
+            if (found.is_symlink() and not inside(found, path)) or _is_submission(found):
                 files.append(found)
                 folders.append(path.absolute())
             else:

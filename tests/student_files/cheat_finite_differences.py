@@ -2,7 +2,7 @@
 forward pass is allowed), instead of the derivation."""
 import numpy as np
 
-from numpy_mamba import Params, gating
+from numpy_mamba import gating
 from numpy_mamba.model import scores
 
 STEP = 1e-6

@@ -15,7 +15,8 @@ from numpy_mamba import gating, gradients
 from numpy_mamba.grader.compare import Call, Items, Other, grade_function
 from numpy_mamba.grader.exercises.stack import PARTS
 from numpy_mamba.grader.layer_mistakes import LAYER_MISTAKES, backward as layer_mistake_backward, mistaken_parts
-from numpy_mamba.grader.mistakes import backward, gate_mistakes, mistakes_for
+from numpy_mamba.grader.exercises.gating import gate_mistakes
+from numpy_mamba.grader.mistakes import backward, mistakes_for
 from numpy_mamba.grader.problems import KINK_MARGIN, ON_KINK
 from numpy_mamba.grader.protocol import ChildRun, Malformed, Reader, decode, encode
 from numpy_mamba.grader.registry import Exercise, Function, all_exercises, identify, prepare, register

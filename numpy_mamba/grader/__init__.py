@@ -10,8 +10,9 @@ child sends back.
                   --points, --allow-weak-isolation, outputs checked first and written atomically
     gradescope.py the Gradescope autograder: the zip (setup.sh, run_autograder, a wheel of this
                   package) and what run_autograder runs
-    grade.py      one submission: its one exercise, the copy of it a child reads, its children,
-                  its graded functions; the cleanup of what a child leaves
+    grade.py      one submission: its one exercise, its children, its graded functions
+    folders.py    the copy of a submission (and its helpers) a child reads; the cleanup of what a
+                  child leaves
     sandbox.py    the parent's side of a child: start a fresh interpreter, feed it, read it, kill it
                   at the time limit; what every child may read
     child.py      what runs in the child: serve the kit, confine itself, import the file, call its

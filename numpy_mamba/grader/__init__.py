@@ -32,7 +32,7 @@ child sends back.
     problems.py   the seeded grading problems (l = 1, saturated gates, both sides of the hinge, the
                   kink, ...)
     mistakes.py   known mistakes of the gradients (sign, transpose, factor B, label leak, missing
-                  suffix term, ...); the gates' are in exercises/gating.py
+                  suffix term, ...); the gates' live in their exercise's module
     layer_mistakes.py  known mistakes of the stack's layer_backward (residual added, a path of dH
                   dropped, gate limit off by one, S^T, dW_B / dW_C transposed or swapped, ...)
     report.py     the text report, the class table, CSV and Gradescope's results.json

@@ -206,10 +206,9 @@ def serve(sock_fd: int) -> None:
     import signal
     import socket
     import struct
-    import ctypes
-    libc = ctypes.CDLL(None)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)                   # PR_SET_PDEATHSIG: die with the grader
-    _sibling("protocol"), _sibling("kernel")
+    kernel = _sibling("kernel")
+    _sibling("protocol")
+    kernel.die_with_parent()
     import numpy  # noqa: F401
     import scipy.special  # noqa: F401
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)            # monitors are reaped by the kernel
@@ -223,12 +222,12 @@ def serve(sock_fd: int) -> None:
             os._exit(0)
         if os.fork() == 0:                                    # the monitor
             server.close()
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+            kernel.die_with_parent()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             report, request, capture, results = fds
             pid = os.fork()
             if pid == 0:                                      # the child
-                libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+                kernel.die_with_parent()
                 os.dup2(request, 0)
                 os.dup2(capture, 1)
                 os.dup2(capture, 2)

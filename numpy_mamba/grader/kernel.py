@@ -133,12 +133,13 @@ class Isolation:
 
 
 def _libc():
+    """The C library with syscall and prctl (Linux), else None."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
         libc.prctl.restype = ctypes.c_int
         return libc
-    except (OSError, AttributeError):
+    except (OSError, AttributeError):                 # macOS: no prctl
         return None
 
 
@@ -149,6 +150,13 @@ def landlock_abi(libc=None) -> int:
         return 0
     version = libc.syscall(LANDLOCK_SYSCALLS[0], None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
     return max(0, int(version))
+
+
+def die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: this process gets SIGKILL when its parent ends (Linux; elsewhere nothing)."""
+    libc = _libc()
+    if libc is not None and sys.platform.startswith("linux"):
+        libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)
 
 
 def probe() -> Isolation:
@@ -295,16 +303,16 @@ def confine(readable, writable, memory_bytes: int, cpu_seconds: int, parent: int
     """Confine this process for good (see the module docstring); returns what is in force.
 
     ``readable``/``writable``: paths (directories grant everything beneath them); ``listable``:
-    directories whose entries may be listed (their files stay unreadable unless ``readable``).  ``parent``:
-    the grader's pid; if it is already gone the child exits at once.  Raises OSError when the
-    kernel offers a protection and refuses to apply it (never silently weaker than ``probe``).
+    directories whose entries may be listed (their files stay unreadable unless ``readable``).
+    ``parent``: the process this one dies with (its monitor); if it is already gone, exit at
+    once.  Raises OSError when the kernel offers a protection and refuses to apply it (never
+    silently weaker than ``probe``).
     """
     libc = _libc()
     found = probe()
-    if libc is not None and sys.platform.startswith("linux"):
-        libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)
-        if parent is not None and os.getppid() != parent:
-            os._exit(75)
+    die_with_parent()
+    if parent is not None and os.getppid() != parent:
+        os._exit(75)
     limit(memory_bytes, cpu_seconds)
     if libc is None or not sys.platform.startswith("linux"):
         return found

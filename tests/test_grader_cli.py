@@ -94,7 +94,8 @@ def test_a_folder_gives_a_class_table_csv_and_exit_1(class_folder, tmp_path, cap
     assert rows["alice.py"]["grad_w_status"] == "pass" and float(rows["alice.py"]["grad_w_max_rel_error"]) < 1e-6
     assert rows["bob.py"]["grad_W_C_status"] == "FAIL" and "wrong sign" in rows["bob.py"]["grad_W_C_hint"]
     assert rows["bob.py"]["grad_W_B_status"] == "not attempted" and rows["bob.py"]["points"] == "0"
-    assert "not allowed in this exercise" in rows["carol.py"]["grad_W_C_hint"]
+    assert "numpy_mamba.gradients is not part of the hand-out" in rows["carol.py"]["error"]
+    assert rows["carol.py"]["status"] == "import error" and rows["carol.py"]["max_points"] == "10"
     assert rows["dave.py"]["points"] == "0" and rows["dave.py"]["grad_w_status"] == "FAIL"
     assert all(r["max_points"] == "10" for r in rows.values())
 
@@ -198,13 +199,13 @@ def test_staleness_check_notices_an_edited_or_missing_exercise(tmp_path):
 
 
 def test_a_broken_declaration_is_the_graders_failure_exit_3(tmp_path, capsys):
-    """An exercise forbidding an entry point that does not exist cannot set up its sandbox: that
-    is the grader's fault (exit 3), never a student's 0 points."""
+    """An exercise handing out a package function that does not exist cannot set up its sandbox:
+    that is the grader's fault (exit 3), never a student's 0 points."""
     from numpy_mamba.grader.registry import EXERCISES, register
 
     gradients = EXERCISES["gradients"]
     register(gradients.__class__(**{**gradients.__dict__, "name": "broken_declaration",
-                                    "functions": (), "forbidden": ("numpy_mamba.model:no_such_function",)}))
+                                    "functions": (), "imports": ("numpy_mamba.model:no_such_function",)}))
     try:
         assert main([str(SOLUTIONS / "gradients_solution.py"), "--exercise", "broken_declaration"]) == 3
         assert "internal error" in capsys.readouterr().err

@@ -15,8 +15,9 @@ from numpy_mamba import gating, gradients
 from numpy_mamba.grader.compare import Call, Items, Other, grade_function
 from numpy_mamba.grader.exercises.stack import PARTS
 from numpy_mamba.grader.layer_mistakes import LAYER_MISTAKES, backward as layer_mistake_backward, mistaken_parts
-from numpy_mamba.grader.mistakes import backward, gate_mistakes, mistakes_for
-from numpy_mamba.grader.problems import KINK_MARGIN
+from numpy_mamba.grader.exercises.gating import gate_mistakes
+from numpy_mamba.grader.mistakes import backward, mistakes_for
+from numpy_mamba.grader.problems import KINK_MARGIN, ON_KINK
 from numpy_mamba.grader.protocol import ChildRun, Malformed, Reader, decode, encode
 from numpy_mamba.grader.registry import Exercise, Function, all_exercises, identify, prepare, register
 from numpy_mamba.layer import LayerParams, layer_backward
@@ -183,15 +184,21 @@ def test_each_known_mistake_gets_its_own_hint(prepared):
 
 
 def test_problems_cover_the_awkward_cases(prepared):
-    """l = 1, m != d+1, saturated gates, both sides of the hinge, and no prompt near the kink."""
+    """l = 1, m != d+1, saturated gates, both sides of the hinge; every prompt of the random
+    problems at least KINK_MARGIN from the kink, and the kink problem's within ON_KINK of it, on
+    both sides."""
     problems = prepared["gradients"].problems
     assert any(pb.P.shape[2] == 2 for pb in problems), "no problem with l = 1"
     assert any(pb.params.W_B.shape[0] != pb.P.shape[1] for pb in problems), "no problem with m != d+1"
     logits = [np.abs(np.einsum("d,bdl->bl", pb.params.w, pb.P)) for pb in problems]
     assert any(np.any((a >= 30) & (a <= 50)) for a in logits), "no saturated gate"
-    zF = np.concatenate([pb.z * output("mamba", pb.params, pb.P) for pb in problems])
+    kink = [pb for pb in problems if pb.name.startswith("hinge's kink")]
+    zF = np.concatenate([pb.z * output("mamba", pb.params, pb.P) for pb in problems if pb not in kink])
     assert np.any(zF > 1) and np.any(zF < -1) and np.any(np.abs(zF) < 1)
     assert np.all(np.abs(1 - zF) > KINK_MARGIN)
+    (pb,) = kink
+    margin = 1 - pb.z * output("mamba", pb.params, pb.P)
+    assert np.all(np.abs(np.abs(margin) - ON_KINK) < 1e-3 * ON_KINK) and np.any(margin > 0) and np.any(margin < 0)
 
 
 def test_registry_identifies_files_and_refuses_clashing_declarations():
@@ -207,7 +214,7 @@ def test_registry_identifies_files_and_refuses_clashing_declarations():
         register(Exercise("other", gates.functions, (), "", "", *[None] * 4))
     with pytest.raises(ValueError, match="already belong"):           # a part's entry is taken too
         register(Exercise("other", (Function("dX", "", "", 1, "layer_backward"),), (), "", "", *[None] * 4))
-    with pytest.raises(ValueError, match="module:function"):
+    with pytest.raises(ValueError, match="module:name"):
         register(Exercise("other", (Function("f", "", "", 1),), ("numpy_mamba.gradients",), "", "", *[None] * 4))
 
 

@@ -1,62 +1,105 @@
-"""What runs inside the child process that imports and calls one submission (``sandbox.py``).
+"""The child process that imports and calls one submission; run as a script by ``sandbox.py``:
 
-The child is forked from a server that imported numpy, scipy, numpy_mamba and this module (with
-``guard.py`` and ``protocol.py``), and nothing else of the grader: it holds no reference answer,
-problem or tolerance.  Before the student's file is imported, ``main`` points fds 1 and 2 at the
-capture pipe, moves into a fresh working directory, replaces the environment, closes what
-multiprocessing left open, and puts up ``guard.py``'s fence: the forbidden entry points become
-stubs, limits are set, the audit hook is installed.  It then imports the file, reports which
-exercise functions it defines, calls each on a fresh copy of every problem's arguments and
-sends back only what came out (``protocol.py``).  The parent validates all of it; nothing sent
-from here sets a tolerance, a status or a score.
+    python -I numpy_mamba/grader/child.py --server SOCKET     (``serve``: forks the children)
+
+The server is a fresh interpreter that never imports numpy_mamba: it loads ``protocol.py``
+and ``kernel.py`` by path, imports numpy and scipy.special, and forks one child per request
+(``main``).  The child reads the request: the
+submission's folder (a copy of the file and its helper modules, made by the parent), the
+working directory, limits, the hand-out kit (``kit.py``: the source of what the exercise lets a
+submission import) and every call's arguments as plain arrays.  It then serves the kit as the
+only ``numpy_mamba`` there is, and confines itself for good (``kernel.confine``) before the
+submission's first line runs.  It imports the file, reports which exercise functions it
+defines, calls each on every problem's arguments and sends back what came out.  It holds no
+reference, tolerance or score, and nothing it sends is trusted by the parent.
 """
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import linecache
 import os
-import pickle
 import sys
 import tempfile
 import traceback
 
-import numpy as np  # noqa: F401  (preloaded by the fork server)
-import scipy.special  # noqa: F401
-
-import numpy_mamba
-
-from . import guard
-from .protocol import encode, send_array, send_json
-
 MAX_TEXT = 2000                 # an error message is cut to this many characters
+PACKAGE = "numpy_mamba"
+KIT_FILE = "<numpy_mamba hand-out kit>"
 
 
-def _prepare(request: dict) -> None:
-    workdir = guard.realpath(request["workdir"])
-    os.chdir(workdir)
-    os.environ.clear()
-    os.environ.update({"HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir, "MPLBACKEND": "Agg",
-                       "PATH": os.defpath, "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"})
-    tempfile.tempdir = workdir
-    sys.dont_write_bytecode = True
-    sys.path[:] = [request["submission_dir"]] + [p for p in sys.path if p not in ("", ".")]
-    from multiprocessing import forkserver, resource_tracker
-    for fd in (getattr(forkserver._forkserver, "_forkserver_alive_fd", None),
-               getattr(resource_tracker._resource_tracker, "_fd", None)):
-        if isinstance(fd, int):                     # the fork server's pipes: not the student's
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    blocked = guard.forbid(request["forbidden"], request["exercise"], request["allowed"],
-                           os.path.dirname(numpy_mamba.__file__))
-    for name in [n for n in sys.modules if n == "numpy_mamba.grader" or n.startswith("numpy_mamba.grader.")]:
-        del sys.modules[name]
-    if hasattr(numpy_mamba, "grader"):
-        delattr(numpy_mamba, "grader")
-    linecache.clearcache()
-    guard.limit(request["memory_bytes"], request["cpu_seconds"])
-    sys.addaudithook(guard.audit_hook(workdir, guard.realpath(request["submission"]), blocked))
+def _sibling(name: str):
+    """Load grader/NAME.py by path (the package itself is never imported here)."""
+    if f"_grader_{name}" in sys.modules:
+        return sys.modules[f"_grader_{name}"]
+    spec = importlib.util.spec_from_file_location(f"_grader_{name}",
+                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class HandOut(importlib.abc.MetaPathFinder):
+    """Every ``numpy_mamba.*`` import not in the kit fails, naming what the exercise allows."""
+
+    def __init__(self, allowed: str, exercise: str):
+        self.allowed, self.exercise = allowed, exercise
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == PACKAGE or fullname.startswith(PACKAGE + "."):
+            raise ModuleNotFoundError(f"{fullname} is not part of the hand-out of this exercise "
+                                      f"({self.exercise}), which allows {self.allowed}.", name=fullname)
+        return None
+
+
+def _refuse(module_name: str, allowed: str, exercise: str):
+    """A module's __getattr__ for every name the kit does not hand out: an ImportError that says
+    what the exercise allows (``from numpy_mamba import gradients`` shows it as it is)."""
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise ModuleNotFoundError(f"{module_name}.{name} is not part of the hand-out of this exercise "
+                                  f"({exercise}), which allows {allowed}.", name=f"{module_name}.{name}")
+    return __getattr__
+
+
+def _install_kit(source: str, modules: dict, allowed: str, exercise: str) -> dict:
+    """Execute the kit once and serve its names as the modules of ``modules``."""
+    import types
+    namespace = {"__name__": PACKAGE, "__builtins__": __builtins__}
+    linecache.cache[KIT_FILE] = (len(source), None, source.splitlines(True), KIT_FILE)
+    exec(compile(source, KIT_FILE, "exec"), namespace)
+    made = {}
+    for module_name, names in sorted(modules.items()):
+        parts = module_name.split(".")
+        for k in range(1, len(parts) + 1):
+            name = ".".join(parts[:k])
+            if name not in made:
+                made[name] = types.ModuleType(name, "numpy_mamba as this exercise hands it out")
+                made[name].__path__ = []
+                if k > 1:
+                    setattr(made[".".join(parts[:k - 1])], parts[k - 1], made[name])
+        for name in names:
+            setattr(made[module_name], name, namespace[name])
+    made.setdefault(PACKAGE, types.ModuleType(PACKAGE, "numpy_mamba as this exercise hands it out"))
+    made[PACKAGE].__path__ = []
+    for module in made.values():
+        module.__getattr__ = _refuse(module.__name__, allowed, exercise)
+    sys.modules.update(made)
+    sys.meta_path.insert(0, HandOut(allowed, exercise))
+    return namespace
+
+
+def _argument(tree, arrays: list, namespace: dict):
+    """A call's argument from the parent's tree (arrays, strings, kit containers)."""
+    if "array" in tree:
+        return arrays[tree["array"]].copy()
+    if "str" in tree:
+        return tree["str"]
+    if "none" in tree:
+        return None
+    return namespace[tree["call"]](*[_argument(t, arrays, namespace) for t in tree["args"]])
 
 
 def _describe(exc: BaseException, directory: str) -> str:
@@ -72,8 +115,31 @@ def _describe(exc: BaseException, directory: str) -> str:
     return text[:MAX_TEXT]
 
 
-def _run(request: dict, out: int) -> None:
-    path, directory = request["submission"], request["submission_dir"]
+def _read_request(protocol) -> tuple:
+    stream = protocol.FrameStream(0)
+    request = stream.json()
+    arrays = [stream.array() for _ in range(request["n_arrays"])]
+    os.close(0)
+    return request, arrays
+
+
+def _prepare(request: dict, arrays: list, kernel) -> tuple:
+    workdir = request["workdir"]
+    os.chdir(workdir)
+    os.environ.update({"HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir})
+    tempfile.tempdir = workdir
+    sys.dont_write_bytecode = True
+    sys.path[:] = [request["src"]] + [p for p in sys.path if p not in ("", ".")]
+    namespace = _install_kit(request["kit"], request["modules"], request["allowed"], request["exercise"])
+    calls = {name: [[_argument(t, arrays, namespace) for t in args] for args in problems]
+             for name, problems in request["calls"].items()}
+    isolation = kernel.confine(request["readable"], request["writable"], request["memory_bytes"],
+                               request["cpu_seconds"], request["parent"])
+    return calls, isolation
+
+
+def _run(request: dict, calls: dict, protocol, out: int) -> None:
+    path, directory = request["submission"], request["src"]
     spec = importlib.util.spec_from_file_location(request["module_name"], path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module                 # dataclasses in student code need it
@@ -81,45 +147,105 @@ def _run(request: dict, out: int) -> None:
         spec.loader.exec_module(module)
         found = {name: getattr(module, name, None) for name in request["functions"]}
     except BaseException as exc:                    # SyntaxError, SystemExit, KeyboardInterrupt, ...
-        send_json(out, {"event": "import_error", "error": _describe(exc, directory)})
+        protocol.send_json(out, {"event": "import_error", "error": _describe(exc, directory)})
         return
     defined = {name: "missing" if fn is None else "function" if callable(fn)
                else f"a {type(fn).__name__}, not a function" for name, fn in found.items()}
-    send_json(out, {"event": "imported", "defined": defined})
+    protocol.send_json(out, {"event": "imported", "defined": defined})
     for name in request["functions"]:
         if defined[name] != "function":
             continue
-        for k, (_, blob) in enumerate(request["calls"][name]):
-            send_json(out, {"event": "start", "function": name, "problem": k})
+        for k, args in enumerate(calls[name]):
+            protocol.send_json(out, {"event": "start", "function": name, "problem": k})
             try:
                 arrays = []
-                tree = encode(found[name](*pickle.loads(blob)), arrays)
+                tree = protocol.encode(found[name](*args), arrays)
             except BaseException as exc:             # KeyboardInterrupt, SystemExit, MemoryError too
-                send_json(out, {"event": "raised", "function": name, "problem": k,
-                                "stub": isinstance(exc, NotImplementedError), "error": _describe(exc, directory)})
+                protocol.send_json(out, {"event": "raised", "function": name, "problem": k,
+                                         "stub": isinstance(exc, NotImplementedError),
+                                         "error": _describe(exc, directory)})
                 break
-            send_json(out, {"event": "result", "function": name, "problem": k, "answer": tree,
-                            "arrays": len(arrays)})
+            protocol.send_json(out, {"event": "result", "function": name, "problem": k, "answer": tree,
+                                     "arrays": len(arrays)})
             for a in arrays:
-                send_array(out, a)
+                protocol.send_array(out, a)
 
 
-def main(request: dict, capture, results) -> None:
-    """Entry point of the child (the ``multiprocessing`` target); never returns."""
-    out = results.fileno()
-    os.dup2(capture.fileno(), 1)
-    os.dup2(capture.fileno(), 2)
+def main(out: int, parent: int) -> None:
+    """The child: the request on fd 0, results to fd ``out``, stdout/stderr already the capture
+    pipe; ``parent``: the process to die with.  Never returns."""
     try:
-        _prepare(request)
+        protocol, kernel = _sibling("protocol"), _sibling("kernel")
+        import numpy  # noqa: F401  (already imported by the server: the submission's import is instant)
+        import scipy.special  # noqa: F401
+        request, arrays = _read_request(protocol)
+        calls, isolation = _prepare(dict(request, parent=parent), arrays, kernel)
     except BaseException as exc:                    # the grader's own setup failed: not the student's
-        send_json(out, {"event": "setup_error", "error": repr(exc)[:MAX_TEXT]})
-        os._exit(70)
-    send_json(out, {"event": "ready"})
+        try:
+            sys.modules["_grader_protocol"].send_json(out, {"event": "setup_error", "error": repr(exc)[:MAX_TEXT]})
+        finally:
+            os._exit(70)
+    protocol.send_json(out, {"event": "ready", "isolation": isolation.line})
     try:
-        _run(request, out)
-        send_json(out, {"event": "done"})
+        _run(request, calls, protocol, out)
+        protocol.send_json(out, {"event": "done"})
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
     except BaseException:                           # the pipe closed, a stream replaced, ...
         os._exit(71)
     os._exit(0)
+
+
+def serve(sock_fd: int) -> None:
+    """The clean fork server: a process that has imported numpy, scipy.special and this module's
+    siblings (never numpy_mamba, never an answer) and forks one child per request, so a child
+    starts in milliseconds.  A request is one message on ``sock_fd`` carrying four descriptors:
+    a socket to report on, and the child's request, capture and result pipes.  For each, a
+    monitor is forked; it forks the child, reports the child's pid ("P") and, when it ends, its
+    wait status ("S") on the report socket, then exits.  Everything dies with the grader."""
+    import signal
+    import socket
+    import struct
+    kernel = _sibling("kernel")
+    _sibling("protocol")
+    kernel.die_with_parent()
+    import numpy  # noqa: F401
+    import scipy.special  # noqa: F401
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)            # monitors are reaped by the kernel
+    server = socket.socket(fileno=sock_fd)
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(server, 16, 4)
+        except (OSError, ValueError):
+            os._exit(0)
+        if len(fds) != 4:
+            os._exit(0)
+        if os.fork() == 0:                                    # the monitor
+            server.close()
+            kernel.die_with_parent()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            report, request, capture, results = fds
+            pid = os.fork()
+            if pid == 0:                                      # the child
+                kernel.die_with_parent()
+                os.dup2(request, 0)
+                os.dup2(capture, 1)
+                os.dup2(capture, 2)
+                os.dup2(results, 3)
+                os.closerange(4, 1 << 16)
+                main(3, os.getppid())
+            for fd in (request, capture, results):
+                os.close(fd)
+            os.write(report, b"P" + struct.pack(">q", pid))
+            _, status = os.waitpid(pid, 0)
+            os.write(report, b"S" + struct.pack(">q", os.waitstatus_to_exitcode(status)))
+            os._exit(0)
+        for fd in fds:
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--server":
+        serve(int(sys.argv[2]))
+    else:
+        main(int(sys.argv[1]), os.getppid())

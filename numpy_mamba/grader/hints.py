@@ -1,7 +1,8 @@
 """Turning a failed function into one hint (``compare.grade_function`` calls ``hint_for``).
 
 In order: an answer that is not a real float64 array (None, a tuple, complex, integers,
-float32, NaN); a known mistake of the exercise that reproduces the answer on every problem;
+float32, NaN); an answer within NEAR of the reference where it fails (digits missing: a finite
+difference), the other failures explained by their problem's note; a known mistake of the exercise that reproduces the answer on every problem;
 a wrong shape (the exercise's own shape hints first, then transposed, one answer per prompt,
 the right entries in another shape); all zeros; a constant factor (-1: the sign) or one that
 changes with the problem; a known mistake on some problems; a failure on one kind of problem
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 TOL_MISTAKE = 1e-6      # an answer "is" a known mistake when it matches it this closely
+NEAR = 1e-7             # failing everywhere by less than this: right formula, digits missing
 NAN_HINT = ("Compute sigma with scipy.special.expit, 1 - sigma(a) as expit(-a), and never divide "
             "by a product of (1 - sigma) factors: with |w^T p| ~ 40 they underflow to 0.")
 
@@ -96,6 +98,16 @@ def hint_for(prepared, name: str, answers: list, rows: list) -> str:
     if not all(isinstance(S, np.ndarray) for S in answers):
         return "no answer on some problems."
     answers = [S.astype(np.float64) for S in answers]
+    bad = [i for i, row in enumerate(rows) if not row.ok]
+    near = [i for i in bad if rows[i].err_reference <= NEAR]
+    far = [problems[i].name for i in bad if i not in near]
+    noted = [next((text for key, text in exercise.problem_notes.items() if n.startswith(key)), "") for n in far]
+    if near and all(noted):
+        worst = max(rows[i].err_reference for i in near)
+        hint = (f"close to the analytic answer but not equal to it: {worst:.1e} off, above the tolerance "
+                f"{exercise.tol_reference:g} that every analytic solution meets. A finite difference (or "
+                "float32) gives about this; derive it instead.")
+        return hint + "".join(f" On '{n}': {text}" for n, text in zip(far, noted))
     mistaken = prepared.mistaken(name)
     for key, hint, wrong in mistaken:
         if all(_same(S, V) for S, V in zip(answers, wrong)):
@@ -103,7 +115,6 @@ def hint_for(prepared, name: str, answers: list, rows: list) -> str:
     for pb, S, R, row in zip(problems, answers, refs, rows):
         if row.note.startswith("shape"):
             return f"on problem '{pb.name}': " + (exercise.shape_hint(name, S, R, pb) or _shape_hint(S, R))
-    bad = [i for i, row in enumerate(rows) if not row.ok]
     failing = [problems[i].name for i in bad]
     if all(not np.any(answers[i]) for i in bad) and any(np.any(refs[i]) for i in bad):
         return ("all zeros where the reference is not: is a condition never true, or a sum never "
@@ -112,7 +123,7 @@ def hint_for(prepared, name: str, answers: list, rows: list) -> str:
     if factor:
         return factor
     for key, hint, wrong in mistaken:
-        hits = [problems[i].name for i in bad if _same(answers[i], wrong[i])]
+        hits = [problems[i].name for i in bad if _same(answers[i], wrong[i]) and not _same(refs[i], wrong[i])]
         if hits:
             return f"on '{hits[0]}' your answer matches a known mistake: {hint}"
     for key, text in exercise.problem_notes.items():

@@ -1,6 +1,7 @@
-"""The known mistakes of the autograder: when a student's answer fails, the reference is put
-through each mistake below (negated, transposed, times B, label leak, missing suffix term, ...);
-the first one that reproduces the answer on every problem gives the hint (``hints.py``).
+"""The known mistakes of the gradients exercise (the gates' are in ``exercises/gating.py``): when
+a student's answer fails, the reference is put through each mistake below (negated, transposed,
+times B, label leak, missing suffix term, ...); the first one that reproduces the answer on
+every problem gives the hint (``hints.py``).
 
 ``backward`` is the mean-hinge-loss gradient of eqs (93), (118), (135) written so that each
 mistake is one switch; with the defaults it equals ``gradients.gradients`` (tests/test_grader_compare.py).
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ..model import Params, gate_logits, gating, log_gating, scores
+from ..model import Params, gate_logits, log_gating, scores
 
 
 def _parts(params, P, z, leak=False, mask="hinge", reduce="mean", drop=""):
@@ -170,61 +171,3 @@ def mistakes_for(name: str):
         out += [(k, h, (lambda g: lambda pb, ref: backward(pb.params, pb.P, pb.z, gate=g).w)(g))
                 for k, h, g in GATE_DERIVATIVE_MISTAKES]
     return out
-
-
-# ---- gates ------------------------------------------------------------------------------------
-
-def _gate_variant(kind, w, P):
-    sigma = expit(gate_logits(w, P))                          # (B, l+1)
-    keep = 1.0 - sigma
-    after = np.cumprod(keep[:, ::-1], axis=1)[:, ::-1]        # prod_{j>=i}(1 - sigma_j)
-    if kind == "inclusive":
-        return sigma * after
-    exclusive = np.ones_like(after)
-    exclusive[:, :-1] = after[:, 1:]                          # prod_{j>i}
-    if kind == "no_sigma_i":
-        return exclusive
-    if kind == "prefix":
-        before = np.cumprod(np.concatenate([np.ones_like(keep[:, :1]), keep[:, :-1]], axis=1), axis=1)
-        return sigma * before
-    if kind == "swapped_sigma":
-        s_after = np.ones_like(sigma)
-        s_after[:, :-1] = np.cumprod(sigma[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        return keep * s_after
-    if kind == "no_query_factor":
-        keep_context = keep.copy()
-        keep_context[:, -1] = 1.0                             # product stops at j = l
-        out = np.ones_like(sigma)
-        out[:, :-1] = np.cumprod(keep_context[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        return sigma * out
-    if kind == "query_one":
-        out = gating(w, P)
-        out[:, -1] = 1.0
-        return out
-    if kind == "reversed":
-        return gating(w, P)[:, ::-1]
-    raise ValueError(f"unknown gate mistake {kind!r}")
-
-
-GATE_MISTAKES = (
-    ("inclusive", "the product runs over j = i+1..l+1: sigma(w^T p_i) multiplies the factors of the "
-     "LATER tokens only, not its own (1 - sigma_i) (eq (3)).", "inclusive"),
-    ("prefix", "product over the wrong side: G_{i,l+1} multiplies (1 - sigma_j) for j = i+1..l+1 "
-     "(the tokens between p_i and the query), not the earlier ones.", "prefix"),
-    ("no_sigma_i", "missing the factor sigma(w^T p_i): G_i = sigma_i prod_{j>i}(1 - sigma_j) (eq (3)).",
-     "no_sigma_i"),
-    ("swapped_sigma", "sigma and 1 - sigma swapped: it is sigma(w^T p_i) times prod (1 - sigma(w^T p_j)) "
-     "(A~ = 1 - sigma forgets, B~ = sigma writes; Appendix E.1).", "swapped_sigma"),
-    ("no_query_factor", "missing the query column in the product: it runs up to j = l+1, so every "
-     "context gate includes (1 - sigma(w^T p_query)).", "no_query_factor"),
-    ("query_one", "the query's own gate is G_{l+1,l+1} = sigma(w^T p_query), not 1 (eq (3)).",
-     "query_one"),
-    ("reversed", "gates in reverse order: column i of P is token i; G[:, 0] belongs to p_1 (the "
-     "farthest from the query) and G[:, -1] to p_query.", "reversed"),
-)
-
-
-def gate_mistakes():
-    """Known gate mistakes: [(key, hint, fn(problem, reference) -> mistaken gates)]."""
-    return [(k, h, (lambda kind: lambda pb, ref: _gate_variant(kind, pb.params.w, pb.P))(kind))
-            for k, h, kind in GATE_MISTAKES]

@@ -3,10 +3,12 @@
 Every exercise function is run on the same small seeded problems, each chosen to expose one
 difficulty: a plain batch, l = 1 with B = 1, m != d+1 (a transposed answer then has the wrong
 shape), saturated gates (|w^T p| between 30 and 50 on some columns), prompts on both sides of
-the hinge (z F > 1, and misclassified prompts with |F| > 1), and prompts from the data model of
-Section 3.2.  A student's answer is compared with
+the hinge (z F > 1, and misclassified prompts with |F| > 1), prompts from the data model of
+Section 3.2, and prompts within 1e-11 of the hinge's kink, where only an analytic gradient is
+right (a finite difference of the loss crosses the kink or drowns in rounding).  A student's answer is compared with
   * the package: ``gradients.gradients`` (eqs (93), (118), (135)) or ``model.gating`` (eq (3));
-  * an independent check: central finite differences of the mean hinge loss (gradients), or
+  * an independent check: central finite differences of the mean hinge loss with its active
+    set held fixed (gradients), or
     F computed from the student's gates against the literal eq (1) scan (gates).
 (see ``exercises/``).  The known mistakes that turn a failure into a hint live in ``mistakes.py``;
 ``PROBLEM_NOTES`` says what to check when an answer fails on one kind of problem only.
@@ -19,10 +21,10 @@ import numpy as np
 
 from ..data import make_world, training_batch
 from ..gradcheck import numerical_gradient
-from ..loss import hinge_loss
 from ..model import Params, init_params, log_gating, scores
 
-KINK_MARGIN = 1e-3      # every prompt keeps |1 - zF| above this, so finite differences are smooth
+KINK_MARGIN = 1e-3      # random problems keep |1 - zF| above this (the kink problem is built on it)
+ON_KINK = 1e-11         # the kink problem's prompts: 1 - zF = +-ON_KINK (rounding in F: ~1e-15)
 PROBLEM_NOTES = {       # problem-name prefix -> what to check when only that problem fails
     "saturated": "numerics with saturated gates (|w^T p| ~ 40): use expit / log-space products; "
                  "never divide by a product of (1 - sigma).",
@@ -30,13 +32,17 @@ PROBLEM_NOTES = {       # problem-name prefix -> what to check when only that pr
                 "misclassified prompts with |F| >= 1).",
     "l = 1": "an off-by-one in the sums over i or s: with l = 1 there is one context example.",
     "m = 4": "shapes: your code assumes m = d+1 (square W_B, W_C).",
+    "hinge's kink": "the hinge: slope -z where 1 - zF > 0 (here by 1e-11), 0 where 1 - zF < 0. A "
+                   "finite difference cannot resolve this; only the analytic gradient can.",
 }
 
 
 @dataclass(frozen=True)
 class Problem:
     """One seeded grading problem: params (W_B, W_C: (m, d+1); w: (d+1,)), P (B, d+1, l+1),
-    z (B,), and the central-difference gradient of the mean hinge loss, ``numerical``."""
+    z (B,), and ``numerical``: central differences of the mean hinge loss with the hinge's active
+    set held fixed (1 - zF > 0 at the problem), a smooth function whose gradient at the problem
+    is the hinge loss's, also for prompts within a step of the kink."""
 
     name: str
     params: Params
@@ -108,11 +114,40 @@ def _data_model(rng, B=4, l=6):
 
 def _acceptable(name, params, P, z):
     F = _F(params, P)
+    if name.startswith("hinge's kink"):
+        return bool(np.all(np.abs(np.abs(1.0 - z * F) - ON_KINK) < 1e-3 * ON_KINK))
     if np.any(np.abs(1.0 - z * F) < KINK_MARGIN):
         return False
     if name.startswith("inactive"):
         return bool(np.all(np.abs(F) > 1.2) and np.any(z * F > 1) and np.any(z * F < -1))
     return bool(np.any(1.0 - z * F > 0))
+
+
+def _on_kink(rng, B=4, d=5, l=5):
+    """Every prompt within ON_KINK of the hinge's kink: 1 - z F = +ON_KINK on even prompts
+    (active) and -ON_KINK on odd ones (inactive).  The query's features are scaled by t, found
+    by bisection, so that z F(t) = 1 -+ ON_KINK to a few units of rounding.  A central or
+    one-sided difference with a step that moves F by more than ON_KINK crosses the kink; one
+    with a smaller step loses every digit to rounding in the loss."""
+    params, P, _ = _basic(rng, B, d, l)
+    z = np.ones(B)
+    for n in range(B):
+        target = 1.0 - (ON_KINK if n % 2 == 0 else -ON_KINK)
+        base = P[n:n + 1].copy()
+
+        def zF(t):
+            Q = base.copy()
+            Q[0, :-1, -1] *= t
+            return z[n] * _F(params, Q)[0]
+        z[n] = np.sign(zF(1.0)) or 1.0
+        low, high = 0.0, 1.0
+        while zF(high) < target and high < 1e6:
+            high *= 2.0
+        for _ in range(200):
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if zF(middle) < target else (low, middle)
+        P[n, :-1, -1] *= 0.5 * (low + high)
+    return params, P, z
 
 
 PROBLEM_RECIPES = (
@@ -122,12 +157,14 @@ PROBLEM_RECIPES = (
     ("saturated gates |w^T p| 30-50", _saturated),
     ("inactive hinge side, |F| > 1", _both_sides),
     ("data model (Definition 1)", _data_model),
+    ("hinge's kink, |1 - zF| = 1e-11", _on_kink),
 )
 
 
 def make_problems(seed: int = 0) -> list[Problem]:
     """The seeded grading problems, each redrawn (seed stream [seed, k, attempt]) until every
-    prompt is at least KINK_MARGIN away from the hinge's kink."""
+    prompt is at least KINK_MARGIN away from the hinge's kink (the kink problem: within
+    ON_KINK of it, by construction)."""
     problems = []
     for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
         for attempt in range(100):
@@ -135,7 +172,8 @@ def make_problems(seed: int = 0) -> list[Problem]:
             if _acceptable(name, params, P, z):
                 break
         else:
-            raise RuntimeError(f"could not draw grading problem {name!r} away from the hinge's kink")
-        numerical = numerical_gradient(lambda p: hinge_loss(p, P, z), params)
+            raise RuntimeError(f"could not draw grading problem {name!r} (see _acceptable)")
+        active = 1.0 - z * _F(params, P) > 0                     # the hinge's slope -z here
+        numerical = numerical_gradient(lambda p: float(np.mean(np.where(active, 1.0 - z * _F(p, P), 0.0))), params)
         problems.append(Problem(name, params, P, z, numerical))
     return problems

@@ -3,14 +3,20 @@
 A frame is a tag (b"J": a JSON object, b"A": an array as .npy bytes), a 4-byte big-endian
 length and the payload.  The child sends the events
 
-    ready | setup_error | import_error | imported {defined} | start {function, problem}
+    ready {isolation} | setup_error | import_error | imported {defined} | start {function, problem}
     | raised {function, problem, error, stub} | result {function, problem, answer, arrays} | done
 
 where ``answer`` is ``encode``'s tree (an array by its index among the ``arrays`` .npy frames
 that follow, None, a tuple/list item by item, or a description) and the parent's ``Reader``
-parses them strictly into a ``ChildRun``: unknown events, events out of order, non-numeric
-arrays and more than RESULTS_CAP bytes raise ``Malformed``.  Nothing received is executed or
+parses them strictly into a ``ChildRun``: each event is accepted only in its state (setup_error
+before ready, import_error before imported, a result only for the call started, ...); unknown
+events, frames larger than MAX_FRAME, JSON nested deeper than MAX_DEPTH, non-numeric arrays and
+more than RESULTS_CAP bytes in all raise ``Malformed``.  Nothing received is executed or
 unpickled (np.lib.format.read_array with allow_pickle=False).
+
+The parent sends the request the same way (``send_request``): one JSON frame, then its arrays;
+a call's arguments are trees of arrays, strings and the kit's containers by type name
+(``arguments``), rebuilt by the child.
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ import numpy as np
 MAX_ARRAY_BYTES = 8 * 2**20     # a returned array larger than this is described, not sent
 MAX_ITEMS = 16                  # a returned tuple/list: at most this many items, nested 3 deep
 RESULTS_CAP = 64 * 2**20        # a child sending more than this in frames is stopped
+MAX_FRAME = 16 * 2**20          # one frame: an array of MAX_ARRAY_BYTES and its .npy header fit
+MAX_DEPTH = 12                  # JSON nesting a message may have (encode's trees need 8)
 _write = posix.write
 
 
@@ -64,6 +72,7 @@ class ChildRun:
     """What one child did: ``ended`` is "" when it finished, else why it stopped early."""
 
     ready: bool = False
+    isolation: str = ""
     setup_error: str = ""
     imported: bool = False
     import_error: str = ""
@@ -73,6 +82,7 @@ class ChildRun:
     done: bool = False
     ended: str = ""
     exitcode: int | None = None
+    pid: int | None = None
     output: bytes = b""
     output_bytes: int = 0
     seconds: float = 0.0
@@ -128,7 +138,86 @@ def _array_node(a: np.ndarray, arrays: list) -> dict:
     return {"array": len(arrays) - 1}
 
 
+class FrameStream:
+    """Blocking reads of whole frames from ``fd`` (the child reading its request)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def _exactly(self, n: int) -> bytes:
+        chunks, left = [], n
+        while left:
+            data = posix.read(self.fd, min(left, 1 << 20))
+            if not data:
+                raise EOFError("the request ended early")
+            chunks.append(data)
+            left -= len(data)
+        return b"".join(chunks)
+
+    def frame(self) -> tuple:
+        head = self._exactly(5)
+        return head[:1], self._exactly(struct.unpack(">I", head[1:])[0])
+
+    def json(self) -> dict:
+        tag, payload = self.frame()
+        if tag != b"J":
+            raise ValueError("expected a JSON frame")
+        return json.loads(payload)
+
+    def array(self) -> np.ndarray:
+        tag, payload = self.frame()
+        if tag != b"A":
+            raise ValueError("expected an array frame")
+        return np.lib.format.read_array(io.BytesIO(payload), allow_pickle=False)
+
+
 # ---- the parent's side ------------------------------------------------------------------------
+
+def arguments(value, arrays: list, types_used: set):
+    """The tree of one call argument: arrays by index in ``arrays``, strings, None, and
+    NamedTuples (Params, LayerCache, ...) by type name and fields, recorded in ``types_used``."""
+    if value is None:
+        return {"none": True}
+    if isinstance(value, str):
+        return {"str": value}
+    if isinstance(value, np.ndarray) or isinstance(value, (int, float, np.generic)):
+        arrays.append(np.ascontiguousarray(value))
+        return {"array": len(arrays) - 1}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        types_used.add(type(value))
+        return {"call": type(value).__name__, "args": [arguments(v, arrays, types_used) for v in value]}
+    raise TypeError(f"cannot send a {type(value).__name__} to the child: arrays, strings, None and "
+                    "NamedTuples of them only")
+
+
+def send_request(fd: int, request: dict, arrays: list) -> None:
+    send(fd, b"J", json.dumps(dict(request, n_arrays=len(arrays))).encode())
+    for a in arrays:
+        send_array(fd, a)
+
+
+def _depth_ok(payload: bytes) -> bool:
+    """No JSON nesting deeper than MAX_DEPTH (counted on brackets outside strings), so that
+    json.loads cannot recurse without bound."""
+    depth, in_string, escaped = 0, False, False
+    for byte in payload:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:                      # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return False
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return True
+
 
 class Malformed(Exception):
     """The child sent something the protocol does not allow."""
@@ -176,6 +265,8 @@ class Reader:
         self.buffer += data
         while len(self.buffer) >= 5:
             tag, n = bytes(self.buffer[:1]), struct.unpack(">I", self.buffer[1:5])[0]
+            if tag not in (b"J", b"A") or n > MAX_FRAME:
+                raise Malformed("not a frame of the protocol")
             if len(self.buffer) < 5 + n:
                 return
             payload = bytes(self.buffer[5:5 + n])
@@ -191,9 +282,11 @@ class Reader:
             return
         if tag != b"J" or self.pending is not None:
             raise Malformed("unexpected frame")
+        if not _depth_ok(payload):
+            raise Malformed(f"JSON nested deeper than {MAX_DEPTH}")
         try:
             message = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise Malformed("not JSON") from None
         if not isinstance(message, dict) or not isinstance(message.get("event"), str):
             raise Malformed("not an event")
@@ -201,17 +294,21 @@ class Reader:
 
     def _event(self, m: dict) -> None:
         run, event = self.run, m["event"]
-        if event == "ready":
+        if event == "ready" and not run.ready and not run.setup_error:
             run.ready = True
-        elif event == "setup_error":
+            run.isolation = str(m.get("isolation", ""))[:300]
+        elif event == "setup_error" and not run.ready and not run.setup_error:
             run.setup_error = str(m.get("error", ""))[:2000]
         elif event == "import_error" and run.ready and not run.imported:
             run.import_error = str(m.get("error", ""))[:2000] or "the import failed"
-        elif event == "imported" and run.ready and isinstance(m.get("defined"), dict):
+        elif event == "imported" and run.ready and not run.imported and not run.import_error \
+                and isinstance(m.get("defined"), dict) and len(m["defined"]) <= 64:
             run.imported = True
             run.defined = {str(k): str(v)[:200] for k, v in m["defined"].items()}
-        elif event == "start" and run.imported:
+        elif event == "start" and run.imported and run.running is None and not run.done:
             run.running = self._key(m)
+            if run.running in run.calls:
+                raise Malformed("a call started twice")
         elif event == "raised" and run.imported and self._key(m) == run.running:
             error = str(m.get("error", ""))[:2000]
             run.calls[run.running] = Call(error=error, note="raised " + error.split(":")[0].split(" ")[0][:30],
@@ -223,7 +320,7 @@ class Reader:
             self.pending = (m, [])
             if m["arrays"] == 0:
                 self._result(m, [])
-        elif event == "done" and run.imported:
+        elif event == "done" and run.imported and run.running is None and not run.done:
             run.done = True
         else:
             raise Malformed(f"unexpected event {event[:30]!r}")

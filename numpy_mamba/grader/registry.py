@@ -5,9 +5,9 @@ An exercise is declared in one place: one module in ``grader/exercises/`` that p
 hand-outs are ``exercises/gating.py``, ``exercises/gradients.py`` and ``exercises/stack.py``).  It names
 
   * its functions, each with signature, equation and points;
-  * the package entry points a submission may not call (``"module:function"``; in the child
-    process they are replaced by stubs that raise "not allowed in this exercise", and their
-    source files cannot be read) and, in words, what the hand-out allows;
+  * what of the package its hand-out may import (``imports``: "module:name" entries; the
+    child gets exactly these and what they call, as a kit, ``kit.py``, and nothing else of
+    numpy_mamba) and, in words, what the hand-out allows;
   * how to draw the seeded problems, how to build one call's arguments from a problem, the
     reference answer, how to compare an answer with it, and the known mistakes behind a hint.
 
@@ -20,10 +20,13 @@ call per problem).
 """
 from __future__ import annotations
 
+import ast
 import importlib
-import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
+
+from .kit import KitError, build
+from .protocol import arguments
 
 
 class Function(NamedTuple):
@@ -70,8 +73,8 @@ class Exercise:
     """Everything the grader needs to know about one hand-out (see the module docstring).
 
     problems(seed) -> list of problems (each with a ``name``); inputs(function, problem) -> the
-    call's positional arguments (plain arrays and package containers: they are pickled to the
-    child); reference(function, problem) -> Reference; compare(function, problem, answer,
+    call's positional arguments (plain arrays, strings and package NamedTuples: they are sent
+    to the child as arrays and rebuilt there from the kit); reference(function, problem) -> Reference; compare(function, problem, answer,
     reference, exercise) -> Row; mistakes(function) -> [(key, hint, fn(problem) -> mistaken
     answer)]; shape_hint(function, answer, reference value, problem) -> str or "".
     part(function, answer) -> (piece, note): the piece of the entry's answer this function
@@ -81,7 +84,7 @@ class Exercise:
 
     name: str                                   # the hand-out's file stem: tutorials/exercises/NAME.py
     functions: tuple
-    forbidden: tuple                            # "numpy_mamba.module:function" entries
+    imports: tuple                              # "numpy_mamba.module:name" a submission may import
     allowed: str                                # what the hand-out's header lets the student use
     independent_check: str                      # column title of the independent check
     problems: Callable
@@ -121,9 +124,9 @@ def register(exercise: Exercise) -> Exercise:
     if clash:
         raise ValueError(f"exercise {exercise.name!r}: function(s) {clash} already belong to "
                          f"{sorted({taken[n] for n in clash})}; function names must be unique.")
-    for entry in exercise.forbidden:
-        if entry.count(":") != 1:
-            raise ValueError(f"exercise {exercise.name!r}: forbidden entry {entry!r} is not 'module:function'.")
+    for entry in exercise.imports:
+        if entry.count(":") != 1 or not entry.startswith("numpy_mamba"):
+            raise ValueError(f"exercise {exercise.name!r}: import {entry!r} is not 'numpy_mamba.module:name'.")
     EXERCISES[exercise.name] = exercise
     return exercise
 
@@ -132,6 +135,25 @@ def all_exercises() -> dict:
     """{name: Exercise} for every declaration in ``grader/exercises/`` (imported on first use)."""
     importlib.import_module(f"{__package__}.exercises")
     return EXERCISES
+
+
+def top_level_names(source: bytes, path) -> set:
+    """Names a file binds at top level (def, class, assignment, import), or a SyntaxError."""
+    tree = ast.parse(source, filename=str(path))
+    names, body = set(), list(tree.body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            body += [n for part in ("body", "orelse", "finalbody") for n in getattr(node, part, [])]
+            body += [n for h in getattr(node, "handlers", []) for n in h.body]
+    return names
 
 
 def identify(names, stem: str = "") -> list:
@@ -146,13 +168,15 @@ def identify(names, stem: str = "") -> list:
 @dataclass
 class Prepared:
     """One exercise at one seed, computed once per grading run and shared by every submission:
-    the problems, each call's pickled arguments, the reference answers, and (lazily) every known
+    the problems, each call's arguments (as arrays), the kit, the reference answers, and (lazily) every known
     mistake applied to every problem, so grading a class recomputes none of them."""
 
     exercise: Exercise
     seed: int
     problems: list
-    calls: dict                                 # entry (called function) -> [(problem name, pickled args)]
+    calls: dict                                 # entry (called function) -> [argument trees per problem]
+    arrays: list                                # the arrays the trees point to
+    kit: Any                                    # kit.Kit: what the child may import
     references: dict                            # function -> [Reference per problem]
     _mistaken: dict = field(default_factory=dict)
 
@@ -165,8 +189,14 @@ class Prepared:
 
 
 def prepare(exercise: Exercise, seed: int) -> Prepared:
+    """Problems, arguments (as arrays and trees for the child), kit and references, once."""
     problems = list(exercise.problems(seed))
-    calls = {entry: [(pb.name, pickle.dumps(tuple(exercise.inputs(entry, pb)))) for pb in problems]
+    handed = build(exercise.imports)
+    arrays, types_used = [], set()
+    calls = {entry: [[arguments(a, arrays, types_used) for a in exercise.inputs(entry, pb)] for pb in problems]
              for entry in exercise.entries}
+    missing = [t.__qualname__ for t in types_used if (t.__module__, t.__qualname__) not in handed.needed]
+    if missing:
+        raise KitError(f"exercise {exercise.name!r} sends {missing} to the child; add them to its imports")
     references = {f.name: [exercise.reference(f.name, pb) for pb in problems] for f in exercise.functions}
-    return Prepared(exercise, seed, problems, calls, references)
+    return Prepared(exercise, seed, problems, calls, arrays, handed, references)

@@ -2,12 +2,18 @@
 
     text_report(sub)    one table per function, a summary with points and hints, what the file printed
     class_table(subs)   one line per submission, then every failing function's hint
-    write_csv(...)      one row per submission: per function status, max relative error, points, hint
+    csv_text(...)       one row per submission: status, points, the error that stopped the file,
+                        per function status, max relative error, points, hint
     gradescope(sub)     Gradescope's results.json: score, and tests[] with name/score/max_score/output
+                        (Markdown, tables in code blocks so their columns stay aligned)
+
+Whatever the student's code wrote or raised passes through ``clean`` (printable characters only,
+trimmed) before it reaches a terminal, a report, the CSV or results.json.
 """
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 import textwrap
@@ -17,7 +23,8 @@ OUTPUT_SHOWN = 1500             # characters of what a file printed shown in a r
 
 def clean(text: str, limit: int = OUTPUT_SHOWN) -> str:
     """Printable text only (no terminal control sequences), at most ``limit`` characters."""
-    text = re.sub(r"[^\n\t\x20-\x7e\u00a0-\uffff]", "?", text)
+    text = re.sub(r"[^\n\t\x20-\x7e\u00a0-\uffff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufff9-\uffff]",
+                  "?", str(text))
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
 
 
@@ -55,9 +62,9 @@ def summary_lines(graded) -> list:
     return lines
 
 
-def text_report(sub, seed: int) -> str:
+def text_report(sub, seed: int, isolation: str = "") -> str:
     """The report a student reads for one file (import errors and a missing exercise included)."""
-    out = [f"grading {sub.path} (seed {seed})", ""]
+    out = [f"grading {clean(str(sub.path), 300)} (seed {seed})"] + ([isolation] if isolation else []) + [""]
     if sub.problem:
         return "\n".join(out + [clean(sub.problem)])
     for graded in sub.graded:
@@ -113,31 +120,48 @@ def class_table(subs, names: list) -> str:
     return "\n".join(lines)
 
 
-def write_csv(path, subs, names: list) -> None:
-    """One row per submission; per function ``NAME_status``, ``NAME_max_rel_error``, ``NAME_points``,
+def csv_text(subs, names: list) -> str:
+    """One row per submission; ``error`` is what stopped the whole file (an import error, a file
+    not graded); per function ``NAME_status``, ``NAME_max_rel_error``, ``NAME_points``,
     ``NAME_hint`` (empty for a function of another exercise)."""
-    columns = ["submission", "exercise", "status", "points", "max_points"]
+    columns = ["submission", "exercise", "status", "points", "max_points", "error"]
     columns += [f"{n}_{what}" for n in names for what in ("status", "max_rel_error", "points", "hint")]
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, columns)
-        writer.writeheader()
-        for s in subs:
-            row = {"submission": str(s.path), "exercise": "+".join(g.exercise.name for g in s.graded),
-                   "status": status(s), "points": _points(s.points), "max_points": _points(s.max_points)}
-            for g in s.graded:
-                for r in g.results:
-                    row.update({f"{r.name}_status": r.status, f"{r.name}_points": _points(r.points),
-                                f"{r.name}_max_rel_error": "" if math.isnan(r.max_rel) else f"{r.max_rel:.3e}",
-                                f"{r.name}_hint": clean(r.hint or g.import_error, 1000)})
-                if g.import_error:
-                    for f_ in g.exercise.functions:
-                        row.update({f"{f_.name}_status": "import error", f"{f_.name}_points": "0",
-                                    f"{f_.name}_hint": clean(g.import_error, 1000)})
-            writer.writerow(row)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns)
+    writer.writeheader()
+    for s in subs:
+        row = {"submission": clean(str(s.path), 500), "exercise": "+".join(g.exercise.name for g in s.graded),
+               "status": status(s), "points": _points(s.points), "max_points": _points(s.max_points),
+               "error": clean(s.error, 1000)}
+        for g in s.graded:
+            for r in g.results:
+                row.update({f"{r.name}_status": r.status, f"{r.name}_points": _points(r.points),
+                            f"{r.name}_max_rel_error": "" if math.isnan(r.max_rel) else f"{r.max_rel:.3e}",
+                            f"{r.name}_hint": clean(r.hint, 1000)})
+            if g.import_error:
+                for f_ in g.exercise.functions:
+                    row.update({f"{f_.name}_status": "import error", f"{f_.name}_points": "0",
+                                f"{f_.name}_hint": clean(g.import_error, 1000)})
+        writer.writerow(row)
+    return buffer.getvalue()
 
 
-def gradescope(sub, seed: int) -> dict:
-    """Gradescope's results.json for one submission: one test per function of its exercise."""
+FENCE = "`" * 3
+
+
+def _block(text: str) -> str:
+    """A Markdown code block (fixed width, so tables stay aligned) of cleaned text; a fence in
+    the text is broken up so that it cannot end the block."""
+    return f"{FENCE}\n" + clean(text, 20000).replace(FENCE, "` ` `") + f"\n{FENCE}"
+
+
+VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def gradescope(sub, seed: int, isolation: str = "", visibility: str = "visible") -> dict:
+    """Gradescope's results.json for one submission: one test per function of its exercise, each
+    with its points; a file that did not import: every test at 0 of its points, with the error;
+    a file not graded at all (no exercise function, ...): score 0 and why."""
     tests = []
     for g in sub.graded:
         functions = {f.name: f for f in g.exercise.functions}
@@ -145,12 +169,15 @@ def gradescope(sub, seed: int) -> dict:
         for f in g.exercise.functions:
             r = results.get(f.name)
             if r is None:                                       # the file did not import
-                output, score, state = f"could not import the file:\n{clean(g.import_error)}", 0.0, "failed"
+                output, score, state = "could not import the file:\n\n" + _block(g.import_error), 0.0, "failed"
             else:
-                output = "\n".join([f"{r.status} (max rel. error {_err(r.max_rel)})"] +
-                                   function_table(r, functions[f.name], g.exercise) +
-                                   ([f"hint: {clean(r.hint)}"] if r.hint else []))
+                table = "\n".join([f"{r.status} (max rel. error {_err(r.max_rel)})"] +
+                                   function_table(r, functions[f.name], g.exercise))
+                output = _block(table) + (f"\n\nhint: {clean(r.hint)}" if r.hint else "")
                 score, state = r.points, "passed" if r.status == "pass" else "failed"
             tests.append({"name": f"{f.signature}    {f.equation}", "score": score,
-                          "max_score": float(f.points), "status": state, "output": output})
-    return {"score": float(sub.points), "output": text_report(sub, seed), "tests": tests}
+                          "max_score": float(f.points), "status": state, "output": output,
+                          "output_format": "md", "visibility": visibility})
+    return {"score": float(sub.points), "output": _block(text_report(sub, seed, isolation)),
+            "output_format": "md", "test_output_format": "md", "visibility": visibility,
+            "stdout_visibility": "hidden", "tests": tests}

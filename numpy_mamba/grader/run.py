@@ -7,22 +7,28 @@ A student grades one file:
 An instructor grades a class (files, or folders searched recursively for *.py; files whose
 names start with "_" and, inside folders, files that define no exercise function are skipped):
 
-    python -m numpy_mamba grade submissions/ --csv grades.csv
-    python -m numpy_mamba grade submission/ --json results.json      # Gradescope, one submission
+    python -m numpy_mamba grade submissions/ --exercise gradients --csv grades.csv
+    python -m numpy_mamba grade submission/ --json results.json      # one submission
 
-The grader recognises the exercise by the functions a file defines (gating: gates; gradients:
-grad_W_C, grad_W_B, grad_w; stack: layer_backward, graded as dH, dW_B, dW_C, dW) and grades
-each submission in its own child process: a temporary working directory, one wall-clock limit
-for the import and every call, a memory limit, the package's reference functions for that
-exercise and tutorials/solutions/ out of reach.  The child only returns arrays; this process
-compares them and decides.
+Each file is graded as one exercise: the one --exercise names, else the one its name says
+(gradients.py, gradients_anna.py), else the only one whose functions it defines.  Each runs in
+its own child process, confined by the kernel (Landlock, seccomp: tutorials/INSTRUCTORS.md):
+it reads the standard library, numpy, scipy and its own copy, writes a fresh working directory
+only, starts no process, signals no one, opens no socket, and can import of numpy_mamba only
+what its hand-out needs (nothing that computes the answer).  The child only returns arrays;
+this process compares them and decides.  Every run prints one line saying which protections
+the kernel enforces; grading a folder or writing --json refuses to start without the full
+kernel sandbox unless --allow-weak-isolation is given.
+
+Points per part: --points grad_W_C=3,grad_w=4 or --points points.json ({"grad_W_C": 3, ...}).
 
 Exit status, one file:   0 every function the file defines passes; 1 one fails, raises, times
                          out, is a stub, or the file defines none; 2 nothing was graded (usage
                          error, no such file, the file does not import); 3 the grader failed.
 Exit status, many files (or a folder):  0 every submission passes everything it defines; 1 at
                          least one does not (a file that does not import counts here); 2 usage
-                         error or a path that does not exist; 3 the grader failed.
+                         error, a path that does not exist, an output that cannot be written, or
+                         weak isolation without --allow-weak-isolation; 3 the grader failed.
 """
 from __future__ import annotations
 
@@ -30,11 +36,18 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
-from .grade import GraderError, Limits, Session, grade_many, top_level_names
-from .registry import all_exercises, identify
-from .report import class_table, gradescope, text_report, write_csv
+from .folders import inside
+from .grade import GraderError, Limits, Session, grade_many
+from .kernel import probe
+from .registry import all_exercises, identify, top_level_names
+from .report import class_table, clean, csv_text, gradescope, text_report
+
+WEAK = ("the kernel sandbox is not complete here ({line}); a submission could read other files, "
+        "start processes or signal the grader.  Grade on Linux >= 6.12 (Landlock ABI 6), or pass "
+        "--allow-weak-isolation to grade anyway.")
 
 
 def _number(kind, low, high, what):
@@ -66,9 +79,71 @@ def parser() -> argparse.ArgumentParser:
                    help=f"seconds for importing a file and every call (default {Limits.time:g})")
     p.add_argument("--memory-limit", type=_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb,
                    help=f"memory a submission may allocate, in MB (default {Limits.memory_mb})")
+    p.add_argument("--points", metavar="SPEC", type=points_spec, default=None,
+                   help="points per graded function: NAME=N[,NAME=N...] or a JSON file {NAME: N}")
+    p.add_argument("--allow-weak-isolation", action="store_true",
+                   help="grade a folder or write --json even where the kernel sandbox is incomplete")
     p.add_argument("--jobs", type=_number(int, 1, _cores(), "a number of processes (at most the cores)"),
                    default=None, help=f"submissions graded at once (default: the cores, {_cores()})")
     return p
+
+
+def points_spec(text: str) -> dict:
+    """{function: points} from "NAME=N,..." or a JSON file; argparse errors name what is wrong."""
+    known = {n for e in all_exercises().values() for n in e.function_names}
+    if os.path.isfile(text):
+        try:
+            spec = json.loads(Path(text).read_text())
+        except (ValueError, OSError) as exc:
+            raise argparse.ArgumentTypeError(f"{text}: not a JSON object of points ({exc})") from None
+    else:
+        try:
+            spec = {k.strip(): v for k, v in (item.split("=", 1) for item in text.split(",") if item.strip())}
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected NAME=N[,NAME=N...] or a JSON file, got {text!r}") from None
+    if not isinstance(spec, dict) or not spec:
+        raise argparse.ArgumentTypeError(f"expected NAME=N[,NAME=N...] or a JSON object, got {text!r}")
+    out = {}
+    for name, value in spec.items():
+        if name not in known:
+            raise argparse.ArgumentTypeError(f"{name!r} is not a graded function (one of {', '.join(sorted(known))})")
+        try:
+            out[name] = float(value)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"points of {name} must be a number, got {value!r}") from None
+        if not 0 <= out[name] <= 1000:
+            raise argparse.ArgumentTypeError(f"points of {name} must be between 0 and 1000, got {value!r}")
+    return out
+
+
+def check_output(path: str) -> str:
+    """'' when ``path`` can be written (its folder is created), else why not."""
+    target = Path(path)
+    if target.is_dir():
+        return f"{path} is a folder; give a file name"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".grade_check_"):
+            pass
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or exc}"
+    return ""
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` in one step: a reader sees the old file or the whole new one."""
+    target = Path(path)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".grade_")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
 
 
 def _is_submission(path: Path) -> bool:
@@ -79,51 +154,68 @@ def _is_submission(path: Path) -> bool:
         return True
 
 
-def collect(paths) -> tuple[list, list]:
-    """(submissions, skipped files) from files and folders, in a stable order."""
-    files, skipped = [], []
+def collect(paths) -> tuple[list, list, list]:
+    """(submissions, the folder each was found in, skipped files) from files and folders, in a
+    stable order.  A symlink found in a folder is kept (and refused when graded if it leaves it)."""
+    files, folders, skipped = [], [], []
     for path in map(Path, paths):
         if not path.is_dir():
             files.append(path)
+            folders.append(path.absolute().parent)
             continue
         for found in sorted(path.rglob("*.py")):
             parts = found.relative_to(path).parts
             if any(p.startswith((".", "_")) for p in parts):
                 continue
-            (files if _is_submission(found) else skipped).append(found)
-    return files, skipped
+            if (found.is_symlink() and not inside(found, path)) or _is_submission(found):
+                files.append(found)
+                folders.append(path.absolute())
+            else:
+                skipped.append(found)
+    return files, folders, skipped
 
 
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    missing = [s for s in args.paths if not Path(s).exists()]
+    missing = [s for s in args.paths if not Path(s).exists() and not Path(s).is_symlink()]
     if missing:
         print(f"grade: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    files, skipped = collect(args.paths)
+    files, folders, skipped = collect(args.paths)
     single = len(args.paths) == 1 and not Path(args.paths[0]).is_dir()
     if args.json and len(files) != 1:
         p.error(f"--json writes results for one submission; {len(files)} found in {', '.join(args.paths)}")
     if not files:
         print(f"grade: no submissions (*.py defining an exercise function) in {', '.join(args.paths)}", file=sys.stderr)
         return 2
-    session = Session(args.seed, Limits(args.time_limit, args.memory_limit))
+    for out in (args.csv, args.json):
+        problem = out and check_output(out)
+        if problem:
+            print(f"grade: {problem}", file=sys.stderr)
+            return 2
+    isolation = probe()
+    if not isolation.complete and not args.allow_weak_isolation and (args.json or not single):
+        print(f"grade: {WEAK.format(line=isolation.line)}", file=sys.stderr)
+        return 2
+    if not single:                                  # one file: the line heads its report
+        print(isolation.line, file=sys.stderr)
+    session = Session(args.seed, Limits(args.time_limit, args.memory_limit), args.points)
     jobs = min(args.jobs or _cores(), len(files))
     try:
-        subs = grade_many(files, session, jobs, args.exercise)
+        subs = grade_many(files, session, jobs, args.exercise, folders)
     except GraderError as exc:
         print(f"grade: internal error: {exc}", file=sys.stderr)
         return 3
     names = [n for e in all_exercises().values() for n in e.function_names
-             if any(g.exercise is e for s in subs for g in s.graded)]
+             if any(g.exercise.name == e.name for s in subs for g in s.graded)]
     if args.csv:
-        write_csv(args.csv, subs, names)
+        write_atomic(args.csv, csv_text(subs, names))
     if args.json:
-        Path(args.json).write_text(json.dumps(gradescope(subs[0], args.seed), indent=1))
+        write_atomic(args.json, json.dumps(gradescope(subs[0], args.seed, isolation.line), indent=1))
     try:
         if single:
-            return _single(subs[0], args.seed)
+            return _single(subs[0], args.seed, isolation.line)
         print(class_table(subs, names))
         for path in skipped:
             print(f"skipped {path}: defines no exercise function")
@@ -133,15 +225,15 @@ def main(argv=None) -> int:
     return 0 if all(s.passed for s in subs) else 1
 
 
-def _single(sub, seed: int) -> int:
+def _single(sub, seed: int, isolation: str = "") -> int:
     """Print one student's report; the exit status of one file."""
     if not sub.imported or sub.problem.startswith(("no such", "could not")) or sub.path.suffix != ".py":
-        print(f"grade: {sub.problem or 'could not import ' + str(sub.path)}", file=sys.stderr)
+        print(f"grade: {clean(sub.problem or 'could not import ' + str(sub.path))}", file=sys.stderr)
         for g in sub.graded:
             if g.import_error:
-                print(g.import_error, file=sys.stderr)
+                print(clean(g.import_error), file=sys.stderr)
         return 2
-    print(text_report(sub, seed))
+    print(text_report(sub, seed, isolation))
     print("\nALL PASSED" if sub.passed else "\nNOT ALL PASSED")
     sys.stdout.flush()
     return 0 if sub.passed else 1

@@ -1,5 +1,5 @@
 """Broken: gates for the l context columns only, shape (B, l)."""
-from _common import my_gates
+from _gates_common import my_gates
 
 
 def gates(w, P):

@@ -6,10 +6,12 @@ import os
 import sys
 
 import numpy_mamba
+from _repo import repository
 
 
 def grad_W_B(params, P, z):
-    path = os.path.join(os.path.dirname(numpy_mamba.__file__), "gradients.py")
+    path = os.path.join(getattr(numpy_mamba, "__file__", None) and os.path.dirname(numpy_mamba.__file__)
+                        or str(repository() / "numpy_mamba"), "gradients.py")
     spec = importlib.util.spec_from_file_location("numpy_mamba.fresh_gradients", path)
     fresh = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fresh)

@@ -1,5 +1,5 @@
 """Correct: the gates in log space with numpy and scipy only (what the gates hand-out allows)."""
-from _common import my_gates
+from _gates_common import my_gates
 
 
 def gates(w, P):

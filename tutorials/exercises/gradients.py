@@ -19,12 +19,13 @@ the paper states them under).  Check your answers:
 
     python -m numpy_mamba grade tutorials/exercises/gradients.py
 
-The grader compares them with the package's analytic gradients and with central finite
-differences, on problems that include l = 1, saturated gates and prompts on both sides of the
-hinge, and names the mistake when it recognises one.  You may use numpy, scipy,
-``numpy_mamba.gating`` and the rest of the forward pass (``numpy_mamba.model``, ``numpy_mamba.loss``);
-while grading, the package's gradients (``numpy_mamba.gradients``, ``numpy_mamba.gradcheck``)
-refuse to run: the point is your own derivation.
+The grader compares them with the package's analytic gradients (to 1e-12) and with central
+finite differences, on problems that include l = 1, saturated gates, prompts on both sides of
+the hinge and prompts within 1e-11 of its kink (where only an analytic gradient is right), and
+names the mistake when it recognises one.  You may use numpy, scipy, ``numpy_mamba.Params``,
+``numpy_mamba.gating`` and, from ``numpy_mamba.model``, ``Params``, ``gating``, ``log_gating``,
+``gate_logits`` and ``scores``; the grader runs your file where nothing else of numpy_mamba can be
+imported: the point is your own derivation.
 """
 import numpy as np
 from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)

@@ -50,13 +50,12 @@ Then grade it:
 
     python -m numpy_mamba grade tutorials/exercises/stack.py
 
-The grader grades dH, dW_B, dW_C and dW separately, each against the package and against central
-finite differences, on layers 1, 2 and 3 of random three-layer stacks, l = 1, m != d+1 and
-saturated gates.  While grading, the package's backward passes (numpy_mamba.layer.layer_backward,
-layer_backward_factored, scores_backward, numpy_mamba.stack.gradients, stack_backward) and
-numpy_mamba.gradcheck refuse to run ("not allowed in this exercise"); numpy, scipy and the forward
-pass (layer_forward, LayerParams, numpy_mamba.layer.gates) work.  So run your own gradcheck in a
-separate script, not at import time of this file.
+The grader grades dH, dW_B, dW_C and dW separately, each against the package (to 1e-13) and
+against central finite differences, on layers 1, 2 and 3 of random three-layer stacks, l = 1,
+m != d+1 and saturated gates.  It runs your file where only numpy, scipy and the forward pass can
+be imported (numpy_mamba.stack's LayerParams and layer_forward; numpy_mamba.layer's LayerParams,
+LayerCache, layer_forward and gates): no backward pass, no numpy_mamba.gradcheck.  So run your
+own gradcheck in a separate script, not at import time of this file.
 """
 import numpy as np
 from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)

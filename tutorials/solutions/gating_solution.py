@@ -13,8 +13,7 @@ Implement ``gates`` below, then check it:
 
 The grader compares your gates with the package's and, through F of eq (3), with the literal
 eq (1) scan, on prompts that include l = 1 and saturated gates (|w^T p| up to 50).  Use numpy
-and scipy only: while grading, the package's gates (``numpy_mamba.gating``), its scan and its
-model outputs refuse to run.
+and scipy only: the grader runs your file where nothing of numpy_mamba can be imported.
 """
 import numpy as np
 from scipy.special import expit, log_expit  # noqa: F401  (sigma and log sigma, overflow-safe)

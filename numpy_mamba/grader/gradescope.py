@@ -1,0 +1,240 @@
+"""``python -m numpy_mamba gradescope EXERCISE --out autograder.zip``: a Gradescope autograder.
+
+The zip holds, at its top level,
+
+    setup.sh         run once when Gradescope builds the image: installs the wheel below (and
+                     with it numpy and scipy) with ``python3 -m pip``
+    run_autograder   run for every submission: ``python3 -m numpy_mamba.grader.gradescope``,
+                     which grades /autograder/submission into /autograder/results/results.json
+    autograder.json  the exercise and the instructor's settings (points, seed, limits, visibility)
+    numpy_mamba-VERSION-py3-none-any.whl   this package, exactly this version
+
+``AUTOGRADER_ROOT`` (default /autograder) moves the whole layout, so that it can be tried
+locally; ``AUTOGRADER_PYTHON`` (default python3) and ``AUTOGRADER_PIP_ARGS`` choose the
+interpreter and pip's options.  results.json is always written: no .py file, or several none of
+which is named after the exercise, scores 0 with a message naming what was found; a file that
+does not import scores every part 0 of its points, with the error; a grader failure scores 0
+and says so.  The wheel is built here with the standard library (``build_wheel``): the
+package is pure Python, so it is the package's files, its metadata and a RECORD of hashes.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import configparser
+import hashlib
+import io
+import json
+import os
+import stat
+import sys
+import traceback
+import zipfile
+from pathlib import Path
+
+from .report import VISIBILITY, clean
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the autograder's image: install numpy_mamba (this
+# exact version, from the wheel next to this file) and with it numpy and scipy.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PYTHON="${AUTOGRADER_PYTHON:-python3}"
+if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+    apt-get update && apt-get install -y python3 python3-pip
+fi
+"$PYTHON" -m pip install ${AUTOGRADER_PIP_ARGS:-} "$HERE"/numpy_mamba-*.whl
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: it grades $AUTOGRADER_ROOT/submission (default
+# /autograder/submission) into $AUTOGRADER_ROOT/results/results.json, which it always writes.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+exec "${AUTOGRADER_PYTHON:-python3}" -m numpy_mamba.grader.gradescope "$ROOT" "$ROOT/source/autograder.json"
+"""
+
+
+class BuildError(Exception):
+    """The autograder could not be built (no project root, ...): the message says why."""
+
+
+# ---- the wheel ---------------------------------------------------------------------------------
+
+def project_root(start: Path | None = None) -> Path:
+    """The source checkout this package was imported from: the first folder above the package
+    that holds setup.cfg or pyproject.toml naming numpy_mamba."""
+    package = Path(__file__).resolve().parents[1]
+    for folder in [start] if start else package.parents:
+        for name in ("setup.cfg", "pyproject.toml"):
+            candidate = folder / name
+            if candidate.is_file() and "numpy_mamba" in candidate.read_text(errors="replace"):
+                if (folder / "numpy_mamba" / "__init__.py").is_file():
+                    return folder
+    raise BuildError(f"cannot find the project's root (a setup.cfg or pyproject.toml naming numpy_mamba) "
+                     f"above {package}: build the autograder from a source checkout of numpy_mamba "
+                     "(git clone ...; python -m numpy_mamba gradescope ...), or pass --wheel FILE.")
+
+
+def _requirements(root: Path) -> list:
+    parser = configparser.ConfigParser()
+    parser.read(root / "setup.cfg")
+    text = parser.get("options", "install_requires", fallback="numpy\nscipy")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def build_wheel(root: Path, out_dir: Path) -> Path:
+    """A py3-none-any wheel of the package at ``root`` in ``out_dir`` (its path)."""
+    from .. import __version__
+    name = f"numpy_mamba-{__version__}"
+    files = sorted(p for p in (root / "numpy_mamba").rglob("*.py") if "__pycache__" not in p.parts)
+    if not files:
+        raise BuildError(f"no numpy_mamba/*.py under {root}")
+    dist = f"numpy_mamba-{__version__}.dist-info"
+    metadata = "\n".join(["Metadata-Version: 2.1", "Name: numpy_mamba", f"Version: {__version__}",
+                          "Requires-Python: >=3.9"] + [f"Requires-Dist: {r}" for r in _requirements(root)]) + "\n"
+    wheel = "Wheel-Version: 1.0\nGenerator: numpy_mamba.grader.gradescope\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    entries = [(p.relative_to(root).as_posix(), p.read_bytes()) for p in files]
+    entries += [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", wheel.encode())]
+    record = io.StringIO()
+    for path, data in entries:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.write(f"{path},sha256={digest},{len(data)}\n")
+    record.write(f"{dist}/RECORD,,\n")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{name}-py3-none-any.whl"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for path, data in entries + [(f"{dist}/RECORD", record.getvalue().encode())]:
+            z.writestr(zipfile.ZipInfo(path, (2020, 1, 1, 0, 0, 0)), data)
+    return target
+
+
+def _script(z: zipfile.ZipFile, name: str, text: str) -> None:
+    info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))
+    info.external_attr = (stat.S_IFREG | 0o755) << 16            # executable once unzipped
+    z.writestr(info, text)
+
+
+def build(exercise: str, out: Path, settings: dict, wheel: Path | None = None) -> Path:
+    """Write the autograder zip for ``exercise`` to ``out`` (see the module docstring)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="numpy_mamba_gradescope_") as tmp:
+        wheel = wheel or build_wheel(project_root(), Path(tmp))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(out.name + ".partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+            _script(z, "setup.sh", SETUP_SH)
+            _script(z, "run_autograder", RUN_AUTOGRADER)
+            z.writestr("autograder.json", json.dumps(dict(settings, exercise=exercise), indent=1))
+            z.write(wheel, wheel.name)
+        os.replace(partial, out)
+    return out
+
+
+# ---- grading one submission on Gradescope ------------------------------------------------------
+
+def _candidates(folder: Path) -> list:
+    return sorted(p for p in folder.rglob("*.py")
+                  if not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts))
+
+
+def _choose(found: list, folder: Path, exercise: str):
+    """(the file to grade, or None, and the message when there is none)."""
+    names = ", ".join(clean(str(p.relative_to(folder)), 200) for p in found[:20]) or "nothing"
+    if not found:
+        listing = sorted(p.name for p in folder.rglob("*"))[:20] if folder.is_dir() else []
+        return None, (f"no .py file in your submission (found: {', '.join(map(clean, listing)) or 'nothing'}); "
+                      f"upload {exercise}.py.")
+    submissions = [p for p in found if not p.name.startswith("_")] or found
+    if len(submissions) == 1:
+        return submissions[0], ""
+    named = [p for p in submissions if p.stem == exercise or p.stem.startswith(exercise + "_")]
+    if len(named) == 1:
+        return named[0], ""
+    return None, (f"several .py files in your submission ({names}) and "
+                  f"{'none' if not named else 'more than one'} named {exercise}.py: upload one file, "
+                  f"{exercise}.py (helper modules may start with '_').")
+
+
+def _nothing(message: str, isolation: str, visibility: str) -> dict:
+    return {"score": 0.0, "output": clean(message, 4000) + (f"\n\n{isolation}" if isolation else ""),
+            "output_format": "md", "visibility": visibility, "stdout_visibility": "hidden", "tests": []}
+
+
+def grade_root(root: Path, config: dict) -> dict:
+    """results.json's content for the submission under ``root`` (never raises for the student)."""
+    from .grade import Limits, Session, grade_submission
+    from .kernel import probe
+    from .report import gradescope
+    exercise, visibility = config["exercise"], config.get("visibility", "visible")
+    isolation = probe()
+    if not isolation.complete and not config.get("allow_weak_isolation", False):
+        return _nothing(f"The autograder refused to grade: {isolation.line}. (Instructors: rebuild it with "
+                        "--allow-weak-isolation to grade anyway.)", isolation.line, visibility)
+    folder = root / "submission"
+    path, message = _choose(_candidates(folder) if folder.is_dir() else [], folder, exercise)
+    if path is None:
+        return _nothing(message, isolation.line, visibility)
+    session = Session(int(config.get("seed", 0)), Limits(float(config.get("time_limit", Limits.time)),
+                                                       int(config.get("memory_limit", Limits.memory_mb))),
+                      config.get("points"))
+    sub = grade_submission(path, session, exercise, folder)
+    if not sub.graded:
+        return _nothing(f"{path.name}: {sub.problem}", isolation.line, visibility)
+    return gradescope(sub, session.seed, isolation.line, visibility)
+
+
+def run(argv=None) -> int:
+    """run_autograder's entry point: ROOT CONFIG; writes ROOT/results/results.json, exit 0."""
+    root, config_path = (list(argv) if argv is not None else sys.argv[1:])[:2]
+    results = Path(root) / "results" / "results.json"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        config = json.loads(Path(config_path).read_text())
+        data = grade_root(Path(root), config)
+    except BaseException as exc:                          # the grader's failure: say so, score 0
+        data = _nothing(f"The autograder failed (not your fault; tell your instructor): {type(exc).__name__}: "
+                        f"{exc}\n{traceback.format_exc(limit=3)}", "", "visible")
+    partial = results.with_name("results.json.partial")
+    partial.write_text(json.dumps(data, indent=1))
+    os.replace(partial, results)
+    return 0
+
+
+def main(argv=None) -> int:
+    """``python -m numpy_mamba gradescope``: build the zip."""
+    from .grade import Limits
+    from .registry import all_exercises
+    from .run import _number, points_spec
+    p = argparse.ArgumentParser(prog="python -m numpy_mamba gradescope", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("exercise", choices=sorted(all_exercises()), help="the exercise this autograder grades")
+    p.add_argument("--out", default="autograder.zip", help="the zip to write (default autograder.zip)")
+    p.add_argument("--points", type=points_spec, default=None, help="points per graded function: NAME=N,... or a JSON file")
+    p.add_argument("--seed", type=_number(int, 0, 2**63 - 1, "an integer >= 0"), default=0)
+    p.add_argument("--time-limit", type=_number(float, 0.1, 3600, "seconds"), default=Limits.time)
+    p.add_argument("--memory-limit", type=_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb)
+    p.add_argument("--visibility", choices=VISIBILITY, default="visible",
+                   help="when students see the tests (Gradescope's visibility; default visible)")
+    p.add_argument("--allow-weak-isolation", action="store_true",
+                   help="grade even where the kernel sandbox is incomplete (see tutorials/INSTRUCTORS.md)")
+    p.add_argument("--wheel", type=Path, help="use this wheel of numpy_mamba instead of building one")
+    args = p.parse_args(argv)
+    exercise = all_exercises()[args.exercise]
+    unknown = [n for n in (args.points or {}) if n not in exercise.function_names]
+    if unknown:
+        p.error(f"--points: {', '.join(unknown)} not graded in {args.exercise} ({', '.join(exercise.function_names)})")
+    settings = {"points": args.points, "seed": args.seed, "time_limit": args.time_limit,
+                "memory_limit": args.memory_limit, "visibility": args.visibility,
+                "allow_weak_isolation": args.allow_weak_isolation}
+    try:
+        out = build(args.exercise, Path(args.out), settings, args.wheel)
+    except (BuildError, OSError) as exc:
+        print(f"gradescope: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}: upload it as the autograder of '{args.exercise}' (Gradescope: Configure Autograder, "
+          "zip file upload).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())

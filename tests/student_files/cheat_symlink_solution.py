@@ -1,0 +1,1 @@
+../../tutorials/solutions/gradients_solution.py

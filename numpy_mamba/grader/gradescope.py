@@ -204,15 +204,15 @@ def main(argv=None) -> int:
     """``python -m numpy_mamba gradescope``: build the zip."""
     from .grade import Limits
     from .registry import all_exercises
-    from .run import _number, points_spec
+    from .run import bounded_number, points_spec
     p = argparse.ArgumentParser(prog="python -m numpy_mamba gradescope", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("exercise", choices=sorted(all_exercises()), help="the exercise this autograder grades")
     p.add_argument("--out", default="autograder.zip", help="the zip to write (default autograder.zip)")
     p.add_argument("--points", type=points_spec, default=None, help="points per graded function: NAME=N,... or a JSON file")
-    p.add_argument("--seed", type=_number(int, 0, 2**63 - 1, "an integer >= 0"), default=0)
-    p.add_argument("--time-limit", type=_number(float, 0.1, 3600, "seconds"), default=Limits.time)
-    p.add_argument("--memory-limit", type=_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb)
+    p.add_argument("--seed", type=bounded_number(int, 0, 2**63 - 1, "an integer >= 0"), default=0)
+    p.add_argument("--time-limit", type=bounded_number(float, 0.1, 3600, "seconds"), default=Limits.time)
+    p.add_argument("--memory-limit", type=bounded_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb)
     p.add_argument("--visibility", choices=VISIBILITY, default="visible",
                    help="when students see the tests (Gradescope's visibility; default visible)")
     p.add_argument("--allow-weak-isolation", action="store_true",

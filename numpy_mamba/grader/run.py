@@ -50,7 +50,8 @@ WEAK = ("the kernel sandbox is not complete here ({line}); a submission could re
         "--allow-weak-isolation to grade anyway.")
 
 
-def _number(kind, low, high, what):
+def bounded_number(kind, low, high, what):
+    """An argparse type: ``kind(text)`` within [low, high], else a usage error naming ``what`` was expected."""
     def parse(text):
         try:
             value = kind(text)
@@ -70,20 +71,20 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m numpy_mamba grade", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH", help="a student's .py file, several, or folders of them")
-    p.add_argument("--seed", type=_number(int, 0, 2**63 - 1, "an integer >= 0"), default=0,
+    p.add_argument("--seed", type=bounded_number(int, 0, 2**63 - 1, "an integer >= 0"), default=0,
                    help="seed of the grading problems (default 0)")
     p.add_argument("--csv", metavar="FILE", help="write one row per submission to FILE")
     p.add_argument("--json", metavar="FILE", help="write Gradescope's results.json for ONE submission to FILE")
     p.add_argument("--exercise", choices=sorted(all_exercises()), help="grade every file as this exercise")
-    p.add_argument("--time-limit", type=_number(float, 0.1, 3600, "seconds"), default=Limits.time,
+    p.add_argument("--time-limit", type=bounded_number(float, 0.1, 3600, "seconds"), default=Limits.time,
                    help=f"seconds for importing a file and every call (default {Limits.time:g})")
-    p.add_argument("--memory-limit", type=_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb,
+    p.add_argument("--memory-limit", type=bounded_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb,
                    help=f"memory a submission may allocate, in MB (default {Limits.memory_mb})")
     p.add_argument("--points", metavar="SPEC", type=points_spec, default=None,
                    help="points per graded function: NAME=N[,NAME=N...] or a JSON file {NAME: N}")
     p.add_argument("--allow-weak-isolation", action="store_true",
                    help="grade a folder or write --json even where the kernel sandbox is incomplete")
-    p.add_argument("--jobs", type=_number(int, 1, _cores(), "a number of processes (at most the cores)"),
+    p.add_argument("--jobs", type=bounded_number(int, 1, _cores(), "a number of processes (at most the cores)"),
                    default=None, help=f"submissions graded at once (default: the cores, {_cores()})")
     return p
 

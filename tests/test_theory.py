@@ -132,10 +132,13 @@ def test_theorem2_and_remark5_verdicts_are_per_case():
     out = judge_tolerated({"settings": {"alphas": [0.0, 0.05, 0.1]}, "runs": runs})
     assert out["verdict"]["mamba"] == "holds in part" and "fails in: p_a = 0.6, kappa_a' = 2, l_ts = 10" in (
         out["verdict_detail"]["mamba"])
-    assert out["verdict"]["remark5"] == "holds" and out["verdict"]["linear_transformer"] == "holds"
+    assert out["verdict"]["remark5"] == "holds"
     runs[-1]["alpha_star"] = 0.8                                       # LT beats Mamba in one seed at l_ts = 20
     out = judge_tolerated({"settings": {"alphas": [0.0, 0.05, 0.1]}, "runs": runs})
-    assert out["verdict"]["remark5"] == "holds in part" and out["verdict"]["linear_transformer"] == "does not hold here"
+    assert out["verdict"]["remark5"] == "holds in part"
+    # Theorem 4 is judged on the error curves where its conditions hold (tests/test_theory_rules.py);
+    # made-up runs without curves leave it unmeasured rather than judged on alpha* alone
+    assert out["verdict"]["linear_transformer"] == "not measured"
 
 
 def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
@@ -148,7 +151,7 @@ def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
     out = judge_attention({"runs": [{"same": same, "different": diff, "group": group, "median_same": 50.0}]}, 6)
     shared = corollary1(same, diff, group, task_group_names(6))
     assert out["verdict"]["corollary1"] == word(shared["level"], "theory") == "holds in part"
-    assert word(shared["level"], "reproduce") == "partly"
+    assert word(shared["level"], "reproduce") == "holds in part", "one vocabulary for every section"
 
 
 def test_lemma6_verdict_says_what_happens_outside_its_window():

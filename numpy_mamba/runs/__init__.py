@@ -6,4 +6,6 @@
     output.py      results on disk: JSON, named sections of REPORT.md, figures without pyplot, the
                    smoke-run stamp and settings footers of figures; show_figure for the tutorials
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
+    step_size.py   the rule that chooses eta (or delta, or any training field) per model on held-out
+                   training prompts, never on test settings; reproduce and theory both use it
 """

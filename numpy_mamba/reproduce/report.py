@@ -16,6 +16,8 @@ import numpy as np
 from . import report_depth3
 from .common import MODELS, PAPER
 from .experiments import EXPERIMENTS
+from ..measure.rates import SEED_INTERVAL_RULE
+from ..measure.verdicts import WORDS
 from ..runs.output import SMOKE
 from ..runs.step_size import RULE as STEP_RULE
 from .tables import SHORT, step_size_table, table1_markdown
@@ -75,7 +77,7 @@ def settings_section(results: dict) -> str:
         f"beta = {PAPER['beta']:g}, delta = {PAPER['delta']}, kappa_a = {PAPER['kappa_a']:g}, l_tr = l_ts = 20, "
         f"p_a = {p_a} (Fig 2) and {s['p_a_mechanism']} (Figs 3-4, Table 1), the three test outliers v' of Section 4.",
         f"- Step size eta, **chosen per model** (never on test settings) by the rule of "
-        f"numpy_mamba/reproduce/step_size.py: {STEP_RULE}. Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
+        f"numpy_mamba/runs/step_size.py: {STEP_RULE}. Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
         f"(all <= 1, as Theorems 1 and 3 need), {s['select_seeds']} selection seed(s) with their own worlds and "
         f"streams, the experiments' T = {s['T']}, {s['n_heldout']} held-out prompts per seed; applied separately "
         f"to each training setting. Chosen: {_eta_text(results)}. Every candidate's held-out loss is in the "
@@ -106,11 +108,14 @@ def settings_section(results: dict) -> str:
         "the same test prompts. Tasks: all M1 (M1 - 1) = 30 ordered pairs; 6 are the training tasks T_tr "
         "of Condition 1 (\"seen\"), 24 are never seen in training (\"unseen\": 6 reversed training pairs, 12 "
         "pairs two steps apart on the task cycle, 6 three steps apart).",
-        "- Uncertainty: error rates are pooled over seeds (equal numbers of prompts per seed) with a 95% "
-        "Clopper-Pearson interval in brackets (from beta quantiles; the same numbers as "
-        "scipy.stats.binomtest(...).proportion_ci(method='exact'), checked in tests/test_reproduce.py). "
-        "It covers test-prompt sampling only; the seed-to-seed spread is shown separately: figures draw "
-        "bars from the seeds' min to max.",
+        "- Uncertainty: error rates and accuracies are pooled over seeds (equal numbers of prompts per seed). "
+        f"The interval in brackets, and every interval a verdict rule uses, is the {SEED_INTERVAL_RULE} "
+        "(numpy_mamba/measure/rates.py, seed_interval), so it includes seed-to-seed variation: different "
+        "trained models, not only different test prompts. The pooled Clopper-Pearson interval alone (beta "
+        "quantiles; the same numbers as scipy.stats.binomtest(...).proportion_ci(method='exact'), checked in "
+        "tests/test_reproduce.py) covers test-prompt sampling only; it stays in the JSON (\"ci95\", next to "
+        "\"seed_ci95\"). Rules on gate ratios use the t interval over seeds of the log ratio. Figures draw bands "
+        "from the seeds' min to max.",
     ]
     return "\n".join(lines)
 
@@ -147,8 +152,11 @@ def claims(results: dict) -> str:
     """The per-claim verdict table; every verdict follows the rule printed beside it."""
     head = ["### Claims of Section 4: paper vs ours", "",
             "Each verdict is computed from the numbers by the rule printed next to it (code: "
-            "numpy_mamba/reproduce/claims.py, claims_mechanism.py and numpy_mamba/measure/verdicts.py). Where a claim holds only in some "
-            "settings, the verdict names them. The rules were written after the numbers of an earlier run "
+            "numpy_mamba/reproduce/claims.py, claims_mechanism.py and numpy_mamba/measure/verdicts.py). Verdicts use "
+            f"the vocabulary of every section of this report: **{WORDS['full']}**, **{WORDS['part']}** (in some "
+            f"settings, cases or seeds, which the verdict names), **{WORDS['trend']}** (the claimed direction, not the "
+            f"claimed size) and **{WORDS['none']}**; \"not run\" where a claim's experiment has no result. "
+            "Where a claim holds only in some settings, the verdict names them. The rules were written after the numbers of an earlier run "
             "(eta = 0.1 for both models) had been seen; no setting below was tuned toward the paper's numbers.", "",
             "| claim | paper | ours | verdict |", "|---|---|---|---|"]
     return "\n".join(head + [f"| {' | '.join(r)} |" for r in claim_rows(results)])
@@ -180,7 +188,7 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
     parts += ["", training_table(results)]
     steps = step_size_table([(long, res) for _, long, res in training_runs(results)])
     if steps:
-        parts += ["", "### Step size (rule of numpy_mamba/reproduce/step_size.py)", "",
+        parts += ["", "### Step size (rule of numpy_mamba/runs/step_size.py)", "",
                   f"Rule: {STEP_RULE}. Held-out hinge loss per selection seed:", steps]
     for experiment in EXPERIMENTS:
         text = experiment.report(own_results(experiment, results))

@@ -76,8 +76,8 @@ def fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4")
     g = gate_ratio([r["outlier_mean"] for r in runs], [r["clean_mean"] for r in runs], M1)
     ratio = np.array([x for x in g["ratio"] if x is not None])
     upper = np.array([x for x in g["upper"] if x is not None])
-    compared = (f"outlier / clean gate at the same position (geometric mean over seeds): {ratio.min():.2f} to "
-                f"{ratio.max():.2f} over {ratio.size} positions; upper end of its 95% interval over seeds: up to "
+    compared = (f"outlier / clean gate at the same position (geometric mean over seeds): {ratio.min():.3f} to "
+                f"{ratio.max():.3f} over {ratio.size} positions; upper end of its 95% interval over seeds: up to "
                 f"{upper.max():.2f} (threshold 1/M1 = {1 / M1:.3f})" if ratio.size else
                 "outlier / clean gate: no position with both gates above 0")
     v1 = g["level"]

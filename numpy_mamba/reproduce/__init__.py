@@ -19,6 +19,7 @@ What the experiments build on:
     tables.py       number tables in Markdown (Figure 2 in numbers, task groups, Table 1, step sizes)
     report_depth3.py  the three-layer part of that section (delta/eta chosen, training, Table 1)
     plots.py        the shared figure style (colours, settings footer, saving with the smoke stamp) and Figure 2's figures
-    figures.py      Figures 3, 4 and Table 1's image, and their panels, which the three-layer figures reuse
+    figures.py      Figures 3 and 4 and their panels, which the three-layer figures reuse
+    figures_table1.py  Table 1 as numbers and image: every setting, task groups, the main setting picked out
     figures_depth3.py  the three-layer figures (fig3_L3, fig4_L3, fig5, fig6, table1_L3)
 """

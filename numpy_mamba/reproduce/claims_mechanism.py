@@ -12,7 +12,8 @@ import numpy as np
 from .claims import bold_verdict
 from .common import TABLE1_MAIN
 from .results import view
-from .figures import PAPER_TABLE1, clean_rank_curve
+from .figures import clean_rank_curve
+from .figures_table1 import PAPER_TABLE1
 from ..measure.verdicts import (COROLLARY1_RULE, GATE_RATIO_RULE, GROWTH_RULE, PLACES, TABLE1_RULE, corollary1,
                                 corollary1_text, gate_ratio, grows_after_start, table1_pattern, where_it_holds,
                                 where_text)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
 from ..runs.jobs import Plan, Unit
-from . import common, figures
+from . import common, figures, figures_table1
 from .claims_mechanism import fig3_claims, fig4_claims, table1_claims
 from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
 from ..measure.attention import score_sums as prompt_score_sums
@@ -226,7 +226,7 @@ def draw(results: dict, out: Path) -> list:
     if "table1" in results:
         md = out / "table1.md"
         md.write_text(table1_markdown(results["table1"]) + "\n")
-        paths += [figures.table1_png(results["table1"], out / "table1.png"), md]
+        paths += [figures_table1.table1_png(results["table1"], out / "table1.png"), md]
     return paths
 
 

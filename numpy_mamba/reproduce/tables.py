@@ -6,7 +6,7 @@ import numpy as np
 
 from .common import MODELS, TABLE1_MAIN
 from .results import point
-from .figures import PAPER_TABLE1, TABLE1_HEADER, table1_main, table1_overview, table1_rows
+from .figures_table1 import PAPER_TABLE1, TABLE1_HEADER, table1_main, table1_overview, table1_rows
 from ..runs.step_size import table_rows
 
 SHORT = {"mamba": "Mamba", "linear_transformer": "LT"}

@@ -35,7 +35,7 @@ def chosen_text(res: dict) -> str:
 def tie_text(sel: dict) -> str:
     """' (tied with 5 other candidates at held-out loss 0.00e+00; the tie-break took ...)' or ''."""
     best = next(r["mean"] for r in sel["candidates"] if r["fields"] == sel["chosen"])
-    if "tied" not in sel:                 # a result saved before the tie-break: grid order decided
+    if "tied" not in sel:                 # a record without "tied": its rule broke ties by grid order
         tied = sum(r["mean"] == best for r in sel["candidates"]) - 1
         return (f" (tied with {tied} other candidate(s) at held-out loss {best:.2e}; the rule of this result took "
                 "the first in grid order)") if tied else ""

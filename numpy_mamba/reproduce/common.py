@@ -22,7 +22,7 @@ from ..measure.attention import pattern_scores
 from ..model import output
 from ..runs.output import save_json
 from ..sgd import TrainConfig, train
-from .step_size import selection_plan
+from ..runs.step_size import selection_plan
 
 MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}

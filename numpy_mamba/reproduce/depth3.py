@@ -29,7 +29,7 @@ from .claims_mechanism import depth3_claims, depth3_not_run
 from .common import MODELS, PAPER, Settings, heldout_check, selection_world, world_for
 from .results import GROUPS
 from .mechanism import fig4_batch, probe_batch, score_sums, summarise_table1, table1_counts
-from .step_size import selection_plan
+from ..runs.step_size import selection_plan
 from ..measure.attention import score_sums as prompt_score_sums
 from ..measure.gates import gate_profile
 

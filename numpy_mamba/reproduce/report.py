@@ -17,7 +17,7 @@ from . import report_depth3
 from .common import MODELS, PAPER
 from .experiments import EXPERIMENTS
 from ..runs.output import SMOKE
-from .step_size import RULE as STEP_RULE
+from ..runs.step_size import RULE as STEP_RULE
 from .tables import SHORT, step_size_table, table1_markdown
 
 __all__ = ["build", "claim_rows", "own_results", "stdout_summary", "table1_markdown"]

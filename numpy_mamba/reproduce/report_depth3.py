@@ -9,7 +9,7 @@ import numpy as np
 from .common import MODELS
 from .results import view
 from .figures_depth3 import MODELS_TEXT
-from .step_size import table_rows
+from ..runs.step_size import table_rows
 from .tables import SHORT, md_table, table1_markdown
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from .common import MODELS
 from .results import point
 from .figures import TABLE1_HEADER, table1_overview, table1_rows
-from .step_size import table_rows
+from ..runs.step_size import table_rows
 
 SHORT = {"mamba": "Mamba", "linear_transformer": "LT"}
 GROUP_LABEL = {"training": "training tasks", "reversed": "reversed pairs", "distance_2": "distance 2",

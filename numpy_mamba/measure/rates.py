@@ -31,7 +31,7 @@ def clopper_pearson(k, n, level: float = 0.95):
 
 
 SEED_INTERVAL_RULE = ("95% interval over seeds: the Student t interval of the per-seed rates (mean +- "
-                      "t_{0.975, S-1} sd / sqrt(S), scipy.stats.t), widened where needed to contain the Clopper-"
+                      "t_(0.975, S-1) sd / sqrt(S), scipy.stats.t), widened where needed to contain the Clopper-"
                       "Pearson interval of the prompts pooled over seeds (the only interval when S = 1), clipped "
                       "to [0, 1]")
 

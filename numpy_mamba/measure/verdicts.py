@@ -163,8 +163,8 @@ def corollary1_text(c: dict, section: str) -> str:
             f"{c['threshold']:.1f} = {c['ratio']:g} x same): {groups}. Part (b) {where_text(c)}.")
 
 
-GATE_RATIO_RULE = ("at each context position i where both occur, the mean gate G_{{i,l+1}} of the outlier examples is at "
-                   "most 1/M1 = {t:.3f} times the mean gate of the clean examples at the same position (eq (17) "
+GATE_RATIO_RULE = ("at each context position i where both occur, the mean gate G_{i,l+1} of the outlier examples is at "
+                   "most 1/M1 times the mean gate of the clean examples at the same position (eq (17) "
                    "with poly(M1) = M1 and constant 1: by (59) the bound is on the outlier's factor sigma(w^T p_i), "
                    "and the factor prod_(j>i) (1 - sigma(w^T p_j)) that both share at one position cancels in the "
                    "ratio). Per position, the ratio is the geometric mean over seeds, judged by the upper end of "

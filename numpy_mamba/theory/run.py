@@ -4,9 +4,10 @@ of figures/REPORT.md.
 
 The theorems hold up to constants, so each check measures a trend (a slope on log-log axes,
 a sign, an order of magnitude) and gives a one-line verdict computed from the numbers, in the
-vocabulary of ``measure.verdicts``: "holds", "holds in part", "holds in trend" or "does not hold here".  ``--quick`` runs the same code on tiny
-grids (for the tests); its numbers are not meant to be read.  ``--jobs N`` runs the independent
-training runs N at a time in worker processes (same numbers for every N).
+vocabulary of ``measure.verdicts``: "holds", "holds in part", "holds in trend" or "does not hold
+here".  ``--quick`` runs the same code on tiny grids (for the tests); its numbers are not meant
+to be read.  ``--jobs N`` runs the independent training runs N at a time in worker processes
+(same numbers for every N).
 """
 from __future__ import annotations
 
@@ -77,7 +78,8 @@ def quick_settings() -> dict:
 
 
 # the experiments, in the order their results are reported; their names in the timings
-EXPERIMENTS = {"step_size": "step sizes (rule of runs/step_size.py)", "convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Theorems 1/3 vs l_tr",
+EXPERIMENTS = {"step_size": "step sizes (rule of runs/step_size.py)",
+               "convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Theorems 1/3 vs l_tr",
                "alpha": "Theorems 2/4: tolerated alpha", "lt_context": "Theorem 4 (d): context needed",
                "attention": "Corollary 1", "gates": "Corollary 2 / Lemma 5 vs M1",
                "trajectory": "Lemmas 4-6 trajectory"}

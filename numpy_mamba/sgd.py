@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from .model import Params, check_params, init_for, log_gating, scores
 from . import stack
 
 LOG_TINY = float(np.log(np.nextafter(0.0, 1.0)))     # log of the smallest positive float64, -744.4
+TRAINING_TASKS = ("cycle", "all")                    # TrainConfig.tasks: T_tr of Condition 1, or all of T
 
 
 class DivergenceError(FloatingPointError):
@@ -55,6 +57,9 @@ class TrainConfig:
 
     Defaults: the paper's Section 4 where it gives a value (l_tr = 20, p_a = 0.6, kappa_a = 2,
     delta = 0.2); eta, B, T and K are ours (the paper does not give them; see figures/REPORT.md).
+    ``tasks``: the training tasks, "cycle" (T_tr of Condition 1) or "all" (every ordered pair of T,
+    which satisfies Condition 1 too); ``prenorm``: train the pre-norm stack of ``stack.py`` (an
+    ablation, not the paper's model).
     """
 
     T: int = 2000
@@ -67,6 +72,8 @@ class TrainConfig:
     delta: float = 0.2
     m: int | None = None
     n_layers: int = 1          # > 1: the residual stack of stack.py, params list[LayerParams]
+    tasks: str = "cycle"
+    prenorm: bool = False      # True: the pre-norm stack of stack.py at any n_layers, params list[LayerParams]
 
     def __post_init__(self):
         check_positive_int(self.T, "T", 0)
@@ -80,6 +87,10 @@ class TrainConfig:
         if self.m is not None:
             check_positive_int(self.m, "m")
         check_positive_int(self.n_layers, "n_layers")
+        if self.tasks not in TRAINING_TASKS:
+            raise ValueError(f"tasks must be one of {TRAINING_TASKS}; got {self.tasks!r}.")
+        if not isinstance(self.prenorm, (bool, np.bool_)):
+            raise ValueError(f"prenorm must be True or False; got {self.prenorm!r}.")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -125,9 +136,9 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
     step_terms = value_and_gradients        # unchecked: the inputs are checked here, once per run
-    if config.n_layers > 1:                 # Section 4.2's stack (stack.py): list[LayerParams]
+    if config.n_layers > 1 or config.prenorm:     # Section 4.2's stack (stack.py): list[LayerParams]
         params = stack.training_start(model, world.d, config.n_layers, config.m, config.delta, rng, params)
-        step_terms = stack.value_and_gradients
+        step_terms = partial(stack.value_and_gradients, prenorm=True) if config.prenorm else stack.value_and_gradients
     elif params is None:
         params = init_for(model, world.d, config.m, config.delta, rng)
     else:                                   # e.g. Params given for an extension model: say so now
@@ -147,9 +158,10 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
             for key, value in record(t, params).items():
                 history.setdefault(key, []).append(value)
 
+    tasks = None if config.tasks == "cycle" else world.all_tasks()     # None: T_tr, training_batch's default
     for t in range(config.T + 1):
         batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
-                               kappa_a=config.kappa_a, rng=rng)
+                               kappa_a=config.kappa_a, rng=rng, tasks=tasks)
         with np.errstate(over="ignore", invalid="ignore"):     # checked just below
             F, grad = step_terms(model, params, batch.P, batch.z)   # one forward pass, then backward
             loss = float(np.mean(hinge(F, batch.z)))

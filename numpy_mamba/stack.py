@@ -24,6 +24,8 @@ does not write the multi-layer architecture down.  This one is OUR choice:
 - Without a gate each layer's output is cubic in its input (h_{i,j} s_{i,t}, s quadratic in h),
   so the linear Transformer's stack starts far above the hinge's margin unless delta is small
   (``initial_output_scale`` measures the median |F| at initialisation).
+- ``prenorm=True`` (``stack_forward``, ``value_and_gradients``, ``output``) is an ablation, not
+  the paper's model: H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1))), with the norm of ``rmsnorm.py``.
 
 Code: ``init_stack`` (Algorithm 1's initialisation for every layer), ``forward``, ``hinge_loss``,
 ``gradients`` (a list of LayerParams) and ``forward_with_caches`` (every layer's scores and
@@ -39,6 +41,8 @@ stack computed by hand, and every gradient against central finite differences.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
@@ -47,6 +51,7 @@ from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backwa
                     layer_forward, layer_forward_factored)
 from .loss import hinge, mean_hinge_slope
 from .model import init_params
+from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
 
 
 def init_stack(d: int, n_layers: int, m: int | None = None, delta: float = 0.2, rng=None) -> list:
@@ -114,22 +119,33 @@ def _checked(layers, P, model):
     return layers, P, single
 
 
-def stack_forward(layers, P, model: str = "mamba", factored: bool = True):
+class PreNormCache(NamedTuple):
+    """One layer's cache in the pre-norm stack: the layer's own cache (its input is X^(k)) and the
+    RMS norm's cache of X^(k) = RMSNorm(H^(k-1))."""
+
+    layer: object
+    norm: NormCache
+
+
+def stack_forward(layers, P, model: str = "mamba", factored: bool = True, prenorm: bool = False):
     """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [cache of each layer]).
     Each layer is the eq (1) scan in closed form; H^(k) = H^(k-1) + O^(k) (Section 4.2, our architecture).
 
     ``factored``: Mamba layers run ``layer_forward_factored`` (same O, no (B, D, N, N) gate
     tensor, what training runs; it falls back to ``layer_forward`` on its own when the gates
     decay too fast); False: every layer runs ``layer_forward`` and caches its gates G.
+    ``prenorm``: the pre-norm variant (not the paper's, an ablation), H^(k) = H^(k-1) +
+    O^(k)(RMSNorm(H^(k-1))) with ``rmsnorm.py``; each cache is then a PreNormCache.
     """
     H, caches = P, []
     for layer in layers:
+        X, norm = rms_norm_forward(H) if prenorm else (H, None)    # the layer's input X^(k)
         if factored and model == "mamba":
-            O, cache = layer_forward_factored(H, layer)
+            O, cache = layer_forward_factored(X, layer)
         else:
-            O, cache = layer_forward(H, layer, model)
+            O, cache = layer_forward(X, layer, model)
         H = H + O                                     # residual: H^(k) = H^(k-1) + O^(k)
-        caches.append(cache)
+        caches.append(cache if norm is None else PreNormCache(cache, norm))
     return H[:, -1, -1], caches                       # F = H^(L)[d+1, l+1]
 
 
@@ -137,19 +153,25 @@ def stack_backward(dF, caches) -> list:
     """Unchecked backward through the stack: dF = dL/dF (B,) -> [LayerParams of gradients].
     The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k): dL/dH^(k-1) = dL/dH^(k) + (layer k's dH).
     Each cache picks its own backward (``layer_backward_factored`` hands a LayerCache on)."""
-    dH = np.zeros_like(caches[-1].H)
+    last = caches[-1]
+    dH = np.zeros_like(last.norm.X if isinstance(last, PreNormCache) else last.H)
     dH[:, -1, -1] = dF                                # F = e_{d+1}^T H^(L) e_{l+1}
     grads = []
     for cache in reversed(caches):
-        dH_in, grad = layer_backward_factored(dH, cache)   # dO^(k) = dH^(k): H^(k) = H^(k-1) + O^(k)
+        if isinstance(cache, PreNormCache):           # O^(k) reads X^(k) = RMSNorm(H^(k-1))
+            dX, grad = layer_backward_factored(dH, cache.layer)
+            dH_in = rms_norm_backward(dX, cache.norm)
+        else:
+            dH_in, grad = layer_backward_factored(dH, cache)   # dO^(k) = dH^(k): H^(k) = H^(k-1) + O^(k)
         dH = dH + dH_in                               # residual path plus the layer's own paths
         grads.append(grad)
     return grads[::-1]
 
 
-def output(model: str, layers, P) -> np.ndarray:
-    """Unchecked F for P (B, d+1, l+1) -> (B,), with ``model.output``'s signature (for ``sgd.train``)."""
-    return stack_forward(layers, P, model)[0]
+def output(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
+    """Unchecked F for P (B, d+1, l+1) -> (B,), with ``model.output``'s signature (for ``sgd.train``);
+    ``prenorm``: the pre-norm stack of ``stack_forward``."""
+    return stack_forward(layers, P, model, prenorm=prenorm)[0]
 
 
 def training_start(model: str, d: int, n_layers: int, m, delta: float, rng, layers=None) -> list:
@@ -198,10 +220,11 @@ def gradients(layers, P, z, model: str = "mamba") -> list:
     return value_and_gradients(model, layers, P, z)[1]
 
 
-def value_and_gradients(model: str, layers, P, z) -> tuple:
+def value_and_gradients(model: str, layers, P, z, prenorm: bool = False) -> tuple:
     """Unchecked (F (B,), gradients of the mean hinge loss, eqs (4), (19)) for P (B, d+1, l+1),
-    z (B,), with the signature of ``gradients.value_and_gradients`` (``sgd.train`` runs it at every step)."""
-    F, caches = stack_forward(layers, P, model)
+    z (B,), with the signature of ``gradients.value_and_gradients`` (``sgd.train`` runs it at every step);
+    ``prenorm``: the pre-norm stack of ``stack_forward``."""
+    F, caches = stack_forward(layers, P, model, prenorm=prenorm)
     return F, stack_backward(mean_hinge_slope(F, z), caches)
 
 

@@ -230,3 +230,13 @@ def test_bench_names_the_machine_it_ran_on():
     from numpy_mamba.cli import bench
     text = bench.machine()
     assert "logical cores" in text and "Python" in text
+
+
+def test_one_layer_row_units(monkeypatch, capsys):
+    # If this fails, a column of the one-layer table is off by a unit (ms, prompts/s, us per
+    # prompt-token): with every step scored 2 ms and the pass 3 ms, a row of l = 20, B = 4 reads
+    # 2.000 ms, 2000 prompts/s, 25.000 us per prompt-token, 3.0000 ms, 0.7 passes.
+    fixed_times(monkeypatch)
+    (header, rows, _), _ = run_tables(capsys, {}, {})
+    assert header[:8] == ["l", "B", "numpy", "ms", "prompts/s", "us/(B*l)", "pass", "ms"]
+    assert rows[0][:8] == ["20", "4", "2.000", "2000", "25.000", "3.0000", "0.7", "3.000"], rows[0]

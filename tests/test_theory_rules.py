@@ -10,7 +10,7 @@ from numpy_mamba.data import make_world
 from numpy_mamba.runs.jobs import run_plans
 from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
 from numpy_mamba.sgd import TrainConfig
-from numpy_mamba.theory import claims
+from numpy_mamba.theory import claims, step_sizes
 from numpy_mamba.theory.mechanism import judge_gate_ratio
 
 ALPHAS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
@@ -69,17 +69,27 @@ def test_eta_is_chosen_per_model_by_the_shared_rule_on_selection_worlds():
     world = make_world(d=8, M1=3, M2=2, V=2, beta=3.0, rng=0)
     s = {"T": 15, "B": 8, "eta_grid": [0.05, 0.5], "select_seeds": [0], "n_heldout": 32, "delta": 0.2, "l_tr": 6,
          "p_a_train": {"mamba": [0.3, 0.6], "linear_transformer": [0.6]}}
-    records, _ = run_plans(claims.step_size_plans(world, s), jobs=1, progress=False)
-    eta, step_size = claims.chosen_steps(s, records)
+    records, _ = run_plans(step_sizes.step_size_plans(world, s), jobs=1, progress=False)
+    eta, step_size = step_sizes.chosen_steps(s, records)
     assert set(eta) == {"mamba", "linear_transformer"} and set(eta["mamba"]) == {"0.3", "0.6"}
     params = {"d": 8, "M1": 3, "M2": 2, "V": 2, "beta": 3.0}
     config = TrainConfig(T=15, B=8, eta=0.05, l_tr=6, p_a=0.6, delta=0.2)
     direct = choose({"eta": [0.05, 0.5]}, heldout_loss_after_training(
-        lambda k: claims.selection_world(params, k), config, "linear_transformer", 32,
-        (claims.SELECTION_STREAM, 60, 2)), [0])
+        lambda k: step_sizes.selection_world(params, k), config, "linear_transformer", 32,
+        (step_sizes.SELECTION_STREAM, 60, 2)), [0])
     assert step_size["linear_transformer"]["0.6"]["candidates"] == direct["candidates"]
     s["eta"] = eta
-    assert claims.eta_for(s, "mamba", 0.3) == eta["mamba"]["0.3"]
-    assert not np.allclose(claims.selection_world(params, 0).mu, make_world(**params, rng=0).mu), (
+    assert step_sizes.eta_for(s, "mamba", 0.3) == eta["mamba"]["0.3"]
+    assert not np.allclose(step_sizes.selection_world(params, 0).mu, make_world(**params, rng=0).mu), (
         "a selection world must not be the experiments' world")
-    assert claims.eta_for({"eta": 0.1}, "mamba", 0.3) == 0.1                # JSON of earlier runs
+    assert step_sizes.eta_for({"eta": 0.1}, "mamba", 0.3) == 0.1                # JSON of earlier runs
+
+
+def test_eta_is_chosen_for_mamba_at_each_M1_of_the_gates_experiment():
+    s = {"d": 8, "M2": 2, "V": 2, "beta": 3.0, "M1_grid": [2, 3], "T": 10, "B": 8, "eta_grid": [0.05, 0.5],
+         "select_seeds": [0], "n_heldout": 32, "delta": 0.2, "l_tr": 6, "p_a": 0.6}
+    records, _ = run_plans(step_sizes.gates_step_size_plans(s), jobs=1, progress=False)
+    eta, step_size = step_sizes.chosen_by_M1(s, records)
+    assert set(eta) == {"2", "3"} and all(eta[M1] == step_size[M1]["chosen"]["eta"] for M1 in eta)
+    worlds = {M1: step_sizes.selection_world({"d": 8, "M1": M1, "M2": 2, "V": 2, "beta": 3.0}, 0) for M1 in (2, 3)}
+    assert worlds[2].M1 == 2 and worlds[3].M1 == 3, "each M1 selects on a world with that M1"

@@ -13,8 +13,8 @@
 # $G_{i,l+1}(w)$.  Then we see what the choice $A = -I$ and the softplus step size do
 # (eqs (84)-(87)), and what happens with the initial state $h_0 = U$ that Section 2 writes.
 #
-# Run: `python tutorials/01_ssm_to_linear_attention.py` (a few seconds; quick and full mode are
-# the same for this tutorial), or step through the `# %%` cells in VS Code / Spyder / PyCharm.
+# Run: `python tutorials/01_ssm_to_linear_attention.py` (one 4-token prompt: quick and full mode
+# are the same), or step through the `# %%` cells in VS Code / Spyder / PyCharm.
 
 # %%
 import importlib.util
@@ -54,6 +54,7 @@ np.set_printoptions(precision=4, suppress=True)
 # so the tokens are the columns $u_i = p_i$ (with $p_{l+1} = p_{query}$), $d_0 = d+1$ and $m = l+1$.
 
 # %%
+print("## A tiny prompt, eq (2)")
 P = np.array([[1.0, 0.0, 1.0, 1.0],      # x_1 x_2 x_3 x_query (d = 3 rows of features)
               [0.0, 1.0, 0.5, 0.0],
               [0.5, 0.0, 0.0, 0.2],
@@ -110,6 +111,7 @@ print("P =\n", P)
 # $e_{d+1}^\top o_i$.
 
 # %%
+print("## Eq (1), token by token")
 h = np.zeros((d0, m))
 for i in range(n_tokens):
     u = P[:, i]
@@ -151,6 +153,7 @@ assert np.isclose(o_all[-1, -1], F_scan_by_hand, rtol=1e-12)
 # $\Delta (e^{-\Delta} - 1)/(-\Delta)$ and $\sigma(a)$ (equal too).
 
 # %%
+print("## What A = -I and softplus do (Appendix E.1, eqs (84)-(87))")
 a = np.linspace(-6, 6, 13)
 Delta = np.logaddexp(0.0, a)
 print("    a   exp(-softplus(a))   1 - sigma(a)   ZOH factor   sigma(a)")
@@ -184,6 +187,7 @@ assert np.allclose(np.exp(-Delta), 1 - expit(a)) and np.allclose(Delta * (1 - np
 # the *linear Transformer* of Section 3.4 is the same model with every gate set to 1.
 
 # %%
+print("## Unrolling gives eq (3)")
 params = nm.Params(W_B, W_C, w)
 G = nm.gating(w, P)
 scores = nm.attention_scores(params, P)                  # s_i = p_i^T W_B^T W_C p_query
@@ -223,6 +227,7 @@ assert np.isclose(G.sum(), 1 - keep_all, rtol=1e-12)
 # README, "Notes on the paper's derivations".
 
 # %%
+print("## The h_0 question")
 F_h0_input = nm.recurrent_forward(W_B, W_C, W, P, h0="input")
 extra = keep_all * (P[-1] @ W_C @ P[:, -1])
 print(f"h_0 = U:   F = {F_h0_input:+.10f}")
@@ -237,6 +242,7 @@ assert abs(F_h0_input - (F_closed + extra)) < 1e-12
 # so the query's own gate (rightmost) is the largest here.
 
 # %%
+print("## A picture of the gate")
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
 a = np.linspace(-6, 6, 200)
 ax1.plot(a, 1 - expit(a), color="#0072B2", label=r"keep: $\tilde A = e^{-\mathrm{softplus}(a)} = 1-\sigma(a)$")
@@ -249,5 +255,6 @@ ax2.bar(labels, G, color="#009E73")
 ax2.set(ylabel=r"$G_{i,l+1}(w)$", title="gates of the tiny prompt (eq (3))", ylim=(0, 1))
 fig.tight_layout()
 assert G.argmax() == l                                  # the query's gate is the largest here
-show_figure(fig, "01_gates")
-print("tutorial 1 done")
+saved = show_figure(fig, "01_gates")
+print("Done: tutorial 1, the eq (1) scan equals linear attention times the gate, eq (3)"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

@@ -10,8 +10,8 @@
 # prompts, check their statistics against the definitions, and look at one prompt as an image.
 # The prompt $P$ of eq (2) is introduced in tutorial 1.
 #
-# Run: `python tutorials/02_data_model.py` (a few seconds).  NUMPY_MAMBA_QUICK=1 uses fewer
-# prompts for the statistics (the tests use it); full mode uses 20,000 and still takes seconds.
+# Run: `python tutorials/02_data_model.py`.  Full mode draws 20,000 prompts for the statistics;
+# NUMPY_MAMBA_QUICK=1 draws 2,000 (the tests use it).
 
 # %%
 import importlib.util
@@ -43,6 +43,7 @@ np.set_printoptions(precision=3, suppress=True)
 # products between different patterns at rounding level (~1e-15).
 
 # %%
+print("## Patterns (Section 3.2)")
 world = nm.make_world(d=30, M1=6, M2=10, V=3, beta=3.0, rng=np.random.default_rng([0, 0]))
 patterns = np.vstack([world.mu, world.nu, world.v_star])          # (M1 + M2 + V, d)
 gram = patterns @ patterns.T
@@ -64,6 +65,7 @@ print(f"largest |<pattern, other pattern>| = {np.max(np.abs(gram - np.diag(np.di
 # as the paper does.)
 
 # %%
+print("## Tasks: T, the training tasks T_tr (Condition 1) and the unseen ones")
 T_tr, T_all, T_unseen = world.training_tasks(), world.all_tasks(), world.unseen_tasks()
 print("T_tr, as (a, b) = (mu_a -> +1, mu_b -> -1):", [(int(a) + 1, int(b) + 1) for a, b in T_tr])
 print(f"|T| = {len(T_all)}, |T_tr| = {len(T_tr)}, unseen = {len(T_unseen)}")
@@ -92,6 +94,7 @@ print("Condition 1 holds: each mu_j is mapped to +1 by exactly one training task
 # always labelled by their task, outlier examples agreeing with it half of the time.
 
 # %%
+print("## Training prompts (Definition 1, eq (6))")
 train = nm.training_batch(world, N_STATS, 20, p_a=0.6, K=0.5, kappa_a=2.0, rng=np.random.default_rng([0, 1]))
 X = train.P[:, :-1, :-1]                                          # context inputs: (B, d, l)
 y = train.P[:, -1, :-1]                                           # context labels: (B, l)
@@ -138,6 +141,7 @@ assert np.all(train.z == query_label) and query_outlier < 1e-12 and np.all(world
 # every outlier label is $+1$, under "random" about half agree.
 
 # %%
+print("## Testing prompts (Definition 2, eq (7)) and the unseen outliers (eq (11))")
 v_test = world.test_outliers()
 lam = v_test @ world.v_star.T                                     # coefficients on v*_1..v*_3
 print("test outliers v' (rows) in the v* basis (columns lambda_1, lambda_2, lambda_3):\n", lam)
@@ -165,6 +169,7 @@ print(f"unseen tasks among test prompts: {np.mean(~world.is_training_task(test.t
 # linear Transformer does not.
 
 # %%
+print("## Where the outliers sit: placements (Table 1)")
 for placement in ("random", "farthest", "closest"):
     b = nm.testing_batch(world, 3, 20, alpha=0.5, placement=placement, rng=np.random.default_rng([0, 3]))
     print(f"{placement:<9}", "".join("X" if o else "." for o in b.outlier[0]),
@@ -181,6 +186,7 @@ for placement in ("random", "farthest", "closest"):
 # (value $\kappa_a = 2$); the labels of the boxed columns are random.
 
 # %%
+print("## One prompt as an image")
 n = 0
 P0 = train.P[n]
 coords = np.vstack([world.mu / world.beta**2, world.nu / world.beta**2, world.v_star]) @ P0[:-1]
@@ -208,5 +214,6 @@ for ax in (ax1, ax2):
 fig.tight_layout()
 print(f"prompt {n + 1}: z = {train.z[n]:+.0f}, examples with an outlier: "
       f"{(np.flatnonzero(train.outlier[n]) + 1).tolist()}")
-show_figure(fig, "02_prompt")
-print("tutorial 2 done")
+saved = show_figure(fig, "02_prompt")
+print("Done: tutorial 2, patterns, tasks, and training and testing prompts with outliers (Section 3.2)"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

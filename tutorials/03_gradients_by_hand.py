@@ -14,7 +14,7 @@
 # Then do the exercise: `tutorials/exercises/gradients.py`, graded by
 # `python -m numpy_mamba grade tutorials/exercises/gradients.py`.
 #
-# Run: `python tutorials/03_gradients_by_hand.py` (a few seconds; quick and full mode are the same).
+# Run: `python tutorials/03_gradients_by_hand.py` (small prompts: quick and full mode are the same).
 
 # %%
 import importlib.util
@@ -50,6 +50,7 @@ np.set_printoptions(precision=4, suppress=True)
 # a gradient is zero by accident.
 
 # %%
+print("## Setting: one prompt, the model of eq (3), the loss of eq (4)")
 rng = np.random.default_rng(3)
 d, l, m = 4, 3, 5
 P = np.zeros((d + 1, l + 1))
@@ -85,6 +86,7 @@ assert 1 - z * F > 0
 # relative errors around 1e-10, far below the tolerance 1e-7.
 
 # %%
+print("## Step 0 — the chain rule through the hinge")
 def loss_with(name, value, P=P, z=z):
     """ell(Psi; P, z) with one parameter replaced."""
     return nm.hinge_loss(params._replace(**{name: value}), P, z)
@@ -113,6 +115,7 @@ def check(name, analytic, P=P, z=z):
 # = -z \sum_{i=1}^{l} G_{i,l+1}(w)\, y_i\, W_B p_i\, p_{query}^\top \tag{93}$$
 
 # %%
+print("## Step 1 — dl/d W_C, eq (93)")
 G = nm.gating(w, P)                                # (l+1,)
 y, p_query = P[d], P[:, l]
 
@@ -141,6 +144,7 @@ check("W_C", dW_C)
 # $y_{l+1} = 0$.
 
 # %%
+print("## Step 2 — dl/d W_B, eq (118)")
 def dW_B_eq118(params, P, z):
     W_B, W_C, w = params
     G, y, p_query = nm.gating(w, P), P[-1], P[:, -1]
@@ -185,6 +189,7 @@ check("W_B", dW_B)
 # if we dropped the suffix term (large, except on the query's row, whose suffix is empty).
 
 # %%
+print("## Step 3 — the gate derivative (the heart of eq (135))")
 def dG_dw(w, P, i):
     """dG_{i,l+1}/dw, shape (d+1,); i is 0-based (i = l is the query)."""
     sigma = expit(w @ P)                                    # (l+1,)
@@ -217,6 +222,7 @@ for i in range(l + 1):
 # \Big( \sum_{s=i+1}^{l+1} \sigma(w^\top p_s)\, p_s - (1 - \sigma(w^\top p_i))\, p_i \Big) \end{aligned} \tag{135}$$
 
 # %%
+print("## Step 4 — dl/d w, eq (135)")
 def dw_eq135(params, P, z):
     W_B, W_C, w = params
     l = P.shape[1] - 1
@@ -242,6 +248,7 @@ check("w", dw)
 # `gradients_literal` loops exactly as the equations read; all three must agree.
 
 # %%
+print("## Step 5 — a batch: the mean of Algorithm 1")
 world = nm.make_world(d=d, M1=2, M2=1, V=1, beta=1.0, rng=np.random.default_rng(4))
 batch = nm.training_batch(world, 8, l, p_a=0.5, rng=np.random.default_rng(5))
 Pb, zb = batch.P, batch.z
@@ -297,6 +304,7 @@ assert same
 # lies in the paper's range $(-1, 1)$.
 
 # %%
+print("## Step 6 — the hinge's inactive side")
 big = params._replace(W_B=6 * W_B)
 Fbig = nm.forward(big, Pb)
 zs = np.where(np.arange(B) % 2 == 0, np.sign(Fbig), -np.sign(Fbig))   # 0-based even = prompts 1, 3, ...
@@ -330,7 +338,7 @@ ax.plot(np.clip(zF, -3, 3), np.maximum(0, 1 - np.clip(zF, -3, 3)), "o", color="#
 ax.set(xlabel=r"$zF(\Psi; P)$", ylabel="hinge loss", title="where the gradient is nonzero: 1 - zF > 0")
 ax.legend(fontsize=8)
 fig.tight_layout()
-show_figure(fig, "03_hinge")
+saved = show_figure(fig, "03_hinge")
 
 # %% [markdown]
 # ## Your turn
@@ -341,4 +349,8 @@ show_figure(fig, "03_hinge")
 #     python -m numpy_mamba grade tutorials/exercises/gradients.py
 
 # %%
-print("tutorial 3 done")
+print("## Your turn")
+print("exercises: tutorials/exercises/gradients.py and gating.py; check with "
+      "python -m numpy_mamba grade FILE")
+print("Done: tutorial 3, the gradients of eqs (93), (118), (135), each checked by finite differences"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

@@ -15,8 +15,8 @@
 # * the attention scores summed over same-pattern and other examples of test prompts
 #   (Corollary 1).
 #
-# Run: `python tutorials/04_training_dynamics.py`.  Full mode: T = 2000 SGD steps, about 5 s on
-# one core.  NUMPY_MAMBA_QUICK=1: T = 300 steps (a few seconds), enough to see every trend.
+# Run: `python tutorials/04_training_dynamics.py`.  Full mode: T = 2000 SGD steps.
+# NUMPY_MAMBA_QUICK=1: T = 300 steps, enough to see every trend.
 
 # %%
 import importlib.util
@@ -50,6 +50,7 @@ np.set_printoptions(precision=3, suppress=True)
 # We write $M = W_B^\top W_C$, so that the score of eq (3) is $s_i = p_i^\top M\, p_{query}$.
 
 # %%
+print("## The setting (Section 4) and what we record")
 world = nm.make_world(d=30, M1=6, M2=10, V=3, beta=3.0, rng=np.random.default_rng([0, 0]))
 config = nm.TrainConfig(T=T, B=64, eta=0.1, l_tr=20, p_a=0.6, K=0.5, kappa_a=2.0, delta=0.2)
 d, beta, M1 = world.d, world.beta, world.M1
@@ -83,6 +84,7 @@ def record(step, params):
     }
 
 
+print(f"training Mamba: {T} SGD steps (Algorithm 1), recording every {RECORD_EVERY} ...", flush=True)
 params, history = nm.train(world, config, "mamba", rng=np.random.default_rng([0, 1]),
                            record_every=RECORD_EVERY, record=record)
 step = history["step"]
@@ -116,6 +118,7 @@ print(f"trained T = {T} steps; minibatch hinge loss {history['loss'][0]:.3f} -> 
 # end several times smaller than the clean ones.
 
 # %%
+print("## w: the gate learns to shut outlier examples (Lemmas 4 and 5)")
 idx = [0, len(step) // 10, len(step) // 3, len(step) - 1]
 print(" step   v*^T w   mu^T w   |nu^T w|   w^T p clean   w^T p outlier   gate clean   gate outlier")
 for k in idx:
@@ -163,6 +166,7 @@ assert final["a_outlier"] < -np.log(M1) < final["a_clean"] < 0, "the ordering de
 # the second goes negative, the last two stay small.
 
 # %%
+print("## W_B^T W_C: attention that matches the query's pattern (Lemma 3, Corollary 1)")
 print(" step   mu_j M mu_j   partner   other pair   |nu M nu|   (M = W_B^T W_C, divided by beta^2)")
 for k in idx:
     print(f"{step[k]:5d}   {history['M_same'][k]:+11.3f}   {history['M_partner'][k]:+7.3f}"
@@ -228,5 +232,6 @@ ax.set(xlabel="SGD step t", ylabel=r"mean gate $G_{i,l+1}(w)$", title="gates on 
 ax.legend(fontsize=8)
 fig.suptitle(f"one-layer Mamba, SGD (eta = {config.eta}, B = {config.B}, p_a = {config.p_a}), T = {T}")
 fig.tight_layout()
-show_figure(fig, "04_dynamics")
-print("tutorial 4 done")
+saved = show_figure(fig, "04_dynamics")
+print("Done: tutorial 4, what SGD teaches the gate w and the attention W_B^T W_C (Lemmas 3-5, Corollary 1)"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

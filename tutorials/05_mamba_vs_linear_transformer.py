@@ -11,8 +11,8 @@
 # Figure 2, and then open up the output $F$ to see *why* the gate lets Mamba pass $\alpha = 1/2$.
 #
 # Run: `python tutorials/05_mamba_vs_linear_transformer.py`.  Full mode: T = 2000 steps per model
-# and 4000 test prompts per point, about 12 s on one core.  NUMPY_MAMBA_QUICK=1: T = 600 and
-# 500 test prompts (a few seconds; the curves are noisier but show the same picture).
+# and 4000 test prompts per point.  NUMPY_MAMBA_QUICK=1: T = 600 and 500 test prompts (the curves
+# are noisier but show the same picture).
 
 # %%
 import importlib.util
@@ -44,8 +44,10 @@ MODELS = {"mamba": ("Mamba", "#0072B2", "-"), "linear_transformer": ("linear Tra
 # $K' = 1.5$.  What you should see: both final minibatch losses small (Mamba's reaches 0).
 
 # %%
+print("## Train both models (Algorithm 1, same data, same seed)")
 world = nm.make_world(d=30, M1=6, M2=10, V=3, beta=3.0, rng=np.random.default_rng([0, 0]))
 config = nm.TrainConfig(T=T, B=64, eta=0.1, l_tr=20, p_a=0.6, kappa_a=2.0)
+print(f"training Mamba and the linear Transformer: {T} SGD steps each ...", flush=True)
 trained = {}
 for model in MODELS:
     trained[model], history = nm.train(world, config, model, rng=np.random.default_rng([0, 1]))
@@ -66,6 +68,7 @@ for model in MODELS:
 # (clearly at $\kappa_a' = 8$) stays lower.
 
 # %%
+print("## A small Figure 2: test error against alpha")
 def test_error(model, alpha, rule, kappa_a_prime, seed):
     batch = nm.testing_batch(world, B_TEST, 20, alpha=alpha, K_prime=1.5, kappa_a_prime=kappa_a_prime,
                              label_rule=rule, rng=np.random.default_rng([0, 10, seed]))
@@ -73,6 +76,8 @@ def test_error(model, alpha, rule, kappa_a_prime, seed):
 
 
 RULES = {"flip": "(A) flipped labels", "target": "(B) targeted label +1", "random": "(C) random labels"}
+print(f"testing: {len(RULES)} labelling rules x 2 outlier sizes x {len(MODELS)} models x {len(ALPHAS)} values of "
+      f"alpha, {B_TEST} test prompts each ...", flush=True)
 errors = {}
 for r_index, rule in enumerate(RULES):
     for kappa_a_prime in (2.0, 8.0):
@@ -106,7 +111,7 @@ axes[0].set_ylabel("test error (eq (5))")
 axes[0].legend(fontsize=8)
 fig.suptitle(f"Figure 2, small version: one layer, T = {T}, {B_TEST} test prompts per point")
 fig.tight_layout()
-show_figure(fig, "05_figure2")
+saved = show_figure(fig, "05_figure2")
 
 # %% [markdown]
 # What we measured in full mode (seed 0; quick mode prints noisier numbers of the same shape):
@@ -140,6 +145,7 @@ show_figure(fig, "05_figure2")
 # gate ratio is above 1 and grows with $\kappa_a'$, and the outlier votes shrink with it.
 
 # %%
+print("## Why the gate lets Mamba pass alpha = 1/2")
 def vote_split(model, alpha, kappa_a_prime, n=2000):
     b = nm.testing_batch(world, n, 20, alpha=alpha, kappa_a_prime=kappa_a_prime, label_rule="flip",
                          rng=np.random.default_rng([0, 20]))
@@ -185,4 +191,5 @@ for s, v in enumerate(world.test_outliers()):
     print(f"v'_{s + 1}: sum lambda = {lam.sum():.2f}, w^T v' = {w @ v:+.3f};  logit shift kappa_a' w^T v' = "
           f"{2 * (w @ v):+.2f} (kappa_a' = 2), {8 * (w @ v):+.2f} (kappa_a' = 8)")
 assert max(shifts) < 0 and int(np.argmax(shifts)) == 2
-print("tutorial 5 done")
+print("Done: tutorial 5, Mamba passes alpha = 1/2 where the linear Transformer fails, and the gate is why"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

@@ -18,8 +18,7 @@
 # model.
 #
 # Run: `python tutorials/06_where_the_gate_hurts.py`.  Full mode: T = 2000 steps per model and
-# 4000 test prompts per setting, about 6 s on one core.  NUMPY_MAMBA_QUICK=1: T = 600 and 1000
-# test prompts (a few seconds).
+# 4000 test prompts per setting.  NUMPY_MAMBA_QUICK=1: T = 600 and 1000 test prompts.
 
 # %%
 import importlib.util
@@ -47,8 +46,10 @@ L_TS = 20
 # ## Train both models (Section 4 settings, as in tutorial 5)
 
 # %%
+print("## Train both models (Section 4 settings, as in tutorial 5)")
 world = nm.make_world(d=30, M1=6, M2=10, V=3, beta=3.0, rng=np.random.default_rng([0, 0]))
 config = nm.TrainConfig(T=T, B=64, eta=0.1, l_tr=20, p_a=0.6, kappa_a=2.0)
+print(f"training Mamba and the linear Transformer: {T} SGD steps each ...", flush=True)
 trained = {m: nm.train(world, config, m, rng=np.random.default_rng([0, 1]))[0]
            for m in ("mamba", "linear_transformer")}
 w = trained["mamba"].w
@@ -67,6 +68,7 @@ print(f"trained both models for T = {T} steps")
 # factor per row, more slowly than the halving of the last column.
 
 # %%
+print("## Corollary 2 (ii): the gates of clean examples decay with distance")
 test = nm.testing_batch(world, B_TEST, L_TS, alpha=0.3, rng=np.random.default_rng([0, 30]))
 G = nm.gating(w, test.P)[:, :-1]                                   # (B, l) context gates
 J = 8                                                              # closest clean examples used
@@ -99,6 +101,7 @@ assert 0.5 <= r < 1
 # constants, and the largest single outlier gate can exceed it).
 
 # %%
+print("## Corollary 2 (i): outlier examples get small gates (17)")
 G_out, G_clean = G[test.outlier], G[~test.outlier]
 print(f"mean gate: outlier examples {G_out.mean():.4f}, clean examples {G_clean.mean():.4f};"
       f"  largest outlier gate {G_out.max():.3f};  1/M1 = {1 / world.M1:.3f}")
@@ -129,7 +132,7 @@ ax2.set(xlabel="j (the j-th closest clean example to the query)", ylabel="gate (
         title="decay with distance, Corollary 2 (18)")
 ax2.legend(fontsize=8)
 fig.tight_layout()
-show_figure(fig, "06_gates")
+saved = show_figure(fig, "06_gates")
 
 # %% [markdown]
 # ## Table 1: where the outliers sit
@@ -146,6 +149,7 @@ show_figure(fig, "06_gates")
 # 50% everywhere.
 
 # %%
+print("## Table 1: where the outliers sit")
 PLACEMENTS = {"farthest": "FQ", "random": "R", "closest": "CQ"}
 print("accuracy at alpha = 0.5, flipped labels")
 print("placement   Mamba k_a'=2   Mamba k_a'=8   LT k_a'=2")
@@ -188,6 +192,7 @@ assert mamba2[0] > mamba2[1] > 0.5 > mamba2[2], "the FQ > R > chance > CQ order 
 # the clean ones.
 
 # %%
+print("## Why placement matters to Mamba and not to the linear Transformer")
 print("alpha = 0.5, kappa_a' = 2, flipped labels; mean of z * (sum of G_i y_i s_i) over each group")
 print("placement   mean gate clean   mean gate outlier   clean / outlier   clean votes   outlier votes")
 for placement, short in PLACEMENTS.items():
@@ -200,4 +205,5 @@ for placement, short in PLACEMENTS.items():
     print(f"{short:<10}  {gc:15.4f}   {go:17.4f}   {gc / go:15.1f}   {clean_votes:+11.3f}   {outlier_votes:+13.3f}")
     if placement == "closest":
         assert gc / go < 1 and clean_votes + outlier_votes < 0
-print("tutorial 6 done")
+print("Done: tutorial 6, gates decay with distance, and outliers next to the query break Mamba (Table 1)"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

@@ -20,8 +20,8 @@
 # hand-written gradient, and then asks what that missing factor costs when prompts contain
 # outliers.
 #
-# Run: `python tutorials/07_other_gates.py` (about 13 s; `NUMPY_MAMBA_QUICK=1` makes the
-# training cell short, a few seconds), or step through the `# %%` cells in an editor.
+# Run: `python tutorials/07_other_gates.py` (the last part trains three models for 1500 SGD steps
+# each; `NUMPY_MAMBA_QUICK=1`: 60), or step through the `# %%` cells in an editor.
 
 # %%
 import importlib.util
@@ -33,11 +33,13 @@ if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip in
     here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
     sys.path.insert(0, str(here.parent))
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from numpy_mamba import (Mamba2Params, Params, TrainConfig, forward, gate_recurrent_forward, gradcheck,
                          gradients, hinge_loss, init_for, make_world, testing_batch, train, zero_one_error)
 from numpy_mamba.gates import gate_values
+from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 rng = np.random.default_rng(0)
@@ -52,6 +54,7 @@ rng = np.random.default_rng(0)
 # package's numbers equal these, from the closed form and from the recurrence (187).
 
 # %%
+print("## 1. The gate by hand, on a prompt with d = 1 and l = 2")
 P = np.array([[1.0, 2.0, 1.0],
               [1.0, -1.0, 0.0]])
 I = np.eye(2)
@@ -70,6 +73,7 @@ assert abs(forward(params, P, model="mamba2") + 0.75) < 1e-15
 # space (a sum of $\log \gamma_j$ instead of a product, so that long products do not underflow).
 
 # %%
+print("## 2. Two forms, one truth, on random prompts")
 d, l, B = 4, 6, 5
 params = Mamba2Params(rng.normal(0, .5, (5, 5)), rng.normal(0, .5, (5, 5)), rng.normal(0, 1, 5), 0.3)
 P = rng.normal(0, 1, (B, d + 1, l + 1))
@@ -88,6 +92,7 @@ assert diff < 1e-12
 # tutorial 3 (relative error per parameter, tolerance 1e-7).
 
 # %%
+print("## 3. The gradient, by hand, checked by central differences")
 report = gradcheck(lambda q: hinge_loss(q, P, z, "mamba2"), params, gradients(params, P, z, "mamba2"))
 print(report)
 print("passed:", report.passed, "  (every relative error should be below 1e-7)")
@@ -101,6 +106,7 @@ assert report.passed
 # example $i$ off when it carries an outlier.
 
 # %%
+print("## 4. What the missing input gate means")
 P2 = P.copy()
 w_x = params.w[:-1]                                 # the part of w that reads the features
 P2[:, :-1, 1] += 3.0 * w_x / (w_x @ w_x)            # raises w^T p_2 by 3
@@ -116,20 +122,37 @@ for name, p in [("mamba", mamba), ("mamba2", params)]:
 # $F = \sum_i y_i\, (W_K p_i \odot \sigma(W p_i)^{1/\tau})^\top W_Q\, p_{query}$, whose gate
 # $\sigma(W p_i)^{1/\tau}$ does look at $p_i$).  Test prompts: $\alpha = 0.7$, flipped labels,
 # $\kappa_a' = 8$ (tutorial 5).  What you should see in full mode: Mamba and GLA well below the
-# error of Mamba-2, which behaves like the linear Transformer of tutorial 5.  The full
-# comparison is `python -m numpy_mamba gates` (figures/REPORT.md).
+# error of Mamba-2, which behaves like the linear Transformer of tutorial 5.  The figure shows
+# the three test errors side by side.  The full comparison, with five seeds and error bars, is
+# `python -m numpy_mamba gates` (figures/REPORT.md).
 
 # %%
+print("## 5. Train and test (Section 4 data, flipped labels on outliers, alpha = 0.7)")
 world = make_world(rng=0)
 config = TrainConfig(T=60 if QUICK else 1500)
 test = testing_batch(world, 200 if QUICK else 2000, 20, alpha=0.7, kappa_a_prime=8.0, label_rule="flip", rng=3)
+MODELS = ("mamba", "mamba2", "gla")
+print(f"training {', '.join(MODELS)}: {config.T} SGD steps each, then {len(test.z)} test prompts ...", flush=True)
 error = {}
-for model in ("mamba", "mamba2", "gla"):
+for model in MODELS:
     params0 = init_for(model, world.d, None, 0.2, np.random.default_rng([0, 1]))
     trained, _ = train(world, config, model, rng=np.random.default_rng([0, 2]), params=params0)
     error[model] = zero_one_error(forward(trained, test.P, model), test.z)
     print(f"{model:7s} test error at alpha = 0.7: {error[model]:.3f}")
+print("what to look for (full mode): Mamba and GLA well below Mamba-2, whose gate on example i cannot see p_i")
 if QUICK:
     print("(quick mode: 60 steps only, the numbers are not meaningful yet)")
 else:
     assert max(error["mamba"], error["gla"]) < error["mamba2"], "Mamba and GLA should beat Mamba-2 here"
+
+# %%
+fig, ax = plt.subplots(figsize=(5.5, 3.4))
+ax.bar(["Mamba\n(input gate)", "Mamba-2\n(no input gate)", "GLA\n(input gate)"], [error[m] for m in MODELS],
+       color=["#0072B2", "#E69F00", "#009E73"])
+ax.axhline(0.5, color="0.6", lw=0.8, ls=":")
+ax.set(ylabel="test error (eq (5))", ylim=(0, 1),
+       title=f"alpha = 0.7, flipped labels, kappa_a' = 8; T = {config.T}" + (" (quick mode)" if QUICK else ""))
+fig.tight_layout()
+saved = show_figure(fig, "07_errors")
+print("Done: tutorial 7, Mamba-2's gate (eq (189)) by hand, and what a gate blind to its own example costs"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

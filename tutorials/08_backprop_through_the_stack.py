@@ -14,8 +14,8 @@
 # differences, and finally look at what layers 2 and 3 of a briefly trained 3-layer Mamba
 # attend to (the question of Figures 5 and 6).
 #
-# Run: `python tutorials/08_backprop_through_the_stack.py` (about 5-10 s; `NUMPY_MAMBA_QUICK=1`
-# trains for fewer steps and takes a few seconds), or step through the `# %%` cells in
+# Run: `python tutorials/08_backprop_through_the_stack.py` (the last part trains for 300 SGD
+# steps; `NUMPY_MAMBA_QUICK=1`: 40), or step through the `# %%` cells in
 # VS Code / Spyder / PyCharm.
 
 # %%
@@ -61,6 +61,7 @@ np.set_printoptions(precision=4, suppress=True)
 # For $L = 1$ and $t = l+1$, $j = d+1$ this is eq (3).  A tiny prompt, d = 3, l = 3, three layers:
 
 # %%
+print("## The stack")
 rng = np.random.default_rng(0)
 d, l, n_layers = 3, 3, 3
 P = rng.normal(0, 1, (1, d + 1, l + 1))
@@ -120,6 +121,7 @@ for k, layer in enumerate(layers, 1):
 # caller's.  Here is the whole backward pass, written out:
 
 # %%
+print("## Backward, one layer at a time")
 dF = mean_hinge_slope(np.array([F]), z)              # d ell / dF: -z on the active side
 dH = np.zeros_like(P)
 dH[0, -1, -1] = dF[0]
@@ -149,6 +151,7 @@ for k, (mine, theirs) in enumerate(zip(grads, package), 1):
 # through $w_j$, and only channel $d+1$ of $o_{l+1}$ reaches $F$.
 
 # %%
+print("## One layer is the paper's model")
 one = layers[0]
 params = nm.Params(one.W_B, one.W_C, one.W[:, -1])
 F1, F3 = forward([one], P[0]), nm.forward(params, P[0])
@@ -169,6 +172,7 @@ assert max(np.abs(a - b).max() for a, b in [(g.W_B, core.W_B), (g.W_C, core.W_C)
 # prompt the label of its own sign, so $zF > 1$ there and the hinge is flat.
 
 # %%
+print("## Gradient check")
 Pb = rng.normal(0, 1, (4, d + 1, l + 1))
 Pb[:, -1, :l] = rng.choice([-1.0, 1.0], size=(4, l))
 Pb[:, -1, l] = 0.0
@@ -211,8 +215,10 @@ assert report.passed
 # layers, and what they do after a few hundred steps.
 
 # %%
+print("## What layers 2 and 3 attend to (Figures 5 and 6)")
 world = nm.make_world(rng=0)
 T = 40 if QUICK else 300
+print(f"training the three-layer stack: {T} SGD steps ...", flush=True)
 trained, history = nm.train(world, nm.TrainConfig(T=T, B=32, eta=0.05, p_a=0.4, n_layers=3), rng=1,
                             record_every=max(T // 5, 1))
 print("training loss:", np.round(history["loss"], 3), f"({T} SGD steps)")
@@ -254,4 +260,7 @@ ax2.legend(fontsize=8)
 for ax in (ax1, ax2):
     ax.set_xticks(x)
 fig.tight_layout()
-show_figure(fig, "08_layers")
+saved = show_figure(fig, "08_layers")
+print("Done: tutorial 8, backprop through the three-layer stack, checked layer by layer, and what its layers "
+      "attend to"
+      + (f"; figure saved in {saved.parent}" if saved else ""))

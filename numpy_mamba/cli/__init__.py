@@ -4,6 +4,7 @@
     train.py     ``train``: a short SGD run (Algorithm 1) that prints its loss falling
     bench.py     ``bench``: time one SGD step; ratio against PyTorch autograd when installed
     bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), imported only with PyTorch
+    notebooks.py ``notebooks``: the tutorials as .ipynb (jupytext), executed in a kernel (nbclient)
 
 ``reproduce``, ``theory``, ``gates`` and ``grade`` live with their families (numpy_mamba.reproduce,
 .theory, .gates, .grader); each command's module exposes ``main(argv) -> int``.  Nothing in the
@@ -15,18 +16,24 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {
+COMMANDS = {   # the same words as the README's table of commands (tests/test_cli.py)
     "train": ("numpy_mamba.cli.train", "a short SGD run (Algorithm 1) that prints its loss falling"),
-    "bench": ("numpy_mamba.cli.bench", "time one SGD step (forward + all gradients); ratio vs PyTorch if installed"),
-    "reproduce": ("numpy_mamba.reproduce.run", "Figures 2-6 and Table 1 (one and three layers) into figures/, with REPORT.md"),
-    "theory": ("numpy_mamba.theory.run", "numerical checks of Theorems 1-4, Corollaries 1-2, Lemmas 4-6"),
-    "gates": ("numpy_mamba.gates.compare", "Mamba-2, RetNet, Gated Retention, GLA vs Mamba (Appendix E.6)"),
-    "grade": ("numpy_mamba.grader.run", "grade a student's exercise file against the analytic gradients"),
+    "reproduce": ("numpy_mamba.reproduce.run",
+                  "Figures 2-6 and Table 1 at one and three layers, with the reproduce section of REPORT.md"),
+    "theory": ("numpy_mamba.theory.run", "numerical checks of the theorems, corollaries and lemmas, with the theory section"),
+    "ablation": ("numpy_mamba.reproduce.ablation",
+                 "why the trained models miss tasks two steps apart: task set, steps, pre-norm, with the ablation section"),
+    "gates": ("numpy_mamba.gates.compare",
+              "Mamba-2, RetNet, Gated Retention and GLA against Mamba (Appendix E.6), with the gates section"),
+    "grade": ("numpy_mamba.grader.run", "grade an exercise file, or a folder of them (--csv, --json)"),
+    "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks in OUT (--execute runs them)"),
+    "bench": ("numpy_mamba.cli.bench", "time one SGD step; the ratio against PyTorch autograd when PyTorch is installed"),
 }
 
 
 def usage() -> str:
-    lines = ["usage: python -m numpy_mamba COMMAND [options]", "", "commands:"]
+    lines = ["usage: python -m numpy_mamba COMMAND [options]   (or: numpy-mamba COMMAND [options])",
+             "       python -m numpy_mamba --version", "", "commands:"]
     lines += [f"  {name:<10} {doc}" for name, (_, doc) in COMMANDS.items()]
     lines += ["", "python -m numpy_mamba COMMAND --help lists a command's options."]
     return "\n".join(lines)
@@ -36,6 +43,10 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
+        return 0
+    if argv[0] == "--version":
+        from .. import __version__
+        print(f"numpy_mamba {__version__}")
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:

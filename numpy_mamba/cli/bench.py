@@ -164,7 +164,7 @@ def one_layer_rows(args, world, peers: dict) -> None:
         fns.update({name: step for name, (step, _) in made.items()})
         t = interleaved_medians(fns, args.repeat)
         row = (f"{l:>6} {B:>5} {1e3 * t['numpy']:>10.3f} {B / t['numpy']:>10.0f} "
-               f"{1e3 * t['numpy'] / (B * l):>9.3f} {1e3 * t['pass']:>8.4f} {t['numpy'] / t['pass']:>7.1f} "
+               f"{1e6 * t['numpy'] / (B * l):>9.3f} {1e3 * t['pass']:>8.4f} {t['numpy'] / t['pass']:>7.1f} "
                f"{1e3 * t['checked']:>11.3f}")
         if peers:
             ours = [forward(params, P), *gradients(params, P, z)]

@@ -10,6 +10,7 @@ Writes figures/gates_error_vs_alpha.png, figures/gates_training.png, figures/gat
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -20,6 +21,7 @@ import numpy as np
 from .._models import PAPER_MODELS
 from ..runs.jobs import Unit, add_jobs_argument, run_units
 from ..runs.staging import run_staged
+from ..runs.summary import print_summary
 from ..data import make_world, testing_batch, training_batch
 from .families import GATES
 from .scan import gate_recurrent_forward
@@ -209,19 +211,31 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     cfg = settings(args.quick)
     out = Path(args.out or (tempfile.mkdtemp(prefix="gates_quick_") if args.quick else "figures"))
-    written = []
 
     def work(stage):
         from .plots import write_outputs                      # matplotlib only when writing
         result = run(cfg, jobs=args.jobs, progress=not args.quiet)
+        # one elapsed time, measured once: gates.json's timings_seconds and the terminal's "time:"
         result["timings_seconds"] = {"total": round(time.perf_counter() - start, 1), "workers (--jobs)": args.jobs}
         if not args.quiet:
             print(f"[gates] writing figures, JSON and the report section of {out}", file=sys.stderr, flush=True)
-        written.extend(out / Path(p).name for p in write_outputs(result, stage.dir, quick=args.quick))
+        write_outputs(result, stage.dir, quick=args.quick)
 
     code = run_staged("gates", out, work)
-    if code == 0:
-        print(f"gates: {len(MODELS)} models x {len(cfg['seeds'])} seeds in {time.perf_counter() - start:.1f}s")
-        for path in written:
-            print(f"  wrote {path}")
-    return code
+    if code != 0:
+        return code
+    saved = json.loads((out / "gates.json").read_text())
+    summary, alphas, kappa = saved["summary"], saved["settings"]["alphas"], saved["settings"]["kappa_a_prime"][-1]
+    a = alphas.index(0.7) if 0.7 in alphas else len(alphas) - 1
+    key = f"kappa_a_prime={kappa:g}/flip"
+    lt_m, lt_h = (summary["linear_transformer"][f][key][a] for f in ("error_mean", "error_halfwidth95"))
+    verdicts = []
+    for model, s in summary.items():                          # the rule of the report's "Measured" line
+        if model != "linear_transformer":
+            m, h = s["error_mean"][key][a], s["error_halfwidth95"][key][a]
+            verdicts.append((f"{model} error {m:.3f} ± {h:.3f} vs the linear Transformer's {lt_m:.3f} ± {lt_h:.3f} "
+                             f"(alpha = {alphas[a]}, flipped labels, kappa_a' = {kappa:g})",
+                             "below" if m + h < lt_m - lt_h else "not below"))
+    print_summary("gates", verdicts, out, saved["timings_seconds"]["total"], quick=args.quick,
+                  report=out / "REPORT.md", time_stated_in="gates.json")
+    return 0

@@ -13,6 +13,8 @@ What the experiments build on:
     run.py          the command: loops over the registry, writes JSON, figures and REPORT.md's section
     common.py       settings (the paper's where it gives them, ours otherwise), worlds, training, JSON writing
                     (eta and delta are chosen per model by the step-size rule of numpy_mamba.runs)
+    ablation.py     the three-layer gap diagnosed: task set, steps, pre-norm, one at a time (`ablation` command)
+    ablation_report.py  its figure and REPORT section, drawn from its JSON
     results.py      reading saved results: task groups and subsets, pooled rates, a layer of a three-layer result
     claims.py, claims_mechanism.py  the paper's claims, each with the rule (numpy_mamba.measure.verdicts) that decides its verdict
     report.py       the head of the "reproduce" section (claims table, settings, training, step sizes) and the terminal summary

@@ -1,5 +1,5 @@
 """Theorems 1-4 measured: iterations to converge (eqs (9), (14)) and the tolerated outlier
-fraction (Theorem 2 (c), Theorem 4 (c), (d)).
+fraction (Theorem 2 (c), Theorem 4 (c), (d)), with eta chosen per model by the step-size rule.
 
 Each function takes the world and a settings dict (see ``theory.SETTINGS``) and returns a
 ``Plan``: independent units (one training run each, seeded by its own seed stream) and how to
@@ -14,17 +14,12 @@ import numpy as np
 
 from .._models import PAPER_MODELS as MODELS
 from ..runs.jobs import Plan, Unit
-from ..runs.step_size import selection_plan
-from ..data import SECTION4_TEST_OUTLIERS, World, make_world
+from ..data import SECTION4_TEST_OUTLIERS, World
 from ..sgd import DivergenceError, TrainConfig, train
 from ..measure.verdicts import (THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient, where_it_holds, where_text,
                                 word)
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
-
-# Step-size selection seed k trains on the world default_rng([k, SELECTION_STREAM, 9]) and the
-# streams [k, SELECTION_STREAM, ...]: no experiment of the theory section uses that stream.
-SELECTION_STREAM = 30
-
+from .step_sizes import eta_for
 
 def _verdict(slope_mean, slope_sd, claim, tol=0.25, n=1) -> str:
     """'holds' if the mean slope is within max(tol, 2 standard errors) of the claim; 'holds in
@@ -221,13 +216,6 @@ def _convergence_vs_l_tr(s: dict, measured: dict) -> dict:
     return out
 
 
-def eta_for(s: dict, model: str, p_a: float) -> float:
-    """The step size ``trained`` uses: s["eta"][model][str(p_a)], chosen per model and training
-    p_a by ``step_size_plans``, or one number for every model (the JSON of earlier runs)."""
-    eta = s["eta"]
-    return float(eta) if np.ndim(eta) == 0 and not isinstance(eta, dict) else float(eta[model][str(p_a)])
-
-
 def trained(world, s, model, p_a, seed):
     """Algorithm 1 with the settings ``s`` at training outlier fraction ``p_a``, seed stream
     [seed, 3], step size ``eta_for(s, model, p_a)``: (params, final minibatch loss), or (None, the
@@ -238,39 +226,6 @@ def trained(world, s, model, p_a, seed):
     except DivergenceError as exc:
         return None, str(exc)
     return params, float(np.mean(history["loss"][-10:]))
-
-
-def selection_world(params: dict, k: int) -> World:
-    """The world of step-size selection seed ``k``: one of ``params`` (d, M1, M2, V, beta) from
-    stream [k, SELECTION_STREAM, 9], never the experiments' world."""
-    return make_world(**params, rng=np.random.default_rng([k, SELECTION_STREAM, 9]))
-
-
-def step_size_plans(world: World, s: dict) -> dict:
-    """eta for each model and training p_a of ``tolerated_alpha`` by the rule of ``runs/step_size.py``
-    (the rule of the reproduce section) over s["eta_grid"], on s["select_seeds"] with worlds and
-    streams of their own, scored on s["n_heldout"] held-out training prompts; the experiments' T, B,
-    delta, l_tr.  {"model p_a=x": Plan} whose results are the rule's records."""
-    params = {"d": world.d, "M1": world.M1, "M2": world.M2, "V": world.V, "beta": world.beta}
-    plans = {}
-    for m, model in enumerate(MODELS):
-        for p_a in s["p_a_train"][model]:
-            config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta_grid"][0], l_tr=s["l_tr"], p_a=p_a, delta=s["delta"])
-            plans[f"{model} p_a={p_a}"] = selection_plan(
-                {"eta": s["eta_grid"]}, s["select_seeds"], partial(selection_world, params), config, model,
-                s["n_heldout"], (SELECTION_STREAM, round(100 * p_a), m + 1), f"theory step size, {model}, p_a = {p_a}")
-    return plans
-
-
-def chosen_steps(s: dict, records: dict) -> tuple[dict, dict]:
-    """({model: {str(p_a): eta}}, {model: {str(p_a): record}}) from ``step_size_plans``' results."""
-    eta, step_size = {}, {}
-    for model in MODELS:
-        for p_a in s["p_a_train"][model]:
-            rec = records[f"{model} p_a={p_a}"]
-            step_size.setdefault(model, {})[str(p_a)] = rec
-            eta.setdefault(model, {})[str(p_a)] = rec["chosen"]["eta"]
-    return eta, step_size
 
 
 def _alpha_run(world: World, s: dict, model: str, p_a: float, seed: int) -> list:

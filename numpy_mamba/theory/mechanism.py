@@ -73,9 +73,12 @@ def judge_attention(out: dict, M1: int) -> dict:
 
 
 def _M1_run(s: dict, M1: int, seed: int) -> dict:
-    """One unit of ``gates_vs_M1``: train Mamba on a world with M1 relevant patterns, measure its gates."""
+    """One unit of ``gates_vs_M1``: train Mamba on a world with M1 relevant patterns (step size
+    s["eta"][str(M1)], chosen by ``gates_step_size_plans``, or one number for every M1 in the
+    JSON of earlier runs), measure its gates."""
     world = make_world(d=s["d"], M1=M1, M2=s["M2"], V=s["V"], beta=s["beta"], rng=s["world_seed"])
-    config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
+    eta = s["eta"][str(M1)] if isinstance(s["eta"], dict) else s["eta"]
+    config = TrainConfig(T=s["T"], B=s["B"], eta=eta, l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
     params, _ = train(world, config, "mamba", rng=np.random.default_rng([seed, 4, M1]))
     test = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 12]))
     tr = training_batch(world, s["B_test"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([seed, 13]))

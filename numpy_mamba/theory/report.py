@@ -5,7 +5,8 @@ import json
 
 import numpy as np
 
-from .claims import convergence_verdict, eta_for, judge_tolerated
+from .claims import convergence_verdict, judge_tolerated
+from .step_sizes import eta_for
 from ..measure.verdicts import COROLLARY1_RULE, GATE_RATIO_RULE, corollary1_text
 from ..runs.output import SMOKE
 from ..runs.step_size import RULE as STEP_RULE, table_rows
@@ -89,6 +90,18 @@ def _etas(sa) -> str:
     """The step sizes of the "alpha" experiments, per model and training p_a."""
     return "; ".join(f"{model} at p_a = {p_a}: eta = {eta_for(sa, model, p_a):g}"
                      for model, grid in sa["p_a_train"].items() for p_a in grid)
+
+
+def _M1_etas(g) -> str:
+    """The step size at each M1 of the gates experiment, and how it was chosen."""
+    s = g["settings"]
+    if not isinstance(s.get("eta"), dict):
+        return f"eta = {s['eta']} at every M1."
+    held = {M1: min(r["mean"] for r in sel["candidates"] if r["mean"] is not None) for M1, sel in g["step_size"].items()}
+    return (f"eta chosen at each M1 by the same step-size rule ({len(s['select_seeds'])} selection seed(s), worlds of "
+            f"that M1 of their own, {s['n_heldout']} held-out training prompts; every candidate's loss is in "
+            "theory_gates.json): " + ", ".join(f"M1 = {M1}: {eta:g} (held-out loss {held[M1]:.1e})"
+                                               for M1, eta in s["eta"].items()) + ".")
 
 
 def _step_table(step_size) -> list[str]:
@@ -212,8 +225,8 @@ def markdown(results, timings, settings, files) -> str:
         "patterns 2 or 3 steps apart on the cycle of training tasks. " + _cor1(att), "",
         "### Corollary 2 and Lemma 5: gates",
         f"![gates]({files['gates'].name})", "",
-        f"Mamba trained for T = {settings['M1']['T']} steps (eta = {settings['M1']['eta']}) on worlds with M1 in "
-        f"{settings['M1']['M1_grid']}, {len(settings['M1']['seeds'])} seeds each.", "",
+        f"Mamba trained for T = {settings['M1']['T']} steps on worlds with M1 in "
+        f"{settings['M1']['M1_grid']}, {len(settings['M1']['seeds'])} seeds each; " + _M1_etas(g), "",
         f"- (17): slope of log(mean gate on outlier test examples) on log M1: {g['slope_G_outlier_vs_M1']:.2f} "
         f"(per seed {[round(x, 2) for x in g['slope_G_outlier_vs_M1_per_seed']]}; of mean sigma(w^T p) on them: "
         f"{g['slope_sigma_outlier_vs_M1']:.2f}) (claim: decreasing, O(poly(M1)^-1)) -> {g['verdict']['cor2_outlier_gates']}. "

@@ -4,9 +4,10 @@ of figures/REPORT.md.
 
 The theorems hold up to constants, so each check measures a trend (a slope on log-log axes,
 a sign, an order of magnitude) and gives a one-line verdict computed from the numbers, in the
-vocabulary of ``measure.verdicts``: "holds", "holds in part", "holds in trend" or "does not hold here".  ``--quick`` runs the same code on tiny
-grids (for the tests); its numbers are not meant to be read.  ``--jobs N`` runs the independent
-training runs N at a time in worker processes (same numbers for every N).
+vocabulary of ``measure.verdicts``: "holds", "holds in part", "holds in trend" or "does not hold
+here".  ``--quick`` runs the same code on tiny grids (for the tests); its numbers are not meant
+to be read.  ``--jobs N`` runs the independent training runs N at a time in worker processes
+(same numbers for every N).
 """
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ from pathlib import Path
 
 from ..data import make_world
 from ..runs.jobs import add_jobs_argument, run_plans
-from ..runs.output import SMOKE, save_json, write_section
+from ..runs.output import save_json, write_section
 from ..runs.staging import run_staged
-from .claims import (chosen_steps, convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, step_size_plans,
-                     tolerated_alpha)
+from ..runs.summary import print_summary
+from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
 from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
+from .step_sizes import chosen_by_M1, chosen_steps, gates_step_size_plans, step_size_plans
 from . import plots, report as report_text
 
 # World of Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, kappa_a = 2.
@@ -48,7 +50,9 @@ SETTINGS = {
               "lt_l_ts_grid": [5, 7, 10, 14, 20, 28, 40, 57, 80, 113, 160, 226, 320, 453, 640],
               "cor1_p_a": 0.6, "l_ts": 20, "alpha": 0.3},
     "M1": {"d": 30, "M2": 10, "V": 3, "beta": 3.0, "world_seed": 0, "M1_grid": [2, 3, 4, 6, 9, 12, 17],
-           "seeds": [0, 1, 2, 3], "T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
+           "seeds": [0, 1, 2, 3], "T": 1500, "B": 64, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
+           # eta per M1 by the step-size rule, as for the "alpha" experiments (one selection seed per M1)
+           "eta_grid": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], "select_seeds": [0], "n_heldout": 2048,
            "B_test": 1000, "l_ts": 20, "alpha": 0.3, "decay_J": 6},
     "trajectory": {"T": 2000, "B": 64, "eta": 0.02, "delta": 0.2, "l_tr": 20, "p_a": 0.6, "kappa_a": 2.0, "seed": 0,
                    "B_held": 256, "record_every": 10, "lemma6_l_grid": [10, 20, 40, 80]},
@@ -66,7 +70,7 @@ def quick_settings() -> dict:
                       eta_grid=[0.05, 0.2], select_seeds=[0], n_heldout=128,
                       alphas=[0.0, 0.3, 0.6, 0.9], p_a_train={"mamba": [0.6], "linear_transformer": [0.6]},
                       lt_alphas=[0.2, 0.3, 0.4], lt_l_ts_grid=[5, 20, 80])
-    s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100)
+    s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100, eta_grid=[0.05, 0.2], n_heldout=128)
     s["trajectory"].update(T=100, B_held=64, record_every=10, lemma6_l_grid=[10, 20])
     for part in ("p_a", "l_tr", "alpha", "M1", "trajectory"):   # figures and report stamp a smoke run
         s[part]["quick"] = True
@@ -74,7 +78,8 @@ def quick_settings() -> dict:
 
 
 # the experiments, in the order their results are reported; their names in the timings
-EXPERIMENTS = {"step_size": "step sizes (rule of runs/step_size.py)", "convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Theorems 1/3 vs l_tr",
+EXPERIMENTS = {"step_size": "step sizes (rule of runs/step_size.py)",
+               "convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Theorems 1/3 vs l_tr",
                "alpha": "Theorems 2/4: tolerated alpha", "lt_context": "Theorem 4 (d): context needed",
                "attention": "Corollary 1", "gates": "Corollary 2 / Lemma 5 vs M1",
                "trajectory": "Lemmas 4-6 trajectory"}
@@ -85,13 +90,18 @@ def run(settings: dict, jobs: int = 1, progress=True) -> tuple[dict, dict]:
     per experiment its units' compute time summed, "total" the wall time).
 
     First the step-size rule picks eta per model for the "alpha" experiments (Theorems 2 and 4,
-    Remark 5, Corollary 1); its choice goes into settings["alpha"]["eta"] ({model: {p_a: eta}})
-    and results["step_size"] holds every candidate's held-out loss."""
+    Remark 5, Corollary 1) and for Mamba at each M1 (Corollary 2, Lemma 5); its choices go into
+    settings["alpha"]["eta"] ({model: {p_a: eta}}) and settings["M1"]["eta"] ({M1: eta}), and
+    results["step_size"] and results["gates"]["step_size"] hold every candidate's held-out loss.
+    The convergence and trajectory experiments keep one small eta for both models: their claims
+    are step counts, which scale as 1/eta (eqs (9), (14); Lemma 6's window), so eta is part of
+    what they compare and small eta gives the counts resolution."""
     world = make_world(**WORLD, rng=settings["world_seed"])
     t0 = time.perf_counter()
-    records, step_seconds = run_plans(step_size_plans(world, settings["alpha"]), jobs=jobs, name="theory step size",
-                                      progress=progress)
+    records, step_seconds = run_plans({**step_size_plans(world, settings["alpha"]), **gates_step_size_plans(settings["M1"])},
+                                      jobs=jobs, name="theory step size", progress=progress)
     settings["alpha"]["eta"], step_size = chosen_steps(settings["alpha"], records)
+    settings["M1"]["eta"], step_size_M1 = chosen_by_M1(settings["M1"], records)
     plans = {"convergence_p_a": convergence_vs_p_a(world, settings["p_a"]),
              "convergence_l_tr": convergence_vs_l_tr(world, settings["l_tr"]),
              "alpha": tolerated_alpha(world, settings["alpha"]),
@@ -101,6 +111,7 @@ def run(settings: dict, jobs: int = 1, progress=True) -> tuple[dict, dict]:
              "trajectory": training_trajectory(world, settings["trajectory"])}
     results, seconds = run_plans(plans, jobs=jobs, name="theory", progress=progress)
     results["step_size"] = step_size
+    results["gates"]["step_size"] = step_size_M1
     seconds["step_size"] = round(sum(step_seconds.values()), 1)
     report_text.rejudge(results)               # Theorem 4 uses the error curves of two experiments
     timings = {EXPERIMENTS[k]: seconds[k] for k in EXPERIMENTS}
@@ -167,18 +178,37 @@ def main(argv=None) -> int:
     out = Path(args.out or (tempfile.mkdtemp(prefix="theory_quick_") if args.quick else "figures"))
     report = Path(args.report) if args.report else None
     start = time.perf_counter()
+    elapsed = {}
 
     def work(stage):
         section = None if args.no_report else stage.report
         if args.replot:
             return replot(out, stage.dir, section)
         results, timings = run(settings, jobs=args.jobs)
+        # one elapsed time, measured once: the report's "Generated ... in" and the terminal's "time:"
+        timings["total"] = elapsed["seconds"] = round(time.perf_counter() - start, 1)
         print(f"[theory] writing figures, JSON and the report section of {out}", file=sys.stderr, flush=True)
         write_outputs(results, timings, settings, stage.dir, section)
 
     code = run_staged("theory", out, work, report=report)
-    if code == 0:
-        print(f"[theory] done in {time.perf_counter() - start:.1f} s; figures and JSON in {out}")
-        if args.quick:
-            print(f"*** {SMOKE} ***")
-    return code
+    if code != 0:
+        return code
+    s = json.loads((out / "theory_summary.json").read_text())["summary"]
+    verdicts = [("Theorem 1: Mamba's steps to converge vs p_a", s["thm1_verdict"]),
+                ("Theorem 3: the linear Transformer's steps to converge vs p_a", s["thm3_verdict"]),
+                ("Theorems 1/3: steps to converge vs l_tr (ratio of the two models)", s["ratio_verdict"]),
+                ("Theorem 2: outlier fraction alpha Mamba tolerates", s["thm2_verdict"]),
+                ("Remark 5: Mamba passes alpha = 1/2", s["remark5_verdict"]),
+                ("Theorem 4: the linear Transformer fails past alpha = 1/2", s["thm4_verdict"]),
+                ("Theorem 4 (d): context the linear Transformer needs", s["thm4d_verdict"])]
+    for title, key in (("Corollary 1", "cor1_verdict"), ("Corollary 2 / Lemma 5", "cor2_lemma5_verdicts"),
+                       ("Lemmas 4-6", "lemma4_6_verdicts")):
+        verdicts += [(f"{title}: {name.replace('_', ' ')}", v) for name, v in (s[key] or {}).items()]
+    if args.replot:        # the report keeps the time of the run it was drawn from
+        seconds = json.loads((out / "theory_summary.json").read_text())["timings_seconds"]["total"]
+        print(f"[theory] replotted in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    else:
+        seconds = elapsed["seconds"]
+    print_summary("theory", verdicts, out, seconds, quick=args.quick,
+                  report=None if args.no_report else (report or out / "REPORT.md"))
+    return 0

@@ -1,0 +1,145 @@
+"""The ablation of the distance-2 gap (numpy_mamba/reproduce/ablation.py).
+
+If a test here fails, either the mechanism terms no longer add up to the learned cross-pattern
+score S(a, b) or put a term in the wrong distance class, the seed spread is wrong, the baseline is
+not the first T_short steps of the long run, the delta rule (0.2 first, the next only where every
+eta diverged) is not what the record says, or the command's output (JSON with its settings,
+figure, report section, smoke stamp) is incomplete.
+"""
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from numpy_mamba import TrainConfig, train
+from numpy_mamba.cli import COMMANDS
+from numpy_mamba.reproduce import ablation
+from numpy_mamba.reproduce.ablation_report import report_section
+from numpy_mamba.reproduce.ablation import (QUICK, AblationSettings, pattern_terms, run_unit, spread,
+                                            step_classes, prompts_for, group_counts)
+from numpy_mamba.reproduce.common import PAPER, world_for
+from numpy_mamba.runs.output import SMOKE
+
+SMALL = replace(QUICK, seeds=1, n_test=40)
+
+
+def _shift(world, k, eps):
+    """eps * sum_a u_{a+k} u_a^T as an (m, d+1) matrix, u_a = (mu_a, 0) / beta: moves every pattern k steps."""
+    U = np.zeros((world.M1, world.d + 1))
+    U[:, :-1] = world.mu / world.beta
+    return eps * sum(np.outer(U[(a + k) % world.M1], U[a]) for a in range(world.M1))
+
+
+def test_step_classes():
+    # If this fails, signed steps are grouped wrongly (M1 = 6 has +-1, +-2 and the single step 3).
+    assert step_classes(6) == [0, 1, -1, 2, -2, 3]
+    assert step_classes(5) == [0, 1, -1, 2, -2]
+
+
+def test_pattern_terms_known_answers():
+    # If this fails, S(a, b) or its split is wrong: at the initialisation S is beta^2 delta^2 on
+    # the diagonal only; two partner steps in opposite directions (dW_B: a -> a+1, dW_C: a -> a-1)
+    # give a product at step b - a = -2 that passes entirely through the middle pattern.
+    world, delta = world_for(0), 0.2
+    W0 = np.zeros((world.d + 1, world.d + 1))
+    W0[np.arange(world.d), np.arange(world.d)] = delta
+    classes = step_classes(world.M1)
+    t = pattern_terms(world, W0, W0, delta)
+    np.testing.assert_allclose(t["S"], [world.beta ** 2 * delta ** 2] + [0.0] * 5, atol=1e-12)
+    for name in ("linear", "product", "dW_B", "dW_C"):
+        np.testing.assert_allclose(t[name], 0.0, atol=1e-12)
+    eps = 0.1
+    t = pattern_terms(world, W0 + _shift(world, 1, eps), W0 + _shift(world, -1, eps), delta)
+    expect = dict.fromkeys(classes, 0.0)
+    expect[-2] = world.beta ** 2 * eps ** 2
+    np.testing.assert_allclose(t["product"], [expect[c] for c in classes], atol=1e-12)
+    np.testing.assert_allclose(t["via_middle"], t["product"], atol=1e-12)
+    for name in ("via_ends", "via_other", "outside"):
+        np.testing.assert_allclose(t[name], 0.0, atol=1e-12)
+    np.testing.assert_allclose(t["dW_B"], [eps if c == 1 else 0.0 for c in classes], atol=1e-12)
+    np.testing.assert_allclose(t["dW_C"], [eps if c == -1 else 0.0 for c in classes], atol=1e-12)
+
+
+def test_pattern_terms_add_up_for_any_update():
+    # If this fails, S != init + linear + product or the product's four parts miss a piece.
+    world, delta = world_for(1), 0.2
+    rng = np.random.default_rng(0)
+    W0 = np.zeros((world.d + 1, world.d + 1))
+    W0[np.arange(world.d), np.arange(world.d)] = delta
+    t = pattern_terms(world, W0 + rng.normal(0, 0.1, W0.shape), W0 + rng.normal(0, 0.1, W0.shape), delta)
+    a = {k: np.asarray(v) for k, v in t.items()}
+    np.testing.assert_allclose(a["S"], a["init"] + a["linear"] + a["product"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a["product"], a["via_ends"] + a["via_middle"] + a["via_other"] + a["outside"],
+                               rtol=1e-12, atol=1e-12)
+    assert np.abs(a["outside"]).max() > 1e-3 and np.abs(a["via_other"]).max() > 1e-4      # not all zeros
+
+
+def test_spread_over_seeds():
+    # If this fails, the seed mean, range or 95% t-interval of the mean is wrong, or a missing
+    # (diverged) seed is counted.
+    s = spread([0.9, 1.0, None, 0.8])
+    assert s["n_seeds"] == 3 and s["min"] == 0.8 and s["max"] == 1.0
+    assert s["mean"] == pytest.approx(0.9)
+    assert s["t95"] == pytest.approx(4.302652729911275 * 0.1 / np.sqrt(3))
+    assert spread([None])["mean"] is None and spread([0.5])["t95"] is None
+
+
+def test_settings_refuse_checkpoints_that_miss_the_baseline():
+    # If this fails, a setting whose checkpoints do not include T_short or T_long would report a
+    # baseline or long run that was never measured.
+    with pytest.raises(ValueError, match="multiples of checkpoint_every.*T_short = 6"):
+        AblationSettings(T_short=6, T_long=12, checkpoint_every=4, record_every=2)
+    with pytest.raises(ValueError, match="T_short < T_long"):
+        AblationSettings(T_short=8, T_long=8, checkpoint_every=4, record_every=2)
+
+
+def test_baseline_is_the_long_run_at_T_short():
+    # If this fails, the baseline (checkpoint T_short of the long run) is not what a run of T_short
+    # steps from the same seed gives, so "more steps" would change more than the number of steps.
+    step = {"delta": 0.2, "eta": 0.1}
+    got = run_unit(SMALL, 0, "mamba", "three_layer", "cycle", step)
+    assert got["T"] == SMALL.T_long and got["diverged_at"] is None
+    world = world_for(0)
+    config = SMALL.config("three_layer", step["eta"], step["delta"], SMALL.T_short)
+    layers, _ = train(world, config, "mamba", rng=np.random.default_rng([0, ablation.STREAM, 0, 0]))
+    counts = group_counts("mamba", layers, False, prompts_for(world, SMALL, 0), 4)
+    at = got["checkpoints"][str(SMALL.T_short)]
+    assert {k: at[k] for k in counts} == counts
+    first = layers[0]
+    assert at["terms"] == pattern_terms(world, first.W_B, first.W_C, step["delta"])
+    assert str(SMALL.T_long) in got["checkpoints"] and isinstance(config, TrainConfig)
+
+
+def test_quick_command_writes_stamped_json_figure_and_report(tmp_path):
+    # If this fails, `python -m numpy_mamba ablation --quick` does not write its JSON (with its
+    # settings), figure and report section, does not say it is a smoke run, leaves out a factor,
+    # or records a delta choice that breaks the rule (0.2 first; the next only if every eta diverged).
+    assert COMMANDS["ablation"][0] == "numpy_mamba.reproduce.ablation"
+    assert ablation.main(["--quick", "--jobs", "1", "--seeds", "2", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "ablation.json").read_text())
+    assert result["settings"]["quick"] is True and result["smoke"] == SMOKE
+    assert result["settings"]["seeds"] == 2 and result["paper"] == json.loads(json.dumps(PAPER))
+    assert (tmp_path / "ablation.png").stat().st_size > 10_000
+    for m in ("mamba", "linear_transformer"):
+        assert set(result["table"]["FQ"][m]["1"]) == {"baseline", "all_pairs", "long"}
+        assert set(result["table"]["FQ"][m]["3"]) == {"baseline", "all_pairs", "long", "prenorm"}
+        for arm, chosen in result["step"][m].items():
+            tried = chosen["tried"]
+            assert tried[0]["delta"] == 0.2 and chosen["delta"] == tried[-1]["delta"]
+            assert all(r["chosen"] is None for r in tried[:-1]) and tried[-1]["chosen"]["eta"] == chosen["eta"]
+            assert all(c["diverged"] for r in tried[:-1] for c in r["candidates"])
+    text = (tmp_path / "REPORT.md").read_text()
+    assert SMOKE in text and text.count("<!-- BEGIN ablation -->") == 1
+    section = report_section(result)
+    assert section in text and "| Mamba | 3 | pre-norm |" in section and "distance 2 vs baseline" in section
+
+
+def test_change_verdict_follows_the_interval_over_seeds():
+    # If this fails, a change whose 95% t-interval contains 0 is reported as a rise or a fall (or a
+    # clear one is not), or a single seed is given an interval it does not have.
+    from numpy_mamba.reproduce.ablation_report import change_verdict
+    assert change_verdict(spread([0.10, 0.12, 0.11])).startswith("raises it (+11.0 points")
+    assert change_verdict(spread([-0.10, -0.12, -0.11])).startswith("lowers it")
+    assert change_verdict(spread([0.10, -0.12, 0.01])).startswith("does not measurably change it")
+    assert change_verdict(spread([0.3])) == "n/a (fewer than 2 seeds)"

@@ -1,0 +1,116 @@
+"""Every tutorial runs as a notebook in a real Jupyter kernel, and ``notebooks`` writes them.
+
+Each numbered tutorial is turned into a notebook with jupytext and executed by nbclient in a fresh
+Python 3 kernel, in quick mode (NUMPY_MAMBA_QUICK=1), exactly as ``python -m numpy_mamba notebooks
+OUT --execute --quick`` does.  A failure means: a cell raised (a crash, or one of the tutorial's
+own checks, e.g. eq (1) == eq (3) to 1e-12, failed); a figure did not reach the notebook inline
+(no image/png output for a show_figure call); the prose lost its LaTeX on the way; the tutorial
+did not print its section headings or its closing line; or it wrote files outside its notebook's
+folder.  The command itself is tested on its own (notebooks written outside tutorials/, an error
+output named with its cell and exit 1, a missing extra named with exit 2).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from numpy_mamba.cli import notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
+EXERCISES = sorted((ROOT / "tutorials" / "exercises").glob("[a-z]*.py"))
+CLOSING = re.compile(r"^Done: tutorial \d, .+", re.M)
+FIGURE_CALL = re.compile(r'show_figure\(\w+, "([^"]+)"\)')
+
+
+def _stdout(nb) -> str:
+    return "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+                   for out in cell.outputs if out.output_type == "stream" and out.name == "stdout")
+
+
+def _images(nb) -> int:
+    return sum("image/png" in out.get("data", {}) for cell in nb.cells if cell.cell_type == "code"
+               for out in cell.outputs)
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=[p.name for p in TUTORIALS])
+def test_tutorial_executes_as_a_notebook(path, tmp_path):
+    nb = notebooks.tutorial_notebook(path)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert re.search(r"\$[^$\n]+\$", markdown), f"{path.name}: the notebook's markdown cells carry no LaTeX ($...$)"
+    assert not any(c.source.lstrip().startswith("# %%") for c in nb.cells), f"{path.name}: a cell marker survived"
+
+    notebooks.execute(nb, tmp_path, quick=True, timeout=300)   # raises NotebookError naming the cell on any error
+
+    assert notebooks.first_error(nb) is None
+    figures = FIGURE_CALL.findall(path.read_text())
+    assert figures, f"{path.name} draws no figure"
+    assert _images(nb) == len(figures), (
+        f"{path.name}: {len(figures)} show_figure call(s) but {_images(nb)} inline image/png output(s); "
+        "a figure was saved instead of shown, or shown twice")
+    printed = _stdout(nb)
+    headings = re.findall(r"^# ## (.+)$", path.read_text(), re.M)
+    said = re.findall(r"^## (.+)$", printed, re.M)
+    assert len(said) == len(headings), (f"{path.name}: {len(headings)} section headings in the prose, but {len(said)} "
+                                        f"printed ('## ...' lines): {said}")
+    assert len(CLOSING.findall(printed)) == 1 and CLOSING.findall(printed)[0].startswith(
+        f"Done: tutorial {int(path.name[:2])},"), f"{path.name}: no closing line 'Done: tutorial N, ...'"
+    assert "saved figure" not in printed, f"{path.name}: in a notebook the figures are shown inline, not saved"
+    assert [p.name for p in tmp_path.iterdir()] == [], f"{path.name} wrote files into its notebook's folder"
+
+
+def test_notebooks_command_writes_every_tutorial_and_exercise_outside_tutorials(tmp_path):
+    """Without --execute: one notebook per tutorial and per exercise, none in tutorials/."""
+    before = sorted(p.name for p in (ROOT / "tutorials").rglob("*"))
+    out = tmp_path / "nb"
+    result = subprocess.run([sys.executable, "-m", "numpy_mamba", "notebooks", str(out)], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.glob("*.ipynb")) == [f"{p.stem}.ipynb" for p in TUTORIALS]
+    assert sorted(p.name for p in (out / "exercises").glob("*.ipynb")) == [f"{p.stem}.ipynb" for p in EXERCISES]
+    assert sorted(p.name for p in (ROOT / "tutorials").rglob("*")) == before, "the command wrote into tutorials/"
+    for path in EXERCISES:
+        nb = nbformat.read(out / "exercises" / f"{path.stem}.ipynb", as_version=4)
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "NotImplementedError" in code and "def " in code, f"{path.name}: the stub did not reach the notebook"
+        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert f"python -m numpy_mamba grade {path.name}" in prose, f"{path.name}: the notebook must say how to grade"
+    first = json.loads((out / f"{TUTORIALS[0].stem}.ipynb").read_text())
+    assert first["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_notebooks_command_names_the_failing_cell_and_exits_1(tmp_path):
+    source = tmp_path / "tutorials"
+    source.mkdir()
+    (source / "01_broken.py").write_text('# %% [markdown]\n# # Broken $x$\n\n# %%\nprint("fine")\n\n'
+                                         '# %%\nanswer = 1 / 0\n')
+    result = subprocess.run([sys.executable, "-m", "numpy_mamba", "notebooks", str(tmp_path / "out"), "--execute",
+                             "--quick", "--tutorials", str(source)], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, f"an error output must fail the command\n{result.stdout}\n{result.stderr}"
+    assert "01_broken.ipynb: cell 3 ('answer = 1 / 0'): ZeroDivisionError" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_notebooks_command_without_the_extra_says_what_to_install(tmp_path):
+    code = ("import sys; sys.modules['jupytext'] = None; from numpy_mamba.cli import main; "
+            f"sys.exit(main(['notebooks', {str(tmp_path / 'out')!r}]))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and 'pip install "numpy_mamba[notebooks]"' in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_kernel_environment_draws_inline_and_sets_quick_only_when_asked(monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("NUMPY_MAMBA_QUICK", "1")
+    full, quick = notebooks.kernel_environment(quick=False), notebooks.kernel_environment(quick=True)
+    assert full["MPLBACKEND"] == notebooks.INLINE_BACKEND, "under Agg the figures would not reach the notebook"
+    assert "NUMPY_MAMBA_QUICK" not in full and quick["NUMPY_MAMBA_QUICK"] == "1"
+    assert str(ROOT) in full["PYTHONPATH"].split(os.pathsep), "the kernel must import this numpy_mamba"

@@ -6,6 +6,7 @@ covers the 95% Wilson interval of the binomial test error on that seed's test pr
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,8 @@ def report_markdown(result, summary, quick: bool = False) -> str:
     eps_hi, eps_lo = (str(e) for e in cfg["epsilons"])
     lines = [
         "## Other gates of Appendix E.6 (python -m numpy_mamba gates)" + (f" -- {SMOKE}" if quick else ""), "",
+        *([f"Wall time of the run: {result['timings_seconds']['total']:.1f} s with --jobs "
+           f"{result['timings_seconds'].get('workers (--jobs)', '?')}.", ""] if "total" in result.get("timings_seconds", {}) else []),
         *([f"**{SMOKE}.** These outputs only show that the pipeline runs; do not read any number below as a "
            "result.", ""] if quick else []),
         f"Six models trained on the same training prompts and seeds (Section 4: d = {cfg['d']}, M1 = "
@@ -184,15 +187,26 @@ def report_markdown(result, summary, quick: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _verdict(summary, cfg, a_idx, kappa) -> str:
+def comparison_with_lt(summary, alpha_index: int, kappa: float) -> list:
+    """The rule of the report's "Measured" line: at one alpha (flipped labels, test outlier size
+    kappa), is each model's 95% error interval entirely below the linear Transformer's?
+    Returns [(model, error mean, half-width, below: bool)] for every model but the LT, and the
+    LT's (mean, half-width) last as ("linear_transformer", mean, half-width, None)."""
     key = f"kappa_a_prime={kappa:g}/flip"
-    lt_m, lt_h = summary["linear_transformer"]["error_mean"][key][a_idx], summary["linear_transformer"]["error_halfwidth95"][key][a_idx]
-    better, same = [], []
+    lt = summary["linear_transformer"]
+    lt_m, lt_h = lt["error_mean"][key][alpha_index], lt["error_halfwidth95"][key][alpha_index]
+    rows = []
     for model, s in summary.items():
-        if model == "linear_transformer":
-            continue
-        m, h = s["error_mean"][key][a_idx], s["error_halfwidth95"][key][a_idx]
-        (better if m + h < lt_m - lt_h else same).append(f"{model} ({m:.3f})")
+        if model != "linear_transformer":
+            m, h = s["error_mean"][key][alpha_index], s["error_halfwidth95"][key][alpha_index]
+            rows.append((model, m, h, bool(m + h < lt_m - lt_h)))
+    return rows + [("linear_transformer", lt_m, lt_h, None)]
+
+
+def _verdict(summary, cfg, a_idx, kappa) -> str:
+    *rows, (_, lt_m, lt_h, _) = comparison_with_lt(summary, a_idx, kappa)
+    better = [f"{model} ({m:.3f})" for model, m, _, below in rows if below]
+    same = [f"{model} ({m:.3f})" for model, m, _, below in rows if not below]
     return (f"Measured (alpha = {cfg['alphas'][a_idx]}, flip, kappa_a' = {kappa:g}): intervals entirely below the "
             f"linear Transformer's {lt_m:.3f} ± {lt_h:.3f}: {', '.join(better) or 'none'}; not below it: "
             f"{', '.join(same) or 'none'}.")
@@ -234,7 +248,10 @@ def _checks_table(checks) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(result: dict, out: Path, quick: bool = False) -> list:
+def write_outputs(result: dict, out: Path, quick: bool = False, start: float | None = None) -> list:
+    """Figures, gates.json and the "gates" section of REPORT.md into ``out``.  With ``start`` (a
+    time.perf_counter() reading), the run's elapsed time is taken once the figures are drawn and
+    stated in the JSON and the report, the number the terminal prints too."""
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(result)
     for model, s in summary.items():
@@ -243,9 +260,9 @@ def write_outputs(result: dict, out: Path, quick: bool = False) -> list:
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{model} {field} {key} holds a NaN: refusing to report it.")
     paths = [plot_error_vs_alpha(result, summary, out / "gates_error_vs_alpha.png", quick),
-             plot_training(result, summary, out / "gates_training.png", quick),
-             save_json(out / "gates.json", {**result, "summary": summary, "quick": quick})]
+             plot_training(result, summary, out / "gates_training.png", quick)]
+    if start is not None:
+        result.setdefault("timings_seconds", {})["total"] = round(time.perf_counter() - start, 1)
+    paths.append(save_json(out / "gates.json", {**result, "summary": summary, "quick": quick}))
     paths.append(write_section(out / "REPORT.md", "gates", report_markdown(result, summary, quick)))
-    if quick:
-        print(f"*** {SMOKE} ***")
     return paths

@@ -8,12 +8,9 @@ from a rule stated next to it, so no verdict is typed in by hand.
 """
 from __future__ import annotations
 
-import re
-import textwrap
 
 import numpy as np
 
-from . import report_depth3
 from .common import MODELS, PAPER
 from .experiments import EXPERIMENTS
 from ..measure.rates import SEED_INTERVAL_RULE
@@ -22,7 +19,7 @@ from ..runs.output import SMOKE
 from ..runs.step_size import RULE as STEP_RULE
 from .tables import SHORT, step_size_table, table1_markdown
 
-__all__ = ["build", "claim_rows", "own_results", "stdout_summary", "table1_markdown"]
+__all__ = ["build", "claim_rows", "own_results", "table1_markdown"]
 
 
 def own_results(experiment, results: dict) -> dict:
@@ -183,7 +180,7 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
         parts += [f"**{SMOKE}.** These outputs only show that the pipeline runs; do not read any number or verdict "
                   "below as a result.", ""]
     parts += [f"Run: {mode}; experiments present: {', '.join(sorted(results))}."
-              + (f" Wall time of the last invocation: {wall_seconds:.0f} s." if wall_seconds else ""), "",
+              + (f" Wall time of the last invocation: {wall_seconds:.1f} s." if wall_seconds else ""), "",
               claims(results)]
     settings = settings_section(results)
     if settings:
@@ -198,37 +195,3 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
         if text:
             parts += ["", text]
     return "\n".join(parts)
-
-
-def _plain(text: str) -> str:
-    """Markdown bold removed and every "(rule ...)" parenthesis (nested parentheses included) cut out."""
-    text, out, depth, k = text.replace("**", ""), [], 0, 0
-    while k < len(text):
-        if depth == 0 and text.startswith("(rule", k):
-            depth = 1
-            k += 1
-            continue
-        if depth:
-            depth += {"(": 1, ")": -1}.get(text[k], 0)
-        else:
-            out.append(text[k])
-        k += 1
-    return re.sub(r"\s+", " ", "".join(out)).strip()
-
-
-def stdout_summary(results: dict, seconds: float | None = None) -> str:
-    """A few lines for the terminal at the end of ``reproduce``: run mode, the step sizes chosen and
-    each claim's verdict with the numbers behind it (shortened); a quick run says it is a smoke run."""
-    mode, smoke = _mode(results)
-    lines = [f"*** {SMOKE} ***" if smoke else "reproduce: headline numbers (full run; every number in REPORT.md)"]
-    if seconds is not None:
-        lines.append(f"wall time {seconds:.0f} s; experiments: {', '.join(sorted(results))}; mode: {mode}")
-    lines.append(f"step size chosen per model on held-out training prompts: {_eta_text(results)}")
-    if "depth3" in results:
-        lines.append(f"three layers, delta and eta chosen by the same rule: {report_depth3.chosen_text(results['depth3'])}")
-    for claim, _, ours, verdict in claim_rows(results):
-        lines.append(f"- {claim}\n    {textwrap.shorten(_plain(verdict), 300, placeholder=' [...]')}\n"
-                     f"    {textwrap.shorten(_plain(ours), 200, placeholder=' [...]')}")
-    if smoke:
-        lines.append(f"*** {SMOKE} ***")
-    return "\n".join(lines)

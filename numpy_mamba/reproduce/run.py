@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -24,6 +25,7 @@ from ..runs.args import positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import write_section
 from ..runs.staging import run_staged
+from ..runs.summary import print_summary
 
 # the --only names, which are also the JSON files a full run writes (NAME.json), in registry order
 EXPERIMENTS = JSON_NAMES = tuple(name for experiment in REGISTRY for name in experiment.JSON_NAMES)
@@ -75,17 +77,22 @@ def compute(settings, only=EXPERIMENTS, jobs: int = 1, progress=True, own_settin
     return results, timings
 
 
-def write_outputs(results: dict, only, stage_dir: Path, out: Path, report: Path, seconds: float) -> list:
-    """Save the JSON into ``stage_dir``, draw the figures from the JSON as saved, and write the
-    "reproduce" section into ``report`` from every result present (this run's, else ``out``'s)."""
+def write_files(results: dict, only, stage_dir: Path, out: Path) -> tuple[list, dict]:
+    """Save the JSON into ``stage_dir`` and draw the figures from the JSON as saved; return the
+    paths written and every result present (this run's, else ``out``'s), for the report."""
     written = [save_result(stage_dir / f"{name}.json", result) for name, result in results.items()]
     saved = {**load_results(out), **load_results(stage_dir)}
     for experiment in REGISTRY:
         drawn = {name: saved[name] for name in experiment.JSON_NAMES if name in only}
         if drawn:
             written += experiment.draw(drawn, stage_dir)
-    written.append(write_section(report, "reproduce", report_text.build(saved, seconds)))
-    return written
+    return written, saved
+
+
+def write_outputs(results: dict, only, stage_dir: Path, out: Path, report: Path, seconds: float) -> list:
+    """``write_files``, then the "reproduce" section into ``report`` (stating ``seconds``)."""
+    written, saved = write_files(results, only, stage_dir, out)
+    return written + [write_section(report, "reproduce", report_text.build(saved, seconds))]
 
 
 def description() -> str:
@@ -121,16 +128,23 @@ def main(argv=None) -> int:
         parser.error(str(exc))
     out = Path(args.out or (tempfile.mkdtemp(prefix="reproduce_quick_") if args.quick else "figures"))
     start = time.perf_counter()
+    elapsed = {}
 
     def work(stage):
         results, _ = compute(settings, only, jobs=args.jobs)
         print(f"[reproduce] writing JSON, figures and the report section of {out}", file=sys.stderr, flush=True)
-        write_outputs(results, only, stage.dir, out, stage.report, time.perf_counter() - start)
+        _, saved = write_files(results, only, stage.dir, out)
+        elapsed["seconds"] = time.perf_counter() - start        # one number: the report's and the terminal's
+        write_section(stage.report, "reproduce", report_text.build(saved, elapsed["seconds"]))
 
     code = run_staged("reproduce", out, work)
     if code == 0:
-        seconds = time.perf_counter() - start
-        print(report_text.stdout_summary(load_results(out), seconds))
-        print(f"reproduce: {', '.join(only)} done in {seconds:.1f} s with --jobs {args.jobs}; results in {out}",
-              file=sys.stderr)
+        verdicts = [(claim, verdict_word(verdict)) for claim, _, _, verdict in report_text.claim_rows(load_results(out))]
+        print_summary("reproduce", verdicts, out, elapsed["seconds"], quick=args.quick, report=out / "REPORT.md")
     return code
+
+
+def verdict_word(verdict: str) -> str:
+    """The verdict a claims-table cell states in bold ("**holds in part** (rule: ...)" -> "holds in part")."""
+    found = re.search(r"\*\*(.+?)\*\*", verdict)
+    return found.group(1) if found else verdict

@@ -125,6 +125,16 @@ def test_verdict_word_is_the_bold_verdict_of_a_claims_cell():
     assert verdict_word("no bold here") == "no bold here"
 
 
+def test_report_says_how_its_intervals_include_the_seeds_and_why_table1_has_its_main_setting(quick_run):
+    """If this fails, REPORT.md no longer says that its intervals include seed-to-seed variation, drops the
+    argument for Table 1's main setting, or misquotes Section 4.1 ("as long as", not "as soon as")."""
+    section = (quick_run[0] / "REPORT.md").read_text().split("<!-- BEGIN reproduce -->")[1]
+    assert "every interval a verdict rule uses, is the 95% interval over seeds" in section
+    assert "### Table 1: which setting the paper's numbers admit" in section and "targeted labels" in section
+    assert "large as long as alpha > 1/2" in section and "as soon as" not in section
+    assert "(eq (3))" not in (quick_run[0] / "table1_L3.md").read_text()
+
+
 def test_report_names_its_figures_relative_to_its_own_folder(quick_run):
     """If this fails, a report written into --out points at figures/... (the committed folder)
     instead of the files next to it."""

@@ -23,7 +23,8 @@ PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.pn
         "table1.png", "fig3_L3.png", "fig4_L3.png", "fig5.png", "fig6.png", "table1_L3.png"]
 JSONS = ["fig2.json", "fig3.json", "fig4.json", "table1.json", "depth3.json"]
 # keys whose values (scalars or nested lists) are rates or gate values and must lie in [0, 1]
-RATE_KEYS = {"rate", "ci95", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max", "error_train_tasks",
+RATE_KEYS = {"rate", "ci95", "ci95_low", "ci95_high", "seed_ci95", "seed_ci95_low", "seed_ci95_high", "seed_mean",
+             "seed_min", "seed_max", "error_train_tasks",
              "error_all_tasks", "final_minibatch_error", "outlier_mean", "clean_mean", "clean_rank_mean",
              "outlier_gate_max", "outlier_gate_mean", "clean_gate_mean", "query_gate_mean"}
 
@@ -94,7 +95,7 @@ def test_report_has_a_verdict_per_claim(quick_run):
                   "Corollary 2 (i)", "Corollary 2 (ii)", "Table 1 numbers", "reversed pairs", "three-layer",
                   "Fig 5", "Fig 6", "Step size"):
         assert claim in section, f"REPORT.md section lacks {claim!r}"
-    verdicts = [v for v in ("**reproduced**", "**partly**", "**not**") for _ in range(section.count(v))]
+    verdicts = [v for v in ("| **holds", "| **does not hold here**") for _ in range(section.count(v))]
     assert len(verdicts) >= 25, "every claim row needs a verdict, the three-layer ones too"
     assert "**not run**" not in section, "Figures 5, 6 and the three-layer Figures 3-4 / Table 1 must be measured rows"
     for claim in ("Fig 3 (3-layer, layer 1)", "Corollary 2 (i) / Fig 4 (3-layer Mamba, layer 1)", "Table 1 numbers (3-layer",
@@ -122,6 +123,16 @@ def test_verdict_word_is_the_bold_verdict_of_a_claims_cell():
     from numpy_mamba.reproduce.run import verdict_word
     assert verdict_word("**holds in part** (rule: x; y)") == "holds in part"
     assert verdict_word("no bold here") == "no bold here"
+
+
+def test_report_says_how_its_intervals_include_the_seeds_and_why_table1_has_its_main_setting(quick_run):
+    """If this fails, REPORT.md no longer says that its intervals include seed-to-seed variation, drops the
+    argument for Table 1's main setting, or misquotes Section 4.1 ("as long as", not "as soon as")."""
+    section = (quick_run[0] / "REPORT.md").read_text().split("<!-- BEGIN reproduce -->")[1]
+    assert "every interval a verdict rule uses, is the 95% interval over seeds" in section
+    assert "### Table 1: which setting the paper's numbers admit" in section and "targeted labels" in section
+    assert "large as long as alpha > 1/2" in section and "as soon as" not in section
+    assert "(eq (3))" not in (quick_run[0] / "table1_L3.md").read_text()
 
 
 def test_report_names_its_figures_relative_to_its_own_folder(quick_run):

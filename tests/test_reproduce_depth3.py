@@ -88,16 +88,16 @@ def _gate_runs(outlier: float, clean: float, l: int = 20) -> dict:
 
 def test_gate_rules_fail_on_a_layer_whose_gates_all_vanished():
     """If this fails, a layer whose gates all underflowed to 0 (it passes nothing at all) is called
-    'reproduced' for Corollary 2, or the rank fit crashes on log(0)."""
+    'holds' for Corollary 2, or the rank fit crashes on log(0)."""
     rows = fig4_claims(_gate_runs(0.0, 0.0), "test", "Fig 6")
-    assert rows[0][3].startswith("**not**") and rows[1][3].startswith("**not**")
+    assert rows[0][3].startswith("**does not hold here**") and rows[1][3].startswith("**does not hold here**")
 
 
 def test_gate_rules_fail_when_outlier_gates_are_the_larger_ones_and_pass_on_the_paper_pattern():
     """If this fails, Corollary 2 (i) does not depend on outlier gates being small."""
-    assert fig4_claims(_gate_runs(0.3, 0.1), "test", "Fig 6")[0][3].startswith("**not**")
+    assert fig4_claims(_gate_runs(0.3, 0.1), "test", "Fig 6")[0][3].startswith("**does not hold here**")
     good = fig4_claims(_gate_runs(0.001, 0.1), "test", "Fig 6")
-    assert good[0][3].startswith("**reproduced**") and good[1][3].startswith("**reproduced**")
+    assert good[0][3].startswith("**holds**") and good[1][3].startswith("**holds**")
 
 
 def test_grid_edges_flag_edge_picks_and_say_where_the_grid_cannot_grow():

@@ -46,7 +46,7 @@ def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     """If this fails, running the step-size rule as units changed what it picks (units looked up
     under the wrong candidate or seed)."""
     from numpy_mamba.reproduce.common import eta_selection, selection_world
-    from numpy_mamba.reproduce.step_size import choose, heldout_loss_after_training
+    from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
     from numpy_mamba.runs.jobs import run_plans
     s = replace(TINY, eta_grid=(0.01, 0.5, 2000.0), select_seeds=2)     # 2000 diverges: excluded
     plans = eta_selection(s, 0.4, "t")

@@ -3,8 +3,10 @@
 Both families import these, so a claim they both judge is measured and judged the same way.
 
     tasks.py      task groups: where a task (a, b) sits on the cycle of training tasks (Condition 1)
-    rates.py      error counts per task group (eq (5)) and their 95% Clopper-Pearson intervals
+    rates.py      error counts per task group (eq (5)), their pooled Clopper-Pearson intervals and the
+                  95% interval over seeds that every verdict rule uses
     attention.py  Corollary 1's attention-score sums and the learned pattern-to-pattern scores
     gates.py      Corollary 2's gates on outlier and clean examples, per position and per clean rank
-    verdicts.py   verdict rules that can fail, each with its text (rise at 1/2, Remark 5, Corollary 1, ...)
+    verdicts.py   verdict rules that can fail, each with its text (rise at 1/2, Remark 5, Corollaries 1
+                  and 2 (i), growth during training, Table 1's pattern, Theorem 4), in one vocabulary
 """

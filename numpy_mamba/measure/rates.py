@@ -1,8 +1,10 @@
-"""Error counts per task group (eq (5)) and their 95% Clopper-Pearson intervals, pooled over seeds."""
+"""Error counts per task group (eq (5)) and their 95% intervals: the Clopper-Pearson interval of
+the prompts pooled over seeds, and the seed-aware interval the verdict rules use (``seed_interval``)."""
 from __future__ import annotations
 
 import numpy as np
 from scipy.stats import beta as beta_dist
+from scipy.stats import t as t_dist
 
 from ..loss import misclassified
 
@@ -28,8 +30,41 @@ def clopper_pearson(k, n, level: float = 0.95):
     return low, high
 
 
+SEED_INTERVAL_RULE = ("95% interval over seeds: the Student t interval of the per-seed rates (mean +- "
+                      "t_(0.975, S-1) sd / sqrt(S), scipy.stats.t), widened where needed to contain the Clopper-"
+                      "Pearson interval of the prompts pooled over seeds (the only interval when S = 1), clipped "
+                      "to [0, 1]")
+
+
+def seed_interval(wrong, n, level: float = 0.95):
+    """The interval of ``SEED_INTERVAL_RULE`` for the rate wrong / n, elementwise.
+
+    wrong, n : (S, ...) counts, seeds first.  The seed-to-seed spread enters through the t interval
+    of the per-seed rates (seeds without prompts left out); the pooled Clopper-Pearson interval
+    keeps a floor for sampling error (seeds that all agree, e.g. all at 0 errors, would otherwise
+    give an interval of width 0).  Returns (low, high), each (...); NaN where no seed has prompts.
+    """
+    wrong, n = np.asarray(wrong, dtype=float), np.asarray(n, dtype=float)
+    if wrong.shape != n.shape or wrong.ndim == 0:
+        raise ValueError(f"wrong and n must be (S, ...) arrays of one shape, seeds first; got {wrong.shape}, {n.shape}.")
+    cp_low, cp_high = clopper_pearson(wrong.sum(0), n.sum(0), level)
+    has = n > 0
+    S = has.sum(0)                                                           # (...) seeds with prompts
+    with np.errstate(all="ignore"):
+        rate = np.where(has, wrong / n, 0.0)
+        mean = rate.sum(0) / S
+        sd = np.sqrt(np.where(has, (rate - mean) ** 2, 0.0).sum(0) / (S - 1))
+        half = t_dist.ppf(0.5 + level / 2, np.maximum(S - 1, 1)) * sd / np.sqrt(S)
+        half = np.where(S >= 2, half, 0.0)
+        low = np.clip(np.minimum(mean - half, cp_low), 0.0, 1.0)
+        high = np.clip(np.maximum(mean + half, cp_high), 0.0, 1.0)
+    empty = S == 0
+    return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
+
+
 def rate_summary(wrong, n) -> dict:
-    """Pooled rate over seeds with its 95% Clopper-Pearson interval, and the per-seed mean/min/max.
+    """Pooled rate over seeds with its 95% Clopper-Pearson interval, the per-seed mean/min/max, and
+    the seed-aware interval of ``seed_interval`` ("seed_ci95_low", "seed_ci95_high").
 
     wrong, n : (S, ...) integer counts (seeds first).  Returns a dict of (...) arrays or, for
     (S,) input, of floats.  A cell without prompts gives None, never NaN.
@@ -44,6 +79,7 @@ def rate_summary(wrong, n) -> dict:
                "seed_mean": np.where(n > 0, per_seed, 0.0).sum(0) / used,
                "seed_min": np.where(n > 0, per_seed, np.inf).min(0),
                "seed_max": np.where(n > 0, per_seed, -np.inf).max(0)}
+        out["seed_ci95_low"], out["seed_ci95_high"] = seed_interval(wrong, n)
     empty = total == 0
     return {key: _none_where(value, empty) for key, value in out.items()}
 

@@ -12,15 +12,16 @@ What the experiments build on:
 
     run.py          the command: loops over the registry, writes JSON, figures and REPORT.md's section
     common.py       settings (the paper's where it gives them, ours otherwise), worlds, training, JSON writing
+                    (eta and delta are chosen per model by the step-size rule of numpy_mamba.runs)
     ablation.py     the three-layer gap diagnosed: task set, steps, pre-norm, one at a time (`ablation` command)
     ablation_report.py  its figure and REPORT section, drawn from its JSON
-    step_size.py    the rule that chooses eta (or any training field) per model on held-out training prompts
     results.py      reading saved results: task groups and subsets, pooled rates, a layer of a three-layer result
     claims.py, claims_mechanism.py  the paper's claims, each with the rule (numpy_mamba.measure.verdicts) that decides its verdict
     report.py       the head of the "reproduce" section (claims table, settings, training, step sizes) and the terminal summary
     tables.py       number tables in Markdown (Figure 2 in numbers, task groups, Table 1, step sizes)
     report_depth3.py  the three-layer part of that section (delta/eta chosen, training, Table 1)
     plots.py        the shared figure style (colours, settings footer, saving with the smoke stamp) and Figure 2's figures
-    figures.py      Figures 3, 4 and Table 1's image, and their panels, which the three-layer figures reuse
+    figures.py      Figures 3 and 4 and their panels, which the three-layer figures reuse
+    figures_table1.py  Table 1 as numbers and image: every setting, task groups, the main setting picked out
     figures_depth3.py  the three-layer figures (fig3_L3, fig4_L3, fig5, fig6, table1_L3)
 """

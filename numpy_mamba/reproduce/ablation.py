@@ -52,7 +52,7 @@ from ..sgd import DivergenceError, TrainConfig, train
 from .. import stack
 from ..measure.tasks import task_group_names, task_groups
 from .common import MODELS, PAPER, save_result, selection_world, world_for
-from .step_size import RULE, choose
+from ..runs.step_size import RULE, choose
 
 STREAM = 11
 ARMS = {"one_layer": (1, False), "three_layer": (3, False), "three_layer_prenorm": (3, True)}

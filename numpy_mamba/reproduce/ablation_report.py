@@ -9,7 +9,7 @@ from ..runs.output import footnote, subplots
 from ..runs.output import SMOKE
 from .ablation import FACTORS, TESTS
 from .common import MODELS
-from .step_size import RULE
+from ..runs.step_size import RULE
 
 # ---------------------------------------------------------------- figure
 GROUP_LABEL = {"training": "training", "reversed": "reversed", "distance_2": "distance 2", "distance_3": "distance 3",

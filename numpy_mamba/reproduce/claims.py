@@ -2,8 +2,9 @@
 ``claims_mechanism.py``), each from a rule written in its row.
 
 Every function takes one experiment's JSON-ready result and returns table rows
-[claim, paper, ours, verdict]; verdicts are "reproduced", "partly", "not", or "not run" for a
-claim whose experiment has no result.  Rules shared with the theory section live in ``numpy_mamba/measure/verdicts.py``.
+[claim, paper, ours, verdict]; verdicts are the words of ``measure.verdicts.WORDS`` ("holds",
+"holds in part", "holds in trend", "does not hold here"), or "not run" for a claim whose experiment
+has no result.  Rules shared with the theory section live in ``numpy_mamba/measure/verdicts.py``.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def fig2_claims(res: dict) -> list:
              f"alpha = 0.8, {main}: all tasks " + ", ".join(f"{at[r]['all']:.3f}" for r in RULES)
              + "; seen " + ", ".join(f"{at[r]['seen']:.3f}" for r in RULES)
              + "; unseen " + ", ".join(f"{at[r]['unseen']:.3f}" for r in RULES) + " (A, B, C)",
-             f"{bold_verdict(level)} (rule: all-task error <= 0.01 in A, B and C; partly if in some, or on seen tasks "
+             f"{bold_verdict(level)} (rule: all-task error <= 0.01 in A, B and C; in part if in some, or on seen tasks "
              f"in all).{reason}"]]
     a_in = alphas[alphas < s["p_a_fig2"] - 1e-9].max()
     inside = [_r(point(res, "mamba", r, "all", a_in)) for r in RULES]
@@ -66,7 +67,7 @@ def fig2_claims(res: dict) -> list:
     rows.append([f"Thm 2: Mamba's error <= eps for alpha < min(1, p_a l_tr / l_ts) = {s['p_a_fig2']:g}",
                  "guarantee only up to alpha < 0.6, below Fig 2's alpha ~ 0.8",
                  f"alpha = {a_in:g}: " + ", ".join(f"{x:.3f}" for x in inside) + " (A, B, C)",
-                 f"{bold_verdict(level)} (rule: <= 0.01 reproduced, <= 0.1 partly)"])
+                 f"{bold_verdict(level)} (rule: holds if <= 0.01 in A, B and C, in part if <= 0.1)"])
     rows.append(_lt_rise_row(res, alphas, kap, Kp, main))
     rows.append(_remark5_row(res, alphas, Kp))
     rows.append(_unseen_row(res, main))
@@ -78,16 +79,17 @@ def _lt_rise_row(res, alphas, kap, Kp, main) -> list:
             for r in RULES}
     if any(x["holds"] is None for x in rise.values()):
         return ["Fig 2: the linear Transformer's error rises once alpha passes 1/2", "large for alpha > 1/2",
-                "the alpha grid has no point on one side of 1/2", "**not** (not measurable on this grid)"]
+                "the alpha grid has no point on one side of 1/2", f"{bold_verdict('none')} (not measurable on this grid)"]
     where = where_it_holds({r: x["holds"] for r, x in rise.items()})
     ours = "; ".join(f"{r}: {x['below'][0]:.3f} [{x['below'][1]:.3f}, {x['below'][2]:.3f}] -> {x['above'][0]:.3f} "
                      f"[{x['above'][1]:.3f}, {x['above'][2]:.3f}], rise {x['rise']:+.3f}" for r, x in rise.items())
     lt0 = [_r(point(res, "linear_transformer", r, "all", 0.0)) for r in RULES]
-    return ["Fig 2: the linear Transformer's error rises once alpha passes 1/2 (\"large as soon as alpha > 1/2\")",
+    return ["Fig 2: the linear Transformer's error rises once alpha passes 1/2 (\"the classification error of linear "
+            "Transformers is large as long as alpha > 1/2\", Section 4.1)",
             "large for alpha > 1/2 (A, B, C)",
-            f"{main}, LT error over alpha in (0.3, 0.5] -> (0.5, 0.7], pooled over seeds [95% CI]: {ours}",
+            f"{main}, LT error over alpha in (0.3, 0.5] -> (0.5, 0.7], pooled over seeds [95% interval over seeds]: {ours}",
             f"{bold_verdict(where['level'])} (rule, per labelling: "
-            + RISE_RULE.format(w=RISE_WINDOW, m=RISE_MARGIN) + f"; reproduced if in A, B and C). {where_text(where)}. "
+            + RISE_RULE.format(w=RISE_WINDOW, m=RISE_MARGIN) + f"; holds if in A, B and C). {where_text(where)}. "
             + ("The LT's error is not small below 1/2 either: " if min(lt0) > 0.05 else "For reference, ")
             + "at alpha = 0 the LT's error is " + ", ".join(f"{x:.3f}" for x in lt0) + " (A, B, C)."]
 
@@ -112,7 +114,7 @@ def _remark5_row(res, alphas, Kp) -> list:
             "Mamba's error below LT's for alpha > 1/2",
             f"K' = {Kp:g}, every labelling and kappa_a' of the grid: Mamba below LT at every alpha > 1/2 in "
             f"{len(where['holds_in'])} of {len(cases)} settings" + (f". {detail}" if detail else ""),
-            f"{bold_verdict(where['level'])} (rule, per (labelling, kappa_a'): {BELOW_RULE}; reproduced if in every setting). "
+            f"{bold_verdict(where['level'])} (rule, per (labelling, kappa_a'): {BELOW_RULE}; holds if in every setting). "
             f"{where_text(where)}."]
 
 
@@ -128,5 +130,5 @@ def _unseen_row(res, main) -> list:
             "and pairs 2 or 3 steps apart on the task cycle)",
             "error <= eps on all tasks of T, seen or not",
             f"alpha = 0 (no outliers), {main}, by task group: Mamba {fmt(rate)}; LT {fmt(lt)}",
-            f"{bold_verdict(level)} (rule, per unseen group: error <= 0.01; reproduced if in every group, partly if in some "
+            f"{bold_verdict(level)} (rule, per unseen group: error <= 0.01; holds if in every group, in part if in some "
             f"or if every group is <= 0.1). {where_text(where, ' (<= 0.01)')}."]

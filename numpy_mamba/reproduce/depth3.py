@@ -9,9 +9,9 @@ eq (3)'s scores and gates of ``Params(W_B, W_C, W[:, -1])`` on H^(k-1) (``layer_
 one-layer measurements (``mechanism.score_sums``, ``measure.gates.gate_profile``) serve every layer;
 tests/test_reproduce_depth3.py checks them against a literal loop over ``stack.forward_with_caches``.
 
-Delta and eta are chosen per model by the rule of step_size.py over DELTA x ETA grids on selection
-worlds (never the test settings); an SGD step of a three-layer stack does the work of three layers
-and their backward passes, so this part runs fewer seeds and steps than the one-layer part (``SETTINGS``).
+Delta and eta are chosen per model by the rule of runs/step_size.py over delta x eta grids on
+selection worlds (never the test settings; ties go to the paper's delta = 0.2, then the larger
+held-out margin).  This part runs its own number of seeds and steps (``SETTINGS``).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from .claims_mechanism import depth3_claims, depth3_not_run
 from .common import MODELS, PAPER, Settings, heldout_check, selection_world, world_for
 from .results import GROUPS
 from .mechanism import fig4_batch, probe_batch, score_sums, summarise_table1, table1_counts
-from .step_size import selection_plan
+from ..runs.step_size import selection_plan
 from ..measure.attention import score_sums as prompt_score_sums
 from ..measure.gates import gate_profile
 

@@ -1,14 +1,13 @@
-"""Figures 3 and 4 and Table 1 of the paper, drawn from ``mechanism.py`` results, and their panels
-(score curves, gates per position and per clean rank, Table 1 as an image), which the three-layer
-figures of ``figures_depth3.py`` reuse for every layer.  The shared style lives in ``plots.py``.
+"""Figures 3 and 4 of the paper, drawn from ``mechanism.py`` results, and their panels (score
+curves, gates per position and per clean rank), which the three-layer figures of
+``figures_depth3.py`` reuse for every layer.  Table 1 is drawn by ``figures_table1.py``; the shared
+style lives in ``plots.py``.
 """
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from ..runs.output import subplots
 from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
@@ -21,6 +20,15 @@ GROUP_STYLE = {"training": ("#D55E00", "-", "training partner (a training task)"
                "distance_2": ("#56B4E9", "-", "2 steps apart (never a training task)"),
                "distance_3": ("#000000", ":", "3 steps apart (never a training task)")}
 SCORE_LABEL = r"sum of attention scores $p_i^\top W_B^\top W_C\, p_{query}$"
+
+
+def model_label(result: dict, model: str) -> str:
+    """The model's name in a figure: eq (3)'s one-layer model, or for a stack's result (``results.view``
+    sets "depth") the L-layer residual stack of stack.py, which is not eq (3)."""
+    depth = result.get("depth", 1)
+    if depth == 1:
+        return MODEL_LABEL[model]
+    return f"{depth}-layer " + ("Mamba stack" if model == "mamba" else "linear Transformer stack (G = 1)")
 
 
 def score_panels(axes, result: dict, title: str = "{model}, $\\eta$ = {eta:g}") -> None:
@@ -39,7 +47,7 @@ def score_panels(axes, result: dict, title: str = "{model}, $\\eta$ = {eta:g}") 
             ax.plot(steps, np.nanmean(v, 0), color=color, ls=ls, label=label)
             ax.fill_between(steps, np.nanmin(v, 0), np.nanmax(v, 0), color=color, alpha=0.15, lw=0)
         ax.axhline(0, color=GREY, lw=0.8)
-        ax.set_title(title.format(model=MODEL_LABEL[model], eta=result["eta"][model]))
+        ax.set_title(title.format(model=model_label(result, model), eta=result["eta"][model]))
         ax.set_xlabel("SGD step t")
         ax.grid(alpha=0.3)
     axes[1].sharey(axes[0])
@@ -56,7 +64,7 @@ def fig3(result: dict, path, title: str = "Figure 3 (one-layer analogue, Corolla
     fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9,
                bbox_to_anchor=(0.5, 0.07))
     for model in MODELS:
-        training_curves(axes[2], result["per_seed"][model], model, MODEL_LABEL[model])
+        training_curves(axes[2], result["per_seed"][model], model, model_label(result, model))
     axes[2].set_yscale("symlog", linthresh=1e-2)
     axes[2].set_ylim(0, 1.5)
     axes[2].set_title(f"training loss at $p_a$ = {result['p_a']}")
@@ -105,7 +113,7 @@ def gate_position_panel(ax, runs: list, channel: str = "") -> None:
     ax.set_yscale("log")
     ax.set_xticks(position)
     ax.set_xlabel(f"context position i (the query is at l+1 = {l + 1}; distance from the query = {l + 1} - i)")
-    ax.set_ylabel(f"mean gate $G_{{{channel}i,l+1}}(w)$ (eq (3)), log scale")
+    ax.set_ylabel(f"mean gate $G_{{{channel}i,l+1}}(w)$" + (" (eq (3))" if not channel else "") + ", log scale")
     ax.set_title("gates per position (mean over prompts; bars: min-max over seeds)")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=9.5, loc="upper left")
@@ -150,94 +158,3 @@ def rank_panel(ax, runs: list, channel: str = "") -> None:
     ax.set_title("clean examples ranked by distance from the query (eq (18))")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
-
-
-PAPER_TABLE1 = {"mamba": {"FQ": 0.9984, "R": 0.9904, "CQ": 0.7328},
-                "linear_transformer": {"FQ": 0.7852, "R": 0.7828, "CQ": 0.7860}}
-
-
-GROUP_KEYS = ("seen", "reversed", "distance_2", "distance_3")    # "seen" = the training tasks
-
-
-def table1_rows(result: dict, rule: str = "flip") -> list:
-    """Detailed rows for one labelling, one per (placement, kappa_a'): for each model the paper's
-    accuracy, ours on all tasks with the seeds' range, and ours by task group (percent)."""
-    rows = []
-    for name in result["placements"]:
-        for kappa_a_prime in result["settings"]["kappa_a_primes"]:
-            row = [name, f"{kappa_a_prime:g}"]
-            for model in MODELS:
-                cell = result["accuracy"][model][rule][str(kappa_a_prime)][name]
-                a = cell["all"]
-                row += [f"{100 * PAPER_TABLE1[model][name]:.2f}",
-                        f"{100 * a['rate']:.2f} ({100 * a['seed_min']:.1f}-{100 * a['seed_max']:.1f})",
-                        " / ".join(f"{100 * cell[g]['rate']:.1f}" for g in GROUP_KEYS if g in cell)]
-            rows.append(row)
-    return rows
-
-
-TABLE1_HEADER = ["placement", "kappa_a'", "Mamba: paper", "Mamba: ours, all tasks (seed range)",
-                 "Mamba: ours, training / reversed / distance 2 / distance 3", "LT: paper",
-                 "LT: ours, all tasks (seed range)", "LT: ours, training / reversed / distance 2 / distance 3"]
-
-
-def _acc(cell: dict, sep: str = " ") -> str:
-    """'94.44 [93.7, 95.1]': accuracy (%) with its 95% Clopper-Pearson interval."""
-    return f"{100 * cell['rate']:.2f}{sep}[{100 * cell['ci95'][0]:.1f}, {100 * cell['ci95'][1]:.1f}]"
-
-
-def table1_overview(result: dict, sep: str = " ") -> tuple:
-    """(header, rows): one row per (placement, kappa_a'); the paper's two numbers, then our
-    accuracy on all tasks with its 95% interval for Mamba and LT under each outlier labelling."""
-    header = ["placement", "kappa_a'", "paper: Mamba", "paper: LT"] + [
-        f"{rule}: {'Mamba' if m == 'mamba' else 'LT'}" for rule in result["label_rules"] for m in MODELS]
-    rows = []
-    for name in result["placements"]:
-        for kappa_a_prime in result["settings"]["kappa_a_primes"]:
-            row = [name, f"{kappa_a_prime:g}"] + [f"{100 * PAPER_TABLE1[m][name]:.2f}" for m in MODELS]
-            row += [_acc(result["accuracy"][m][rule][str(kappa_a_prime)][name]["all"], sep)
-                    for rule in result["label_rules"] for m in MODELS]
-            rows.append(row)
-    return header, rows
-
-
-def table1_png(result: dict, path, label: str = "one-layer analogue", note: str = ONE_LAYER_NOTE) -> Path:
-    """Table 1 as an image: accuracy (1 - eq (5)) with 95% intervals at alpha = 0.5 for the FQ / R /
-    CQ placements, every kappa_a' and outlier labelling; the main setting (flipped labels, main
-    kappa_a') in bold blue, the setting matching the paper's pattern (targeted labels, kappa_a' =
-    kappa_a) in bold green."""
-    header, rows = table1_overview(result, sep="\n")
-    height = 0.52 * (len(rows) + 1) + 1.6
-    fig = Figure(figsize=(15, height))
-    ax = fig.add_axes((0.01, 0.0, 0.98, 1.0))
-    ax.axis("off")
-    table = ax.table(cellText=rows, colLabels=[h.replace(": ", "\n") for h in header], cellLoc="center",
-                     bbox=(0, 0.95 / height, 1, 1 - 1.55 / height))
-    table.auto_set_font_size(False)
-    table.set_fontsize(9.5)
-    main = f"{result['settings']['main_kappa_a_prime']:g}"
-    match = f"{result['paper']['kappa_a']:g}"
-    rules = result["label_rules"]
-    main_cols = [4 + 2 * rules.index("flip") + i for i in (0, 1)]
-    match_cols = [4 + 2 * rules.index("target") + i for i in (0, 1)]
-    for (r, c), cell in table.get_celld().items():
-        if r == 0:
-            cell.set_facecolor("#DDDDDD")
-        elif c < 4:
-            cell.set_facecolor("#F2F2F2")
-        for k, cols, colour in ((main, main_cols, "#CFE3F5"), (match, match_cols, "#D5EFD9")):
-            if r > 0 and rows[r - 1][1] == k and c in cols:
-                cell.set_facecolor(colour)
-                cell.get_text().set_fontweight("bold")
-    s = result["settings"]
-    ax.set_title(f"Table 1 ({label}): ICL accuracy (%) [95% Clopper-Pearson interval] at alpha = "
-                 f"{result['alpha']}, all tasks; FQ = outliers farthest from the query, R = at random positions, "
-                 "CQ = closest to the query.\nThe outcome depends on kappa_a' and the labelling (the paper gives "
-                 "neither): no single column pair is 'the' Table 1.", fontsize=10.5, y=1 - 0.55 / height)
-    ax.text(0, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + settings_line(
-        result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nBlue: main setting "
-        f"(flipped labels, kappa_a' = {main}). Green: targeted labels, kappa_a' = kappa_a = {match}, the setting "
-        "closest to the paper's pattern, singled out after seeing an earlier run. Task groups, seed ranges: "
-        f"{Path(path).with_suffix('.md').name}.",
-        fontsize=8, color=GREY, va="bottom", transform=ax.transAxes)
-    return save(fig, path, result)

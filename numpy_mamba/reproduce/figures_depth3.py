@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..runs.output import subplots
 from .results import view
-from .figures import SCORE_LABEL, fig3, fig4, gate_position_panel, rank_panel, score_panels, table1_png
+from .figures import SCORE_LABEL, fig3, fig4, gate_position_panel, rank_panel, score_panels
+from .figures_table1 import table1_png
 from .plots import save, settings_line
 from ..runs.output import footnote
 from .tables import table1_markdown

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
 from ..runs.jobs import Plan, Unit
-from . import common, figures
+from . import common, figures, figures_table1
 from .claims_mechanism import fig3_claims, fig4_claims, table1_claims
 from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
 from ..measure.attention import score_sums as prompt_score_sums
@@ -25,7 +25,7 @@ from ..measure.gates import gate_profile
 from ..measure.rates import group_wrong_counts, rate_summary
 from ..measure.tasks import task_groups
 from .results import GROUPS, subset_counts
-from .tables import table1_markdown
+from .tables import table1_markdown, table1_setting_argument
 from ..model import output
 
 NAME = "mechanism"
@@ -73,6 +73,26 @@ def table1_counts(world, params_by_model, settings: Settings, seed: int, output_
                 for model, params in params_by_model.items():
                     out[model][r, k, q], out["n"][r, k, q] = group_wrong_counts(
                         output_of(model, params, batch.P), batch.z, group, len(GROUPS))
+    return out
+
+
+def vote_baseline(settings: Settings, seed: int = 0) -> dict:
+    """Table 1's accuracy of a linear Transformer that weighs every example of the query's relevant
+    pattern alike and ignores the others (Corollary 1's picture without a gate): F = sum_{i in N_1} y_i,
+    right if sign(F) = z, half right on a tie F = 0.  No training: it depends only on the data of
+    Definition 2 (alpha = 1/2) and the outlier labelling, so it says which labelling the paper's LT
+    numbers admit.  Prompts from world ``world_for(seed)``, streams [seed, 11, labelling, placement].
+    Returns {labelling: {placement: accuracy}} (FQ, R, CQ)."""
+    world = world_for(seed)
+    out = {}
+    for r, rule in enumerate(LABEL_RULES):
+        out[rule] = {}
+        for q, (name, placement) in enumerate(TABLE1_PLACEMENTS.items()):
+            batch = testing_batch(world, settings.n_test, PAPER["l_ts"], alpha=settings.alpha_table1,
+                                  K_prime=settings.main_K_prime, kappa_a_prime=PAPER["kappa_a"], label_rule=rule,
+                                  target=settings.target, placement=placement, rng=np.random.default_rng([seed, 11, r, q]))
+            F = np.sum(batch.P[:, -1, :-1] * batch.same_pattern, axis=1)     # (n,) votes of N_1
+            out[rule][name] = float(np.mean(np.sign(F) == batch.z) + 0.5 * np.mean(F == 0))
     return out
 
 
@@ -160,12 +180,13 @@ def plan(settings: Settings, selection: dict, names: tuple = PARTS) -> Plan:
 
 
 def summarise_table1(per_seed: list, settings: Settings) -> dict:
-    """Pooled accuracies (1 - error of eq (5)) with 95% Clopper-Pearson intervals."""
+    """Pooled accuracies (1 - error of eq (5)) with 95% intervals (pooled Clopper-Pearson and over
+    seeds), per task group and subset, and the vote baseline of ``vote_baseline``."""
     n = np.stack([s["n"] for s in per_seed])                               # (S, 3, k, 3, G)
     out = {"alpha": settings.alpha_table1, "K_prime": settings.main_K_prime,
            "label_rules": list(LABEL_RULES), "placements": TABLE1_PLACEMENTS,
            "axes": f"seed, label_rule, kappa_a_prime, placement (FQ, R, CQ), task group ({', '.join(GROUPS)})",
-           "n_prompts": n, "wrong": {}, "accuracy": {}}
+           "n_prompts": n, "wrong": {}, "accuracy": {}, "vote_baseline": vote_baseline(settings)}
     for model in MODELS:
         w = np.stack([s[model] for s in per_seed])
         out["wrong"][model] = w
@@ -205,7 +226,7 @@ def draw(results: dict, out: Path) -> list:
     if "table1" in results:
         md = out / "table1.md"
         md.write_text(table1_markdown(results["table1"]) + "\n")
-        paths += [figures.table1_png(results["table1"], out / "table1.png"), md]
+        paths += [figures_table1.table1_png(results["table1"], out / "table1.png"), md]
     return paths
 
 
@@ -213,12 +234,16 @@ def report(results: dict) -> str:
     """Table 1 in full (every labelling and kappa_a'), if table1 is present."""
     if "table1" not in results:
         return ""
-    return "\n".join(["### Table 1 (table1.md, table1.png)", "", table1_markdown(results["table1"])])
+    argument = table1_setting_argument(results["table1"])
+    return "\n".join(([argument, ""] if argument else []) + ["### Table 1 (table1.md, table1.png)", "",
+                                                             table1_markdown(results["table1"])])
 
 
 def _as_accuracy(e: dict) -> dict:
-    """Turn an error summary into an accuracy summary (1 - rate; interval flipped)."""
+    """Turn an error summary into an accuracy summary (1 - rate; intervals flipped): "ci95" the pooled
+    Clopper-Pearson interval, "seed_ci95" the interval over seeds (``measure.rates.seed_interval``)."""
     if e["rate"] is None:
         return e
-    return {"rate": 1 - e["rate"], "ci95": [1 - e["ci95_high"], 1 - e["ci95_low"]], "n": int(e["n"]),
+    return {"rate": 1 - e["rate"], "ci95": [1 - e["ci95_high"], 1 - e["ci95_low"]],
+            "seed_ci95": [1 - e["seed_ci95_high"], 1 - e["seed_ci95_low"]], "n": int(e["n"]),
             "seed_mean": 1 - e["seed_mean"], "seed_min": 1 - e["seed_max"], "seed_max": 1 - e["seed_min"]}

@@ -136,11 +136,15 @@ def fig2_sensitivity(result: dict, path) -> Path:
                 ax.set_xlabel(r"$\alpha$ (test outlier fraction)")
             if j == 0:
                 ax.set_ylabel("test error (all tasks)")
-    axes[0, 0].legend(fontsize=8, loc="upper left")
+    handles, labels = axes[0, 0].get_legend_handles_labels()     # every panel draws the same lines
+    handles += [Line2D([], [], color=GREY, ls=":"), Line2D([], [], color=GREY, ls="-."),
+                Line2D([], [], color="black", ls="--", lw=0.8)]
+    labels += [r"$\alpha$ = 1/2", rf"$\alpha = p_a$ = {result['p_a']}", "error = 0.01"]
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, title="every panel:", title_fontsize=9,
+               bbox_to_anchor=(0.5, 0.035))
     fig.suptitle(r"Figure 2, sensitivity: test outlier magnitude $\kappa_a'$ (rows) and irrelevant-pattern range K'")
-    footnote(fig, settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds. "
-                                  "Dotted: alpha = 1/2; dash-dot: alpha = p_a; dashed black: error 0.01."), FIG2_NOTE)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.98))
+    footnote(fig, settings_line(result, f"{s['n_test']} test prompts per seed and point, pooled over seeds."), FIG2_NOTE)
+    fig.tight_layout(rect=(0, 0.12, 1, 0.98))
     return save(fig, path, result)
 
 

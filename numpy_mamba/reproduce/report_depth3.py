@@ -9,7 +9,7 @@ import numpy as np
 from .common import MODELS
 from .results import view
 from .figures_depth3 import MODELS_TEXT
-from .step_size import table_rows
+from ..runs.step_size import PAPER_DELTA, table_rows
 from .tables import SHORT, md_table, table1_markdown
 
 
@@ -32,6 +32,43 @@ def chosen_text(res: dict) -> str:
     return "; ".join(f"{SHORT[m]} delta {res['delta'][m]:g}, eta {res['eta'][m]:g}" for m in MODELS)
 
 
+def tie_text(sel: dict) -> str:
+    """' (tied with 5 other candidates at held-out loss 0.00e+00; the tie-break took ...)' or ''."""
+    best = next(r["mean"] for r in sel["candidates"] if r["fields"] == sel["chosen"])
+    if "tied" not in sel:                 # a record without "tied": its rule broke ties by grid order
+        tied = sum(r["mean"] == best for r in sel["candidates"]) - 1
+        return (f" (tied with {tied} other candidate(s) at held-out loss {best:.2e}; the rule of this result took "
+                "the first in grid order)") if tied else ""
+    if len(sel["tied"]) < 2:
+        return ""
+    margins = {tuple(r["fields"].items()): r.get("mean_margin") for r in sel["candidates"]}
+    tied = "; ".join(f"{', '.join(f'{k} = {v:g}' for k, v in f.items())}: margin "
+                     + ("n/a" if margins.get(tuple(f.items())) is None else f"{margins[tuple(f.items())]:.2f}")
+                     for f in sel["tied"])
+    why = ("delta = 0.2 first" if "delta" in sel["chosen"] and sel["chosen"]["delta"] == PAPER_DELTA
+           and any(f.get("delta") != PAPER_DELTA for f in sel["tied"]) else "the larger margin")
+    return (f" (tied with {len(sel['tied']) - 1} other candidate(s) at held-out loss {best:.2e}, mean held-out margin "
+            f"z F: {tied}; the tie-break decided by {why})")
+
+
+def delta_text(res: dict) -> str:
+    """'; delta = 0.2, the paper's value, for both models', or for each model that departs from it
+    the best held-out loss at delta = 0.2 against the chosen one, from the rule's record."""
+    off = []
+    for m in MODELS:
+        if res["delta"][m] == PAPER_DELTA:
+            continue
+        sel = res["step_size"][m]
+        chosen = next(r["mean"] for r in sel["candidates"] if r["fields"] == sel["chosen"])
+        at_paper = [r["mean"] for r in sel["candidates"] if r["fields"].get("delta") == PAPER_DELTA and r["mean"] is not None]
+        why = ("every eta diverged at delta = 0.2" if not at_paper else
+               f"best held-out loss at delta = 0.2: {min(at_paper):.2e}, chosen: {chosen:.2e}"
+               + ("; a tie that the grid order of this result's rule broke" if min(at_paper) <= chosen else ""))
+        off.append(f"{SHORT[m]} {res['delta'][m]:g} ({why})")
+    return (f"; delta = {PAPER_DELTA:g}, the paper's value, for both models" if not off else
+            f"; delta differs from the paper's {PAPER_DELTA:g} for: {'; '.join(off)}")
+
+
 def section(res: dict) -> str:
     s = res["settings"]
     L = res["n_layers"]
@@ -42,25 +79,25 @@ def section(res: dict) -> str:
              "layer k the \"examples\" are the columns h_i of H^(k-1); the score is s_{i,l+1} = h_i^T W_B^T W_C "
              "h_{l+1} and the gate is G_{d+1,i,l+1}, the label channel's gate at the query column (the one that "
              "moves F).",
-             f"- delta and eta **chosen per model** by the same rule (numpy_mamba/reproduce/step_size.py) over "
+             f"- delta and eta **chosen per model** by the same rule (numpy_mamba/runs/step_size.py) over "
              f"delta in {{{', '.join(f'{x:g}' for x in s['delta_grid'])}}} x eta in "
              f"{{{', '.join(f'{x:g}' for x in s['eta_grid'])}}}, {s['select_seeds']} selection seed(s) on their own "
              f"worlds, T = {s['T']}, {s['n_heldout']} held-out training prompts (p_a = {res['p_a']}); never on test "
-             f"settings. Chosen: {chosen_text(res)}.",
-             f"- Run size (ours, to keep the whole command under 15 minutes on two cores): {s['seeds']} seeds "
-             f"(the one-layer part has more), T = {s['T']} steps, B = {s['B']}, {s['n_test']} test prompts per seed "
+             f"settings. Candidates that fit the held-out training prompts equally well (typically all at loss 0) are "
+             f"told apart by the rule's tie-break: the paper's delta = {PAPER_DELTA:g} (Section 4: \"Let delta = "
+             f"0.2\") first, then the larger mean held-out margin z F, then grid order. Chosen: {chosen_text(res)}"
+             f"{delta_text(res)}.",
+             f"- Run size: {s['seeds']} seeds, T = {s['T']} steps, B = {s['B']}, {s['n_test']} test prompts per seed "
              f"and cell, {s['n_probe']} fixed probe prompts for the score curves. Same worlds (seed s) and test "
-             "prompts as the one-layer runs of Figs 3-4 and Table 1.", ""]
+             "prompts as the one-layer runs of Figs 3-4 and Table 1. What the number of steps, the training tasks "
+             "and the architecture do to the three-layer results is the question of the `ablation` command, not "
+             "of this section.", ""]
     for model in MODELS:
         sel = res["step_size"][model]
         edges = grid_edges(sel)
         flag = (f" ({'; '.join(edges)}: an edge of the grid, so a value outside it might score better; the grid "
                 "is not widened after seeing this)") if edges else ""
-        best = next(r["mean"] for r in sel["candidates"] if r["fields"] == sel["chosen"])
-        tied = sum(r["mean"] == best for r in sel["candidates"]) - 1
-        if tied:
-            flag += (f" (tied with {tied} other candidate(s) at held-out loss {best:.2e}; the rule takes the first "
-                     "in grid order)")
+        flag += tie_text(sel)
         lines += [f"**Three-layer {SHORT[model]}: {', '.join(f'{k} = {v:g}' for k, v in sel['chosen'].items())} "
                   f"chosen{flag}**", ""]
         lines += md_table(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]] + ["mean", ""],

@@ -13,7 +13,7 @@ from .common import PAPER
 
 GROUPS = task_group_names(PAPER["M1"])          # training, reversed, distance_2, distance_3
 SUBSETS = ("seen", "unseen", "all") + GROUPS[1:]  # seen = the training tasks; unseen = every other group
-SUMMARY_KEYS = ("rate", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max")
+SUMMARY_KEYS = ("rate", "ci95_low", "ci95_high", "seed_ci95_low", "seed_ci95_high", "seed_mean", "seed_min", "seed_max")
 
 
 def subset_counts(x) -> dict:
@@ -26,7 +26,8 @@ def subset_counts(x) -> dict:
 
 def summarise(w, n) -> dict:
     """Pooled error per label rule and subset: for each key of SUMMARY_KEYS a nested list
-    indexed [kappa_a'][K'][alpha] (95% Clopper-Pearson interval; per-seed mean, min, max)."""
+    indexed [kappa_a'][K'][alpha] (95% Clopper-Pearson interval of the pooled prompts; 95% interval
+    over seeds, ``measure.rates.seed_interval``; per-seed mean, min, max)."""
     sw, sn = subset_counts(w), subset_counts(n)
     out = {}
     for r, rule in enumerate(LABEL_RULES):
@@ -46,15 +47,17 @@ def curve(result: dict, model: str, rule: str, subset: str, kappa_a_prime: float
 
 
 def point(result: dict, model: str, rule: str, subset: str, alpha: float, kappa_a_prime=None, K_prime=None):
-    """Summary of one alpha (main kappa_a', K' unless given): {"rate", "ci95": [low, high], ...}."""
+    """Summary of one alpha (main kappa_a', K' unless given): {"rate", "ci95": [low, high] (pooled
+    Clopper-Pearson), "seed_ci95": [low, high] (over seeds; None in results without it), ...}."""
     s = result["settings"]
     kappa_a_prime = s["main_kappa_a_prime"] if kappa_a_prime is None else kappa_a_prime
     K_prime = s["main_K_prime"] if K_prime is None else K_prime
     a = int(np.argmin(np.abs(np.asarray(s["alphas"]) - alpha)))
     k, c = s["kappa_a_primes"].index(kappa_a_prime), s["K_primes"].index(K_prime)
     table = result["error"][model][rule][subset]
-    cell = {key: table[key][k][c][a] for key in SUMMARY_KEYS}
+    cell = {key: table[key][k][c][a] for key in SUMMARY_KEYS if key in table}
     cell["ci95"] = [cell.pop("ci95_low"), cell.pop("ci95_high")]
+    cell["seed_ci95"] = [cell.pop("seed_ci95_low", None), cell.pop("seed_ci95_high", None)]
     return cell
 
 

@@ -7,4 +7,6 @@
                    smoke-run stamp and settings footers of figures; show_figure for the tutorials
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
     summary.py     the closing lines every experiment command prints: verdicts, files, one elapsed time
+    step_size.py   the rule that chooses eta (or delta, or any training field) per model on held-out
+                   training prompts, never on test settings; reproduce and theory both use it
 """

@@ -1,5 +1,5 @@
 """Theorems 1-4 measured: iterations to converge (eqs (9), (14)) and the tolerated outlier
-fraction (Theorem 2 (c), Theorem 4 (c), (d)).
+fraction (Theorem 2 (c), Theorem 4 (c), (d)), with eta chosen per model by the step-size rule.
 
 Each function takes the world and a settings dict (see ``theory.SETTINGS``) and returns a
 ``Plan``: independent units (one training run each, seeded by its own seed stream) and how to
@@ -14,11 +14,12 @@ import numpy as np
 
 from .._models import PAPER_MODELS as MODELS
 from ..runs.jobs import Plan, Unit
-from ..data import World
+from ..data import SECTION4_TEST_OUTLIERS, World
 from ..sgd import DivergenceError, TrainConfig, train
-from ..measure.verdicts import where_it_holds, where_text, word
+from ..measure.verdicts import (THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient, where_it_holds, where_text,
+                                word)
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
-
+from .step_sizes import eta_for
 
 def _verdict(slope_mean, slope_sd, claim, tol=0.25, n=1) -> str:
     """'holds' if the mean slope is within max(tol, 2 standard errors) of the claim; 'holds in
@@ -26,8 +27,8 @@ def _verdict(slope_mean, slope_sd, claim, tol=0.25, n=1) -> str:
     if slope_mean is None:
         return "not measured (too few converged runs)"
     if abs(slope_mean - claim) <= max(tol, 2 * slope_sd / np.sqrt(max(n, 1))):
-        return "holds"
-    return "holds in trend" if np.sign(slope_mean) == np.sign(claim) and claim != 0 else "does not hold here"
+        return word("full")
+    return word("trend") if np.sign(slope_mean) == np.sign(claim) and claim != 0 else word("none")
 
 
 def convergence_verdict(grid, T_by_seed, slope: dict, label: str = "p_a") -> tuple[str, str]:
@@ -47,16 +48,17 @@ def convergence_verdict(grid, T_by_seed, slope: dict, label: str = "p_a") -> tup
     if not never:
         return slope_v, detail
     detail += f"; no seed reached eps at {label} = {', '.join(map(str, never))} (T infinite there, against the claim)"
-    return ("holds in part" if slope_v in ("holds", "holds in trend") else "does not hold here"), detail
+    return (word("part") if slope_v in (word("full"), word("trend")) else word("none")), detail
 
 
-def judge_tolerated(out: dict) -> dict:
-    """Verdicts of Theorem 2 (c), Theorem 4 (c) and Remark 5 from ``out["runs"]``, case by case.
+def judge_tolerated(out: dict, lt_context: dict | None = None) -> dict:
+    """Verdicts of Theorem 2 (c), Theorem 4 and Remark 5 from ``out["runs"]``, case by case.
 
     Theorem 2: in each (p_a, kappa_a', l_ts) case, alpha* >= min(1, p_a l_tr / l_ts) (less one grid
     step) in every seed.  Remark 5: in each case trained at the linear Transformer's p_a, Mamba's
     alpha* > the linear Transformer's in every seed.  "holds" if in every case, "holds in part" if in
-    some (``measure.verdicts.where_it_holds``); out["verdict_detail"] names the cases."""
+    some (``measure.verdicts.where_it_holds``); out["verdict_detail"] names the cases.  Theorem 4:
+    ``judge_theorem4`` on the linear Transformer's error curves (and ``lt_context``'s, if given)."""
     s = out["settings"]
     step = float(np.min(np.diff(s["alphas"])))
     mamba = [r for r in out["runs"] if r["model"] == "mamba" and r["alpha_star"] is not None]
@@ -75,11 +77,58 @@ def judge_tolerated(out: dict) -> dict:
     for claim, cases in (("mamba", thm2), ("remark5", rem5)):
         if cases:
             w = where_it_holds(cases)
-            out["verdict"][claim], out["verdict_detail"][claim] = word(w["level"], "theory"), where_text(w)
+            out["verdict"][claim], out["verdict_detail"][claim] = word(w["level"]), where_text(w)
         else:
             out["verdict"][claim] = "not measured"
-    out["verdict"]["linear_transformer"] = ("not measured" if not lt else "holds"
-                                            if max(r["alpha_star"] for r in lt) <= 0.5 + step else "does not hold here")
+    return judge_theorem4(out, lt_context)
+
+
+def theorem4_cells(out: dict, lt_context: dict | None = None) -> list:
+    """The linear Transformer's error counts per (kappa_a', l_ts, alpha), seeds stacked, from the
+    error curves of ``tolerated_alpha`` and, if given, of ``lt_context_needed`` (alpha near 1/2, long
+    contexts); runs that diverged have no curve and are left out (Theorem 4 assumes training
+    converged, Theorem 3)."""
+    s, found = out["settings"], {}
+    for r in out["runs"]:
+        if r["model"] == "mamba" or r.get("errors") is None:
+            continue
+        for alpha, e in zip(s["alphas"], r["errors"]):
+            found.setdefault((r["kappa_a_prime"], r["l_ts"], alpha), []).append(e)
+    if lt_context is not None:
+        c = lt_context["settings"]
+        for r in lt_context.get("runs", []):
+            for alpha, row in zip(c["lt_alphas"], r["errors"]):
+                for l_ts, e in zip(c["lt_l_ts_grid"], row):
+                    found.setdefault((c["kappa_a_prime"][0], l_ts, alpha), []).append(e)
+    if not found:
+        return []
+    B = s["B_test"]
+    return [{"kappa_a_prime": k, "l_ts": l, "alpha": a, "wrong": np.round(np.asarray(e) * B), "n": np.full(len(e), B)}
+            for (k, l, a), e in sorted(found.items())]
+
+
+def judge_theorem4(out: dict, lt_context: dict | None = None) -> dict:
+    """Theorem 4 as stated (``measure.verdicts.THEOREM4_RULE``, eps = the alpha* threshold): a
+    small error wherever conditions (b)-(d) hold.  Adds out["theorem4"], out["verdict"]
+    ["linear_transformer"] and its detail.  The linear Transformer's alpha* above 1/2 or not is
+    left unjudged here: the theorem does not say the error is large at alpha >= 1/2."""
+    s, c = out["settings"], out.get("theorem4_constants")
+    cells = theorem4_cells(out, lt_context)
+    if c is None or not cells:
+        out["verdict"]["linear_transformer"] = "not measured"
+        return out
+    eps = s["threshold"]
+    p_a = min(s["p_a_train"]["linear_transformer"])
+    bound = theorem4_kappa_bound(c["V"], c["beta"], p_a, c["kappa_a"], c["L"], s["l_tr"], eps)
+    r = theorem4_sufficient(cells, eps, c["M1"], bound)
+    out["theorem4"] = dict(r, eps=eps, kappa_bound=bound, rule=THEOREM4_RULE.format(eps=eps))
+    if r["level"] is None:
+        out["verdict"]["linear_transformer"] = "not measured (no measured cell meets conditions (b)-(d))"
+        return out
+    out["verdict"]["linear_transformer"] = word(r["level"])
+    out["verdict_detail"]["linear_transformer"] = (
+        f"{r['claimed']} measured cells meet (b)-(d); {where_text(r)}; highest interval end {r['worst']['high']:.3f} "
+        f"(error {r['worst']['rate']:.3f}) at {r['worst']['cell']}")
     return out
 
 
@@ -169,8 +218,9 @@ def _convergence_vs_l_tr(s: dict, measured: dict) -> dict:
 
 def trained(world, s, model, p_a, seed):
     """Algorithm 1 with the settings ``s`` at training outlier fraction ``p_a``, seed stream
-    [seed, 3]: (params, final minibatch loss), or (None, the error message) if it diverged."""
-    config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=p_a, delta=s["delta"])
+    [seed, 3], step size ``eta_for(s, model, p_a)``: (params, final minibatch loss), or (None, the
+    error message) if it diverged."""
+    config = TrainConfig(T=s["T"], B=s["B"], eta=eta_for(s, model, p_a), l_tr=s["l_tr"], p_a=p_a, delta=s["delta"])
     try:
         params, history = train(world, config, model, rng=np.random.default_rng([seed, 3]))
     except DivergenceError as exc:
@@ -201,12 +251,16 @@ def tolerated_alpha(world: World, s: dict) -> Plan:
     for the linear Transformer (claim: alpha* < 1/2).  One unit per (model, p_a, seed)."""
     keys = [(model, p_a, seed) for model in MODELS for p_a in s["p_a_train"][model] for seed in s["seeds"]]
     units = [Unit(k, f"tolerated alpha {k[0]} p_a={k[1]} seed {k[2]}", _alpha_run, (world, s, *k)) for k in keys]
-    return Plan(units, partial(_tolerated_alpha, s, keys))
+    # Theorem 4's (b) and (d) need M1, V, beta, kappa_a and L (eq (11): the smallest coefficient sum of v')
+    constants = {"M1": world.M1, "V": world.V, "beta": world.beta, "kappa_a": TrainConfig.kappa_a,
+                 "L": float(SECTION4_TEST_OUTLIERS.sum(axis=1).min())}
+    return Plan(units, partial(_tolerated_alpha, s, keys, constants))
 
 
-def _tolerated_alpha(s: dict, keys: list, measured: dict) -> dict:
+def _tolerated_alpha(s: dict, keys: list, constants: dict, measured: dict) -> dict:
     alphas = s["alphas"]
-    out = {"settings": s, "runs": [r for k in keys for r in measured[k]], "verdict": {}}
+    out = {"settings": s, "runs": [r for k in keys for r in measured[k]], "verdict": {},
+           "theorem4_constants": constants}
     mamba = [r for r in out["runs"] if r["model"] == "mamba" and r["alpha_star"] is not None]
     lt = [r for r in out["runs"] if r["model"] != "mamba" and r["alpha_star"] is not None]
     step = float(np.min(np.diff(alphas)))

@@ -13,9 +13,9 @@ import numpy as np
 from ..runs.jobs import Plan, Unit
 from ..data import World, make_world, testing_batch, training_batch
 from ..measure.attention import score_sums
-from ..measure.gates import gate_statistics
+from ..measure.gates import gate_profile, gate_statistics
 from ..measure.tasks import task_group_names, task_groups
-from ..measure.verdicts import corollary1, word
+from ..measure.verdicts import corollary1, gate_ratio, where_it_holds, where_text, word
 from ..sgd import TrainConfig, train
 from .claims import trained
 from .measure import fit_slope, lemma6_sum, projections
@@ -67,19 +67,24 @@ def judge_attention(out: dict, M1: int) -> dict:
     c = corollary1(cat("same"), cat("different"), cat("group").astype(int), task_group_names(M1))
     out["corollary1"] = c
     out["mean_median_same"] = float(np.mean([r["median_same"] for r in out["runs"]]))
-    out["verdict"] = {"same_at_least_theta_1": "holds" if c["part_a"] else "does not hold here",
-                      "corollary1": word(c["level"], "theory")}
+    out["verdict"] = {"same_at_least_theta_1": word("full" if c["part_a"] else "none"),
+                      "corollary1": word(c["level"])}
     return out
 
 
 def _M1_run(s: dict, M1: int, seed: int) -> dict:
-    """One unit of ``gates_vs_M1``: train Mamba on a world with M1 relevant patterns, measure its gates."""
+    """One unit of ``gates_vs_M1``: train Mamba on a world with M1 relevant patterns (step size
+    s["eta"][str(M1)], chosen by ``gates_step_size_plans``, or one number for every M1 in the
+    JSON of earlier runs), measure its gates."""
     world = make_world(d=s["d"], M1=M1, M2=s["M2"], V=s["V"], beta=s["beta"], rng=s["world_seed"])
-    config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
+    eta = s["eta"][str(M1)] if isinstance(s["eta"], dict) else s["eta"]
+    config = TrainConfig(T=s["T"], B=s["B"], eta=eta, l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
     params, _ = train(world, config, "mamba", rng=np.random.default_rng([seed, 4, M1]))
     test = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 12]))
     tr = training_batch(world, s["B_test"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([seed, 13]))
-    return {"M1": M1, "seed": seed, "test": gate_statistics(params, test), "train": gate_statistics(params, tr)}
+    profile = gate_profile(params, test)
+    return {"M1": M1, "seed": seed, "test": gate_statistics(params, test), "train": gate_statistics(params, tr),
+            "test_by_position": {k: profile[k] for k in ("outlier_mean", "clean_mean")}}
 
 
 def gates_vs_M1(s: dict) -> Plan:
@@ -121,13 +126,38 @@ def _gates_vs_M1(s: dict, measured: dict) -> dict:
         "slope_logit_outlier_vs_log_M1": float(np.polyfit(np.log(s["M1_grid"]), list(logit_out.values()), 1)[0]),
     })
     out["verdict"] = {
-        "cor2_outlier_gates": ("holds" if max(per_seed) < 0 and slope_sigma < 0 else "holds in trend"
-                               if slope_G < 0 else "does not hold here"),
-        "cor2_local_bias": "holds" if np.mean(decay) <= 1.0 + 2 * np.std(decay) else "does not hold here",
-        "lemma5_outlier_logits": ("holds" if all(logit_out[M] <= -np.log(M) for M in s["M1_grid"]) else
-                                  "holds in trend" if all(v < 0 for v in logit_out.values()) else "does not hold here"),
-        "lemma5_clean_logits": ("holds" if np.ptp(list(logit_clean.values())) < 1.0 else "holds in trend"),
+        "cor2_outlier_gates": word("full" if max(per_seed) < 0 and slope_sigma < 0 else "trend" if slope_G < 0 else "none"),
+        "cor2_local_bias": word("full" if np.mean(decay) <= 1.0 + 2 * np.std(decay) else "none"),
+        "lemma5_outlier_logits": word("full" if all(logit_out[M] <= -np.log(M) for M in s["M1_grid"]) else
+                                      "trend" if all(v < 0 for v in logit_out.values()) else "none"),
+        "lemma5_clean_logits": word("full" if np.ptp(list(logit_clean.values())) < 1.0 else "trend"),
     }
+    judge_gate_ratio(out)
+    return out
+
+
+def judge_gate_ratio(out: dict) -> dict:
+    """Corollary 2 (i) at each M1 by the rule shared with the reproduce section
+    (``measure.verdicts.gate_ratio``: outlier gate <= clean gate / M1 at every position, seeds
+    judged by their spread); holds at an M1 if at every position there.  Runs of earlier code
+    without per-position gates are left unjudged.  Adds out["gate_ratio"] and its verdict."""
+    runs = [r for r in out["runs"] if "test_by_position" in r]
+    if not runs:
+        return out
+    by_M1 = {}
+    for M1 in out["settings"]["M1_grid"]:
+        mine = [r["test_by_position"] for r in runs if r["M1"] == M1]
+        by_M1[M1] = gate_ratio([r["outlier_mean"] for r in mine], [r["clean_mean"] for r in mine], M1)
+    cases = {f"M1 = {M1}": r["level"] == "full" for M1, r in by_M1.items()}
+    w = where_it_holds(cases)
+    ranges = {M1: [min(x for x in r["ratio"] if x is not None), max(x for x in r["ratio"] if x is not None)]
+              for M1, r in by_M1.items() if any(x is not None for x in r["ratio"])}
+    out["gate_ratio"] = {"by_M1": by_M1, "ratio_range_by_M1": ranges}
+    out["verdict"]["cor2_gate_ratio"] = word(w["level"])
+    held = {M1: f"{len(r['holds_in'])}/{len(r['holds_in']) + len(r['fails_in'])}" for M1, r in by_M1.items()}
+    out.setdefault("verdict_detail", {})["cor2_gate_ratio"] = (
+        f"{where_text(w)} (an M1 holds if every position does; positions that hold, by M1: "
+        + ", ".join(f"{M1}: {v}" for M1, v in held.items()) + ")")
     return out
 
 

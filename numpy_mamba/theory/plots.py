@@ -33,6 +33,18 @@ def _plain_log_ticks(ax, axes="xy"):
             axis.set_minor_formatter(NullFormatter())
 
 
+def _eta(eta) -> str:
+    """A footer's step size: one number, or the step-size rule's choice per model and p_a (or per M1)."""
+    if not isinstance(eta, dict):
+        return f"eta = {eta}"
+    short = {"mamba": "Mamba", "linear_transformer": "LT"}
+    if all(isinstance(v, dict) for v in eta.values()):
+        parts = [f"{short.get(m, m)} " + ", ".join(f"{e:g} (p_a {p})" for p, e in by.items()) for m, by in eta.items()]
+    else:
+        parts = [", ".join(f"{e:g} (M1 {M1})" for M1, e in eta.items())]
+    return "eta chosen by the step-size rule: " + "; ".join(parts)
+
+
 def _finish(fig, path: Path, settings: dict, footer: str, bottom: float = 0.13) -> Path:
     """Footer with the settings, layout, the smoke stamp of a quick run, save."""
     footnote(fig, footer, NOTE)
@@ -136,7 +148,7 @@ def tolerated(res, lt_need, path: Path) -> Path:
                 mfc=None if r["kappa_a_prime"] == k0 else "none")
     xs = np.geomspace(0.05, 3, 100)
     ax.plot(xs, np.minimum(1, xs), "-", color="grey", lw=1, label=r"Theorem 2 (c): $\min(1, p_a l_{tr} / l_{ts})$")
-    ax.axhline(0.5, color=ORANGE, lw=1, ls="--", label="Theorem 4 (c): 1/2")
+    ax.axhline(0.5, color=ORANGE, lw=1, ls="--", label=r"$\alpha$ = 1/2: Theorem 4 (c) covers $\alpha$ < 1/2 only")
     for model in ("mamba", "linear_transformer"):
         for p_a in s["p_a_train"][model]:
             ax.plot([], [], P_A_MARKER.get(p_a, "o"), color=COLOR[model], label=rf"{LABEL[model]}, trained at $p_a$ = {p_a}")
@@ -157,7 +169,7 @@ def tolerated(res, lt_need, path: Path) -> Path:
            ylabel=rf"smallest $l_{{ts}}$ with error <= {s['threshold']}", title=r"Theorem 4 (d): context needed as $\alpha \to 1/2$")
     ax.legend(fontsize=8.5)
     _plain_log_ticks(ax)
-    footer = (f"Training: T = {s['T']}, eta = {s['eta']}, delta = {s['delta']}, B = {s['B']}, l_tr = {s['l_tr']}, kappa_a = 2; "
+    footer = (f"Training: T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, l_tr = {s['l_tr']}, kappa_a = 2; "
               f"p_a: Mamba {s['p_a_train']['mamba']}, linear Transformer {s['p_a_train']['linear_transformer']}; "
               f"{len(s['seeds'])} seeds. Test (Definition 2): kappa_a' in {s['kappa_a_prime']}, K' = 1.5, Section 4's v', "
               f"flipped outlier labels, {s['B_test']} prompts per point, l_ts in {s['l_ts_grid']}; alpha grid step "
@@ -187,7 +199,7 @@ def attention(res, path: Path) -> Path:
            ylabel="testing prompts", title=rf"Corollary 1 (Mamba trained at $p_a$ = {s['cor1_p_a']})")
     ax.set_ylim(0, 1.65 * ax.get_ylim()[1])                        # room for the legend above the bars
     ax.legend(fontsize=8.5, loc="upper left")
-    footer = (f"Training: p_a = {s['cor1_p_a']}, T = {s['T']}, eta = {s['eta']}, delta = {s['delta']}, B = {s['B']}, "
+    footer = (f"Training: p_a = {s['cor1_p_a']}, T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, "
               f"l_tr = {s['l_tr']}. Test: l_ts = {s['l_ts']}, alpha = {s['alpha']}, kappa_a' = 2, K' = 1.5, flipped labels, "
               f"{s['B_test']} prompts x {len(res['runs'])} seeds, pooled.")
     return _finish(fig, path, s, footer, bottom=0.1)
@@ -233,7 +245,7 @@ def gates(res, path: Path) -> Path:
     ax.set_xticks(M1, [str(m) for m in M1])
     fig.suptitle(rf"Corollary 2 and Lemma 5: Mamba trained at $p_a$ = {s['p_a']}, tested at $\kappa_a'$ = 2, "
                  rf"$\alpha$ = {s['alpha']} (reproduce's fig4: $p_a$ = 0.4, $\kappa_a'$ = 8, so its values differ)")
-    footer = (f"Training: p_a = {s['p_a']}, T = {s['T']}, eta = {s['eta']}, delta = {s['delta']}, B = {s['B']}, "
+    footer = (f"Training: p_a = {s['p_a']}, T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, "
               f"l_tr = {s['l_tr']}, kappa_a = 2, M1 in {s['M1_grid']} (one world each), {len(s['seeds'])} seeds. "
               f"Test (Definition 2): kappa_a' = 2, K' = 1.5, flipped labels, alpha = {s['alpha']}, l_ts = {s['l_ts']}, "
               f"{s['B_test']} prompts per run; w^T p on {s['B_test']} training prompts.")

@@ -6,8 +6,10 @@ import json
 import numpy as np
 
 from .claims import convergence_verdict, judge_tolerated
-from ..measure.verdicts import COROLLARY1_RULE, corollary1_text
+from .step_sizes import eta_for
+from ..measure.verdicts import COROLLARY1_RULE, GATE_RATIO_RULE, corollary1_text
 from ..runs.output import SMOKE
+from ..runs.step_size import RULE as STEP_RULE, table_rows
 
 
 def _d(mapping, nd=2) -> str:
@@ -69,7 +71,7 @@ def _alpha_table(res) -> list[str]:
         x = p_a * s["l_tr"] / l_ts
         val = f"{np.mean(a):.2f} ± {np.std(a):.2f}" if a else "diverged"
         rows.append(f"| {model} | {p_a} | {kappa:g} | {l_ts} | {x:.2f} | "
-                    f"{min(1.0, x) if model == 'mamba' else '1/2 (Thm 4)'} | {val} |")
+                    f"{min(1.0, x) if model == 'mamba' else 'none (Thm 4 is judged below)'} | {val} |")
     return rows
 
 
@@ -80,8 +82,40 @@ def rejudge(results) -> dict:
     for model in p["T"]:
         p["verdict"][model], p.setdefault("verdict_detail", {})[model] = convergence_verdict(
             p["settings"]["p_a_grid"], p["T"][model], p["slope"][model])
-    judge_tolerated(results["alpha"])
+    judge_tolerated(results["alpha"], results.get("lt_context"))
     return results
+
+
+def _etas(sa) -> str:
+    """The step sizes of the "alpha" experiments, per model and training p_a."""
+    return "; ".join(f"{model} at p_a = {p_a}: eta = {eta_for(sa, model, p_a):g}"
+                     for model, grid in sa["p_a_train"].items() for p_a in grid)
+
+
+def _M1_etas(g) -> str:
+    """The step size at each M1 of the gates experiment, and how it was chosen."""
+    s = g["settings"]
+    if not isinstance(s.get("eta"), dict):
+        return f"eta = {s['eta']} at every M1."
+    held = {M1: min(r["mean"] for r in sel["candidates"] if r["mean"] is not None) for M1, sel in g["step_size"].items()}
+    return (f"eta chosen at each M1 by the same step-size rule ({len(s['select_seeds'])} selection seed(s), worlds of "
+            f"that M1 of their own, {s['n_heldout']} held-out training prompts; every candidate's loss is in "
+            "theory_gates.json): " + ", ".join(f"M1 = {M1}: {eta:g} (held-out loss {held[M1]:.1e})"
+                                               for M1, eta in s["eta"].items()) + ".")
+
+
+def _step_table(step_size) -> list[str]:
+    """Every candidate's held-out loss per selection seed, per model and training p_a."""
+    if not step_size:
+        return []
+    lines = []
+    for model, by_p in step_size.items():
+        for p_a, sel in by_p.items():
+            lines += [f"Step size, {model} at p_a = {p_a} (held-out hinge loss per selection seed):", "",
+                      "| candidate | " + " | ".join(f"seed {k}" for k in sel["seeds"]) + " | mean | |",
+                      "|---|" + "---|" * (len(sel["seeds"]) + 2)]
+            lines += ["| " + " | ".join(row) + " |" for row in table_rows(sel)] + [""]
+    return lines
 
 
 def summary(results) -> dict:
@@ -100,13 +134,16 @@ def summary(results) -> dict:
         "thm2_fraction_meeting_bound": a["mamba_fraction_meeting_bound"], "thm2_verdict": a["verdict"]["mamba"],
         "thm2_detail": a.get("verdict_detail", {}).get("mamba"),
         "remark5_verdict": a["verdict"].get("remark5"), "remark5_detail": a.get("verdict_detail", {}).get("remark5"),
+        "step_size_chosen": a["settings"].get("eta"),
         "thm4_max_alpha_star": a["lt_alpha_star_max"], "thm4_verdict": a["verdict"]["linear_transformer"],
+        "thm4_detail": a.get("verdict_detail", {}).get("linear_transformer"),
         "thm4d_slope": results["lt_context"]["slope"], "thm4d_verdict": results["lt_context"]["verdict"],
         "cor1_verdict": results["attention"].get("verdict"),
         "cor1_by_task_group": results["attention"].get("corollary1"),
         "thm1_slope_low_p_a": p["slope"].get("mamba_low_p_a"), "thm3_slope_low_p_a": p["slope"].get("linear_transformer_low_p_a"),
         "cor2_slope_G_outlier_vs_M1": g["slope_G_outlier_vs_M1"], "cor2_decay_bits_per_rank": g["decay_rate_per_rank"]["mean"],
-        "cor2_lemma5_verdicts": g["verdict"], "lemma4_6_verdicts": t["verdict"],
+        "cor2_lemma5_verdicts": g["verdict"], "cor2_gate_ratio_detail": g.get("verdict_detail", {}).get("cor2_gate_ratio"),
+        "lemma4_6_verdicts": t["verdict"],
     }
 
 
@@ -115,7 +152,7 @@ def markdown(results, timings, settings, files) -> str:
     p, l, a, lt = results["convergence_p_a"], results["convergence_l_tr"], results["alpha"], results["lt_context"]
     att, g, t = results["attention"], results["gates"], results["trajectory"]
     cmd = settings.get("command", "python -m numpy_mamba theory")
-    sp, sa = settings["p_a"], settings["alpha"]
+    sp, sa = settings["p_a"], a["settings"]
     smoke = "--quick" in cmd
     lines = [
         f"## Theory checks ({cmd})" + (f" -- {SMOKE}" if smoke else ""), "",
@@ -151,12 +188,17 @@ def markdown(results, timings, settings, files) -> str:
         f"log(T_M/T_T) **{_pm(l['slope']['ratio'])}** (claim 1, Remark 4) -> {l['verdict']['ratio']}.", "",
         "### Theorems 2 and 4: tolerated outlier fraction",
         f"![alpha]({files['alpha'].name})", "",
-        f"Models trained with Algorithm 1 (T = {sa['T']}, eta = {sa['eta']}, delta = {sa['delta']}, l_tr = {sa['l_tr']}); "
+        f"Models trained with Algorithm 1 (T = {sa['T']}, delta = {sa['delta']}, l_tr = {sa['l_tr']}) at a step size "
+        f"chosen per model and training p_a by the rule of the reproduce section (numpy_mamba/runs/step_size.py: "
+        f"{STEP_RULE}), over eta in {sa.get('eta_grid', 'n/a')} with {len(sa.get('select_seeds', []))} selection seed(s) "
+        f"on worlds and streams of their own and {sa.get('n_heldout', 'n/a')} held-out training prompts each: "
+        f"{_etas(sa)}. Corollary 1 below uses the same Mamba. "
         f"test prompts of Definition 2 with K' = 1.5, Section 4's unseen outliers v', flipped labels on outlier "
         f"examples, {sa['B_test']} prompts per point. alpha* = the largest alpha (interpolated on a grid of step "
         f"0.05) before the test error first exceeds {sa['threshold']}. The error at alpha = 0 is not 0 (K' = 1.5 "
         "and unseen tasks), which is why the threshold is not small.", "",
         *_alpha_table(a), "",
+        *_step_table(results.get("step_size")),
         f"- Theorem 2 (Mamba, alpha* >= min(1, p_a l_tr / l_ts) up to one grid step, in every seed of a (p_a, "
         f"kappa_a', l_ts) case): met in {_pct(a['mamba_fraction_meeting_bound'])} of (case, seed) pairs -> "
         f"**{a['verdict']['mamba']}**: {a.get('verdict_detail', {}).get('mamba', '')}. "
@@ -168,7 +210,10 @@ def markdown(results, timings, settings, files) -> str:
         f"{_pct(a['fraction_mamba_above_lt'])} of matched (case, seed) pairs -> **{a['verdict'].get('remark5', 'n/a')}**"
         f": {a.get('verdict_detail', {}).get('remark5', '')}. Figure 2's version of this claim (error against alpha) "
         "is judged in the reproduce section.",
-        f"- Theorem 4 (linear Transformer, alpha* < 1/2): largest alpha* {a['lt_alpha_star_max']:.2f} -> {a['verdict']['linear_transformer']}.",
+        f"- Theorem 4 (linear Transformer; rule: {a.get('theorem4', {}).get('rule', 'n/a')}): "
+        f"**{a['verdict']['linear_transformer']}** ({a.get('verdict_detail', {}).get('linear_transformer', '')}). "
+        f"For reference, not a claim of Theorem 4 (a sufficient condition says nothing about alpha >= 1/2): the "
+        f"linear Transformer's largest alpha* is {a['lt_alpha_star_max']:.2f}.",
         f"- Theorem 4 (d), eq (15): smallest l_ts with error <= {sa['threshold']} for alpha in {sa['lt_alphas']}: "
         f"{json.dumps([r['l_ts_needed'] for r in lt['runs']])} (per seed; null = not reached by l_ts = {sa['lt_l_ts_grid'][-1]}). "
         f"Slope of log l_ts on log((1/2 - alpha)^-2 alpha): **{_pm(lt['slope'])}** (claim 1) -> {lt['verdict']}.", "",
@@ -180,14 +225,19 @@ def markdown(results, timings, settings, files) -> str:
         "patterns 2 or 3 steps apart on the cycle of training tasks. " + _cor1(att), "",
         "### Corollary 2 and Lemma 5: gates",
         f"![gates]({files['gates'].name})", "",
-        f"Mamba trained for T = {settings['M1']['T']} steps (eta = {settings['M1']['eta']}) on worlds with M1 in "
-        f"{settings['M1']['M1_grid']}, {len(settings['M1']['seeds'])} seeds each.", "",
+        f"Mamba trained for T = {settings['M1']['T']} steps on worlds with M1 in "
+        f"{settings['M1']['M1_grid']}, {len(settings['M1']['seeds'])} seeds each; " + _M1_etas(g), "",
         f"- (17): slope of log(mean gate on outlier test examples) on log M1: {g['slope_G_outlier_vs_M1']:.2f} "
         f"(per seed {[round(x, 2) for x in g['slope_G_outlier_vs_M1_per_seed']]}; of mean sigma(w^T p) on them: "
         f"{g['slope_sigma_outlier_vs_M1']:.2f}) (claim: decreasing, O(poly(M1)^-1)) -> {g['verdict']['cor2_outlier_gates']}. "
         f"Mean gate on outlier / on clean test examples, by M1: {_d(g['gate_ratio_outlier_to_clean'], 3)}." + (
             " The sigmoid factor sigma(w^T p) on outlier examples does not fall with M1; the gate G falls through the "
             "product of (1 - sigma) over the later examples." if g["slope_sigma_outlier_vs_M1"] >= 0 and g["slope_G_outlier_vs_M1"] < 0 else ""),
+        *([f"- (17) at each M1, by the rule shared with the reproduce section ({GATE_RATIO_RULE}): outlier / clean "
+           f"gate at the same position, range over positions by M1 "
+           f"{_d({k: '-'.join(f'{x:.3f}' for x in v) for k, v in g['gate_ratio']['ratio_range_by_M1'].items()})} -> "
+           f"**{g['verdict']['cor2_gate_ratio']}** ({g['verdict_detail']['cor2_gate_ratio']})."]
+          if "gate_ratio" in g else []),
         f"- (18): gates on the j-th closest clean example decay by {g['decay_rate_per_rank']['mean']:.2f} ± "
         f"{g['decay_rate_per_rank']['sd']:.2f} bits per rank for j <= {settings['M1']['decay_J']} (claim: at most 1 bit, "
         f"i.e. no faster than 2^-(j-1)) -> {g['verdict']['cor2_local_bias']}.",

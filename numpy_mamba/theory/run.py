@@ -3,10 +3,11 @@ and Lemmas 4-6, written to figures/theory_*.png, figures/theory_*.json and the "
 of figures/REPORT.md.
 
 The theorems hold up to constants, so each check measures a trend (a slope on log-log axes,
-a sign, an order of magnitude) and gives a one-line verdict computed from the numbers:
-"holds", "holds in trend" or "does not hold here".  ``--quick`` runs the same code on tiny
-grids (for the tests); its numbers are not meant to be read.  ``--jobs N`` runs the independent
-training runs N at a time in worker processes (same numbers for every N).
+a sign, an order of magnitude) and gives a one-line verdict computed from the numbers, in the
+vocabulary of ``measure.verdicts``: "holds", "holds in part", "holds in trend" or "does not hold
+here".  ``--quick`` runs the same code on tiny grids (for the tests); its numbers are not meant
+to be read.  ``--jobs N`` runs the independent training runs N at a time in worker processes
+(same numbers for every N).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ..runs.staging import run_staged
 from ..runs.summary import print_summary
 from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
 from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
+from .step_sizes import chosen_by_M1, chosen_steps, gates_step_size_plans, step_size_plans
 from . import plots, report as report_text
 
 # World of Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, kappa_a = 2.
@@ -37,7 +39,10 @@ SETTINGS = {
     "world_seed": 0,
     "p_a": dict(CONVERGENCE, p_a_grid=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8], l_tr=20, low_p_a_max=0.4),
     "l_tr": dict(CONVERGENCE, l_tr_grid=[5, 10, 20, 40, 80], p_a=0.4),
-    "alpha": {"T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "seeds": [0, 1, 2, 3, 4],
+    # eta per model and training p_a by the step-size rule of the reproduce section (runs/step_size.py),
+    # on selection seeds with worlds and streams of their own; delta = 0.2 as in Section 4
+    "alpha": {"T": 1500, "B": 64, "eta_grid": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], "select_seeds": [0, 1, 2],
+              "n_heldout": 2048, "delta": 0.2, "l_tr": 20, "seeds": [0, 1, 2, 3, 4],
               "p_a_train": {"mamba": [0.3, 0.6], "linear_transformer": [0.6]},
               "kappa_a_prime": [2.0, 8.0], "l_ts_grid": [10, 20, 40, 80],
               "alphas": [round(0.05 * k, 2) for k in range(20)], "threshold": 0.25, "B_test": 1000,
@@ -45,7 +50,9 @@ SETTINGS = {
               "lt_l_ts_grid": [5, 7, 10, 14, 20, 28, 40, 57, 80, 113, 160, 226, 320, 453, 640],
               "cor1_p_a": 0.6, "l_ts": 20, "alpha": 0.3},
     "M1": {"d": 30, "M2": 10, "V": 3, "beta": 3.0, "world_seed": 0, "M1_grid": [2, 3, 4, 6, 9, 12, 17],
-           "seeds": [0, 1, 2, 3], "T": 1500, "B": 64, "eta": 0.1, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
+           "seeds": [0, 1, 2, 3], "T": 1500, "B": 64, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
+           # eta per M1 by the step-size rule, as for the "alpha" experiments (one selection seed per M1)
+           "eta_grid": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], "select_seeds": [0], "n_heldout": 2048,
            "B_test": 1000, "l_ts": 20, "alpha": 0.3, "decay_J": 6},
     "trajectory": {"T": 2000, "B": 64, "eta": 0.02, "delta": 0.2, "l_tr": 20, "p_a": 0.6, "kappa_a": 2.0, "seed": 0,
                    "B_held": 256, "record_every": 10, "lemma6_l_grid": [10, 20, 40, 80]},
@@ -60,9 +67,10 @@ def quick_settings() -> dict:
     s["p_a"]["p_a_grid"] = [0.0, 0.4, 0.6]
     s["l_tr"]["l_tr_grid"] = [5, 10, 20]
     s["alpha"].update(T=150, seeds=[0], kappa_a_prime=[2.0], l_ts_grid=[10, 20], B_test=100,
+                      eta_grid=[0.05, 0.2], select_seeds=[0], n_heldout=128,
                       alphas=[0.0, 0.3, 0.6, 0.9], p_a_train={"mamba": [0.6], "linear_transformer": [0.6]},
                       lt_alphas=[0.2, 0.3, 0.4], lt_l_ts_grid=[5, 20, 80])
-    s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100)
+    s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100, eta_grid=[0.05, 0.2], n_heldout=128)
     s["trajectory"].update(T=100, B_held=64, record_every=10, lemma6_l_grid=[10, 20])
     for part in ("p_a", "l_tr", "alpha", "M1", "trajectory"):   # figures and report stamp a smoke run
         s[part]["quick"] = True
@@ -70,7 +78,8 @@ def quick_settings() -> dict:
 
 
 # the experiments, in the order their results are reported; their names in the timings
-EXPERIMENTS = {"convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Theorems 1/3 vs l_tr",
+EXPERIMENTS = {"step_size": "step sizes (rule of runs/step_size.py)",
+               "convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Theorems 1/3 vs l_tr",
                "alpha": "Theorems 2/4: tolerated alpha", "lt_context": "Theorem 4 (d): context needed",
                "attention": "Corollary 1", "gates": "Corollary 2 / Lemma 5 vs M1",
                "trajectory": "Lemmas 4-6 trajectory"}
@@ -78,9 +87,21 @@ EXPERIMENTS = {"convergence_p_a": "Theorems 1/3 vs p_a", "convergence_l_tr": "Th
 
 def run(settings: dict, jobs: int = 1, progress=True) -> tuple[dict, dict]:
     """Run every check (``jobs`` training runs at a time); return (results, timings in seconds:
-    per experiment its units' compute time summed, "total" the wall time)."""
+    per experiment its units' compute time summed, "total" the wall time).
+
+    First the step-size rule picks eta per model for the "alpha" experiments (Theorems 2 and 4,
+    Remark 5, Corollary 1) and for Mamba at each M1 (Corollary 2, Lemma 5); its choices go into
+    settings["alpha"]["eta"] ({model: {p_a: eta}}) and settings["M1"]["eta"] ({M1: eta}), and
+    results["step_size"] and results["gates"]["step_size"] hold every candidate's held-out loss.
+    The convergence and trajectory experiments keep one small eta for both models: their claims
+    are step counts, which scale as 1/eta (eqs (9), (14); Lemma 6's window), so eta is part of
+    what they compare and small eta gives the counts resolution."""
     world = make_world(**WORLD, rng=settings["world_seed"])
     t0 = time.perf_counter()
+    records, step_seconds = run_plans({**step_size_plans(world, settings["alpha"]), **gates_step_size_plans(settings["M1"])},
+                                      jobs=jobs, name="theory step size", progress=progress)
+    settings["alpha"]["eta"], step_size = chosen_steps(settings["alpha"], records)
+    settings["M1"]["eta"], step_size_M1 = chosen_by_M1(settings["M1"], records)
     plans = {"convergence_p_a": convergence_vs_p_a(world, settings["p_a"]),
              "convergence_l_tr": convergence_vs_l_tr(world, settings["l_tr"]),
              "alpha": tolerated_alpha(world, settings["alpha"]),
@@ -89,6 +110,10 @@ def run(settings: dict, jobs: int = 1, progress=True) -> tuple[dict, dict]:
              "gates": gates_vs_M1(settings["M1"]),
              "trajectory": training_trajectory(world, settings["trajectory"])}
     results, seconds = run_plans(plans, jobs=jobs, name="theory", progress=progress)
+    results["step_size"] = step_size
+    results["gates"]["step_size"] = step_size_M1
+    seconds["step_size"] = round(sum(step_seconds.values()), 1)
+    report_text.rejudge(results)               # Theorem 4 uses the error curves of two experiments
     timings = {EXPERIMENTS[k]: seconds[k] for k in EXPERIMENTS}
     timings.update({"total": round(time.perf_counter() - t0, 1), "workers (--jobs)": jobs})
     return results, timings
@@ -106,7 +131,8 @@ def write_outputs(results: dict, timings: dict, settings: dict, out: Path, repor
     }
     common = {"world": WORLD, "world_seed": settings["world_seed"], "command": settings.get("command", "")}
     save_json(out / "theory_convergence.json", dict(common, p_a=results["convergence_p_a"], l_tr=results["convergence_l_tr"]))
-    save_json(out / "theory_alpha.json", dict(common, alpha=results["alpha"], lt_context=results["lt_context"]))
+    save_json(out / "theory_alpha.json", dict(common, alpha=results["alpha"], lt_context=results["lt_context"],
+                                              step_size=results.get("step_size")))
     save_json(out / "theory_attention.json", dict(common, **results["attention"]))
     save_json(out / "theory_gates.json", dict(common, **results["gates"]))
     save_json(out / "theory_lemmas.json", dict(common, **results["trajectory"]))
@@ -122,7 +148,8 @@ def replot(out: Path, dest: Path, report: Path | None) -> None:
     try:
         conv, alpha, summary = load("convergence"), load("alpha"), load("summary")
         results = {"convergence_p_a": conv["p_a"], "convergence_l_tr": conv["l_tr"], "alpha": alpha["alpha"],
-                   "lt_context": alpha["lt_context"], "attention": load("attention"), "gates": load("gates"),
+                   "lt_context": alpha["lt_context"], "step_size": alpha.get("step_size"),
+                   "attention": load("attention"), "gates": load("gates"),
                    "trajectory": analyse_trajectory(load("lemmas"), WORLD["M1"], WORLD["beta"], WORLD["V"])}
     except (FileNotFoundError, KeyError) as exc:
         raise SystemExit(f"--replot needs the theory_*.json files of an earlier run in {out}: {exc}") from None

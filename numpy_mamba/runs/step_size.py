@@ -12,8 +12,12 @@ The rule (``choose``), written before any run it is applied to:
 3. A candidate whose run diverges in any seed is excluded: non-finite loss or parameters, or a
    held-out loss above ``DIVERGED_ABOVE`` (the hinge loss at initialisation is about 1; a run
    that ends 100 times above it has blown up even if its numbers are still finite).
-4. The candidate with the lowest mean held-out loss over the selection seeds is chosen; ties go
-   to the earlier candidate in grid order.
+4. The candidate with the lowest mean held-out loss over the selection seeds is chosen.
+5. Ties (several candidates at the lowest mean loss, typically 0 when they all fit the training
+   distribution perfectly) are broken without looking at any test setting: first the paper's
+   delta = 0.2 (Section 4) where delta is a field of the grid, then the larger mean held-out
+   margin (z F averaged over the held-out prompts and selection seeds: how far the outputs are
+   from the hinge's kink), then the earlier candidate in grid order.
 
 ``choose`` takes the training-and-scoring step as a callable, so the same rule serves any model
 (e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
@@ -29,7 +33,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..runs.jobs import Plan, Unit
+from .jobs import Plan, Unit
 from ..data import training_batch
 from ..loss import hinge
 from ..model import output
@@ -37,10 +41,14 @@ from ..sgd import DivergenceError, TrainConfig, train
 from .. import stack
 
 DIVERGED_ABOVE = 100.0
+PAPER_DELTA = 0.2           # Section 4: "Let delta = 0.2"
+TIE = 1e-12                 # mean losses this close count as equal (in practice: both exactly 0)
 RULE = ("for each candidate, train from the same initialisation on the same minibatch stream for every "
         "selection seed; score by the hinge loss (eq (4)) on held-out training prompts (Definition 1, own seed "
         "stream) at the end of training; exclude candidates that diverge in any seed (non-finite, or held-out "
-        f"loss above {DIVERGED_ABOVE:g}); choose the lowest mean held-out loss (ties: the earlier candidate)")
+        f"loss above {DIVERGED_ABOVE:g}); choose the lowest mean held-out loss; ties (means within {TIE:g}, e.g. "
+        f"all 0) go to delta = {PAPER_DELTA:g} (Section 4) where delta is on the grid, then to the larger mean "
+        "held-out margin z F, then to the earlier candidate in grid order; no test setting is looked at")
 
 
 def candidates(grid: Mapping[str, Sequence]) -> list[dict]:
@@ -55,11 +63,14 @@ def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], flo
     """Apply the rule of this module.
 
     grid : field -> candidate values.  heldout_loss(fields, seed) trains with ``fields`` on selection
-    seed ``seed`` and returns the held-out hinge loss; it may raise ``DivergenceError`` (or return
-    a non-finite number, or one above DIVERGED_ABOVE) for a diverged run.  seeds : the selection seeds.
+    seed ``seed`` and returns the held-out hinge loss, or (loss, margin) with the mean held-out
+    margin z F for the tie-break (a bare loss counts as margin 0); it may raise ``DivergenceError``
+    (or return a non-finite loss, or one above DIVERGED_ABOVE) for a diverged run.
+    seeds : the selection seeds.
 
     Returns {"rule", "grid", "seeds", "candidates": [{"fields", "losses" (per seed, None where
-    diverged), "mean" (None if excluded), "diverged": bool}], "chosen": fields of the winner}.
+    diverged), "mean" (None if excluded), "margins", "mean_margin", "diverged": bool}], "tied":
+    [fields of every candidate at the lowest mean], "chosen": fields of the winner}.
     Raises ValueError if every candidate diverged.
     """
     seeds = [int(s) for s in seeds]
@@ -67,22 +78,46 @@ def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], flo
         raise ValueError("choose needs at least one selection seed; got none.")
     rows = []
     for fields in candidates(grid):
-        losses = []
+        losses, margins = [], []
         for seed in seeds:
             try:
-                value = float(heldout_loss(dict(fields), seed))
+                value, margin = _loss_and_margin(heldout_loss(dict(fields), seed))
             except DivergenceError:
-                value = float("nan")
-            losses.append(value if np.isfinite(value) and value <= DIVERGED_ABOVE else None)
+                value, margin = float("nan"), float("nan")
+            ok = np.isfinite(value) and value <= DIVERGED_ABOVE
+            losses.append(value if ok else None)
+            margins.append(margin if ok and np.isfinite(margin) else None)
         diverged = any(v is None for v in losses)
         rows.append({"fields": dict(fields), "losses": losses, "diverged": diverged,
-                     "mean": None if diverged else float(np.mean(losses))})
+                     "mean": None if diverged else float(np.mean(losses)), "margins": margins,
+                     "mean_margin": None if diverged or None in margins else float(np.mean(margins))})
     kept = [r for r in rows if not r["diverged"]]
     if not kept:
         raise ValueError(f"every candidate of {dict(grid)!r} diverged on selection seeds {seeds}.")
-    best = min(kept, key=lambda r: r["mean"])             # min keeps the first of equal means
+    lowest = min(r["mean"] for r in kept)
+    tied = [r for r in kept if r["mean"] <= lowest + TIE]
+    best = tied[0] if len(tied) == 1 else break_tie(tied, "delta" in grid)
     return {"rule": RULE, "grid": {k: list(v) for k, v in grid.items()}, "seeds": seeds,
-            "candidates": rows, "chosen": dict(best["fields"])}
+            "candidates": rows, "tied": [dict(r["fields"]) for r in tied], "chosen": dict(best["fields"])}
+
+
+def break_tie(tied: Sequence[dict], delta_on_grid: bool) -> dict:
+    """Step 5 of the rule: among candidate rows of ``choose`` at the lowest mean loss, the first at
+    delta = PAPER_DELTA (if delta is on the grid and one of them has it), then the larger
+    "mean_margin" (None counts as -inf), then the earliest in grid order."""
+    if delta_on_grid:
+        paper = [r for r in tied if np.isclose(r["fields"].get("delta", np.nan), PAPER_DELTA)]
+        tied = paper or tied
+    margin = lambda r: -np.inf if r["mean_margin"] is None else r["mean_margin"]  # noqa: E731
+    return max(tied, key=margin)                          # max keeps the first of equal margins
+
+
+def _loss_and_margin(value) -> tuple[float, float]:
+    """(loss, margin) from what a scoring step returns: a loss, or a (loss, margin) pair."""
+    if np.ndim(value) == 0:
+        return float(value), 0.0
+    loss, margin = value
+    return float(loss), float(margin)
 
 
 def heldout_loss(world_for_seed: Callable, config: TrainConfig, model: str, n_heldout: int,
@@ -92,20 +127,20 @@ def heldout_loss(world_for_seed: Callable, config: TrainConfig, model: str, n_he
     Trains ``model`` (one layer of eq (3), or the stack of ``stack.py`` if ``config.n_layers`` > 1)
     on world ``world_for_seed(seed)`` with ``config`` updated by ``fields`` (any TrainConfig field:
     eta, delta, T, ...) and rng ``default_rng([seed, *stream, 1])`` (initialisation and minibatches,
-    the same for every candidate), then returns the hinge loss (eq (4)) on ``n_heldout`` prompts of
-    Definition 1 from ``default_rng([seed, *stream, 2])``; NaN if the run diverged or collapsed.
+    the same for every candidate), then returns (hinge loss (eq (4)), mean margin z F) on ``n_heldout``
+    prompts of Definition 1 from ``default_rng([seed, *stream, 2])``; NaN if the run diverged or collapsed.
     """
     world = world_for_seed(seed)
     cfg = replace(config, **fields)
     try:
         params, _ = train(world, cfg, model, rng=np.random.default_rng([seed, *stream, 1]))
     except DivergenceError:                                # CollapseError included
-        return float("nan")
+        return float("nan"), float("nan")
     held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,
                           rng=np.random.default_rng([seed, *stream, 2]))
     F = stack.output(model, params, held.P) if cfg.n_layers > 1 else output(model, params, held.P)
     with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.mean(hinge(F, held.z)))
+        return float(np.mean(hinge(F, held.z))), float(np.mean(held.z * F))
 
 
 def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, model: str, n_heldout: int,
@@ -134,11 +169,13 @@ def selection_plan(grid: Mapping[str, Sequence], seeds: Sequence[int], world_for
 
 
 def table_rows(selection: dict) -> list[list[str]]:
-    """[candidate, held-out loss per seed..., mean or 'diverged', chosen?] as strings, for reports."""
+    """[candidate, held-out loss per seed..., mean or 'diverged', chosen?] as strings, for reports
+    (a tied winner's cell says the tie-break chose it)."""
     rows = []
     for r in selection["candidates"]:
         name = ", ".join(f"{k} = {v:g}" for k, v in r["fields"].items())
         per_seed = ["diverged" if v is None else f"{v:.2e}" for v in r["losses"]]
         mean = "excluded (diverged)" if r["mean"] is None else f"{r['mean']:.2e}"
-        rows.append([name, *per_seed, mean, "**chosen**" if r["fields"] == selection["chosen"] else ""])
+        won = "**chosen**" + (" (tie-break)" if len(selection.get("tied", ())) > 1 else "")
+        rows.append([name, *per_seed, mean, won if r["fields"] == selection["chosen"] else ""])
     return rows

@@ -165,6 +165,20 @@ def replot(out: Path, dest: Path, report: Path | None) -> None:
     write_outputs(results, summary["timings_seconds"], settings, dest, report)
 
 
+# what each sub-verdict of the summary checks, for the terminal
+CHECK_NAMES = {"same_at_least_theta_1": "same-pattern sum >= Theta(1), part (a)",
+               "corollary1": "different-pattern sums by task group, part (b)",
+               "cor2_outlier_gates": "outlier gates fall as M1 grows, eq (17)",
+               "cor2_gate_ratio": "outlier gate <= clean gate / M1 at each position, eq (17)",
+               "cor2_local_bias": "clean gates decay no faster than 2^-(j-1), eq (18)",
+               "lemma5_outlier_logits": "w^T p <= -log M1 on outlier examples, eq (37)",
+               "lemma5_clean_logits": "w^T p of order 1 on clean examples, eq (38)",
+               "lemma4_signs": "signs of w's projections on v*, mu, nu",
+               "lemma4_5_two_phases": "two phases of the fall of w^T v*",
+               "lemma6_in_window": "eq (39) sum in the lemma's time window",
+               "lemma6_outside_window": "eq (39) sum after that window (not claimed)"}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numpy_mamba theory", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny grids (seconds); numbers not meant to be read")
@@ -207,7 +221,7 @@ def main(argv=None) -> int:
                 ("Theorem 4 (d): context the linear Transformer needs", s["thm4d_verdict"])]
     for title, key in (("Corollary 1", "cor1_verdict"), ("Corollary 2 / Lemma 5", "cor2_lemma5_verdicts"),
                        ("Lemmas 4-6", "lemma4_6_verdicts")):
-        verdicts += [(f"{title}: {name.replace('_', ' ')}", v) for name, v in (s[key] or {}).items()]
+        verdicts += [(f"{title}: {CHECK_NAMES.get(name, name.replace('_', ' '))}", v) for name, v in (s[key] or {}).items()]
     if args.replot:        # the report keeps the time of the run it was drawn from
         seconds = json.loads((out / "theory_summary.json").read_text())["timings_seconds"]["total"]
         print(f"[theory] replotted in {time.perf_counter() - start:.1f} s", file=sys.stderr)

@@ -293,7 +293,7 @@ def test_each_layer_mistake_changes_exactly_its_parts_and_no_two_coincide(prepar
 
 @pytest.mark.parametrize("key, hint, parts, make", LAYER_MISTAKES, ids=[m[0] for m in LAYER_MISTAKES])
 def test_a_whole_wrong_layer_backward_gets_its_hint_on_every_part_it_breaks(prepared, key, hint, parts, make):
-    """Each mistake of issue 9 as a whole wrong implementation, graded part by part: the parts it
+    """Each known mistake of the stack exercise as a whole wrong implementation, graded part by part: the parts it
     breaks FAIL with its hint, the others pass."""
     prep = prepared["stack"]
     whole = [mistaken_parts(pb.dO, pb.cache, make) for pb in prep.problems]

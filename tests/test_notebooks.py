@@ -82,6 +82,8 @@ def test_notebooks_command_writes_every_tutorial_and_exercise_outside_tutorials(
         assert f"python -m numpy_mamba grade {path.name}" in prose, f"{path.name}: the notebook must say how to grade"
     first = json.loads((out / f"{TUTORIALS[0].stem}.ipynb").read_text())
     assert first["metadata"]["kernelspec"]["name"] == "python3"
+    assert (f"{len(TUTORIALS)} tutorials written (not executed; --execute runs them), {len(EXERCISES)} exercise "
+            "hand-outs written") in result.stdout, f"the closing line miscounts what it wrote: {result.stdout}"
 
 
 def test_notebooks_command_names_the_failing_cell_and_exits_1(tmp_path):

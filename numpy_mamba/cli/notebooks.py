@@ -207,7 +207,10 @@ def main(argv=None) -> int:
     except NotebookError as exc:
         print(f"notebooks: error output in {exc}", file=sys.stderr)
         return 1
-    done = "executed and written" if args.execute else "written (not executed; --execute runs them)"
-    print(f"notebooks: {len(written)} notebooks {done} in {out} ({time.perf_counter() - start:.1f} s); "
+    handouts = sum(1 for path in written if path.parent.name == "exercises")    # stubs: never executed
+    tutorials = len(written) - handouts
+    done = f"{tutorials} tutorials " + ("executed and written" if args.execute else
+                                         "written (not executed; --execute runs them)")
+    print(f"notebooks: {done}, {handouts} exercise hand-outs written, in {out} ({time.perf_counter() - start:.1f} s); "
           f"open them with `jupyter lab {out}` or in VS Code")
     return 0

@@ -10,30 +10,29 @@ The top of the package is the paper's one-layer model, one module per part:
     gradients  eqs (93), (118), (135): analytic gradients, vectorised and literal
     gradcheck  central finite differences
     sgd        Algorithm 1: SGD
+    network    what is trained, as one value: ``network(model, n_layers, prenorm)``
 
 and Section 4.2's three-layer models (``stack``, ``layer``: a residual stack of eq (1) layers
 with a hand-written backward pass).
 
-Families built on it live in subpackages: ``gates`` (Appendix E.6), ``reproduce`` (Section 4),
-``theory`` (numerical checks of the theorems), ``grader`` (the exercises' autograder) and
-``cli`` (the command line and the output files every command writes).
+Families built on it live in subpackages: ``gates`` (Appendix E.6), ``measure`` (what the
+experiments measure and how they judge it), ``reproduce`` (Section 4), ``theory`` (numerical
+checks of the theorems), ``grader`` (the exercises' autograder), ``runs`` (how an experiment
+command runs and writes its files) and ``cli`` (the command line).
 """
 from .data import Batch, World, make_world, testing_batch, training_batch
 from .gradcheck import GradcheckReport, gradcheck, numerical_gradient
 from .gradients import gradients, gradients_literal
 from .loss import hinge_loss, zero_one_error
-from .model import Params, attention_scores, forward, forward_literal, gating, init_for, init_params
+from .model import Params, attention_scores, forward, forward_literal, gating, init_params
+from .network import Network, network
 from .scan import recurrent_forward
 from .sgd import CollapseError, DivergenceError, TrainConfig, train
-# Appendix E.6: importing the family registers its four models with the core.
-from .gates import GATES, GatedRetentionParams, GLAParams, Mamba2Params, RetNetParams, gate_recurrent_forward
 
 __all__ = [
     "Params", "init_params", "forward", "forward_literal", "hinge_loss", "gradients", "gating", "attention_scores",
     "recurrent_forward", "gradcheck", "gradients_literal", "numerical_gradient", "GradcheckReport",
     "zero_one_error", "World", "Batch", "make_world", "training_batch", "testing_batch",
-    "TrainConfig", "train", "DivergenceError", "CollapseError",
-    "GATES", "Mamba2Params", "RetNetParams", "GatedRetentionParams", "GLAParams", "init_for",
-    "gate_recurrent_forward",
+    "TrainConfig", "train", "DivergenceError", "CollapseError", "Network", "network",
 ]
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ is the mean over prompts (Algorithm 1, eq (19)).  The sums over i in (93) and (1
 their upper limit, but the query's label y_{l+1} is 0, so they agree.
 
 Read ``gradients_literal`` first: one prompt and one term at a time, as the equations read.
-``gradients`` is the batched form that runs (``value_and_gradients``): no Python loop over
+``gradients`` is the batched form that runs (``eq3_value_and_gradients``): no Python loop over
 prompts or tokens, every sum over the columns p_i one matrix-vector pass over P, and the double
 sum of (135) one prefix sum.  tests/test_gradients.py proves the two equal to 1e-12 and checks
 both against central finite differences.
@@ -23,15 +23,14 @@ import numpy as np
 from scipy.special import expit
 
 from ._checks import check_labels, check_prompts
-from ._models import PAPER_MODELS, check_model, extension
 from .loss import mean_hinge_slope
-from .model import Params, check_params, forward_terms, gate_logits
+from .model import Params, check_model, check_params, forward_terms, gate_logits
 from .numerics import running_sum
 
 
 def _checked(params, P, z, model):
     check_model(model)
-    params = check_params(params, model)
+    params = check_params(params)
     P, _ = check_prompts(P, params.W_B.shape[1])
     z = check_labels(z, P.shape[0])
     return params, P, z
@@ -41,27 +40,17 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
     """Gradient of ``hinge_loss`` (mean over the batch) w.r.t. W_B, W_C, w.
 
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,).  Returns Params(dW_B, dW_C, dw) with
-    the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).  For
-    a registered extension (an Appendix E.6 gate) the result is that model's container, from
-    its own backward given dL/dF.  Paper: eqs (93), (118), (135), (19).
+    the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).
+    Paper: eqs (93), (118), (135), (19).
     """
     params, P, z = _checked(params, P, z, model)
-    return value_and_gradients(model, params, P, z)[1]
-
-
-def value_and_gradients(model: str, params, P, z) -> tuple:
-    """Unchecked (F (B,), gradients of the mean hinge loss) for P (B, d+1, l+1), z (B,):
-    ``gradients`` without the input checks, plus the output F it computes on the way
-    (``sgd.train`` checks its inputs once and runs this at every step).  The paper's two models
-    take ``eq3_value_and_gradients``; an extension (Appendix E.6) brings its own backward."""
-    if (ext := extension(model)) is not None:
-        F, cache = ext.output(params, P)
-        return F, ext.backward(params, P, cache, mean_hinge_slope(F, z))
-    return eq3_value_and_gradients(model, params, P, z)
+    return eq3_value_and_gradients(model, params, P, z)[1]
 
 
 def eq3_value_and_gradients(model: str, params: Params, P, z) -> tuple:
-    """F and eqs (118), (93), (135) for the paper's two models, summed over the batch.
+    """F and eqs (118), (93), (135) for the paper's two models, summed over the batch: ``gradients``
+    without the input checks, plus the output F it computes on the way (what ``sgd.train`` runs at
+    every step, through ``network("mamba").F_and_gradients``).
 
     With h^n = dL/dF^n, the slope of the mean hinge loss (-z^n / B on the active side, else 0),
     and s_i = p_i^T W_B^T W_C p_query, the batch sums of the three equations are
@@ -131,11 +120,7 @@ def gradients_literal(params, P, z, model: str = "mamba") -> Params:
     """The same gradient, one prompt and one term at a time, as eqs (93), (118), (135) read.
 
     Slow on purpose: Python loops over prompts n and tokens i.  Use ``gradients`` to run.
-    Only the paper's two models; the Appendix E.6 gates are checked by finite differences.
     """
-    if model not in PAPER_MODELS:
-        raise ValueError(f"gradients_literal covers the paper's models {PAPER_MODELS}; got "
-                         f"{model!r}. Use gradients(...) for other models.")
     params, P, z = _checked(params, P, z, model)
     W_B, W_C, w = params
     B, _, n_tokens = P.shape

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_labels, check_prompts
-from ._models import check_model
-from .model import check_params, output
+from .model import check_model, check_params, output
 
 
 def hinge(F, z) -> np.ndarray:
@@ -35,7 +34,7 @@ def hinge_loss(params, P, z, model: str = "mamba") -> float:
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,) in {-1, +1}.
     """
     check_model(model)
-    params = check_params(params, model)
+    params = check_params(params)
     P, _ = check_prompts(P, params.W_B.shape[1])
     z = check_labels(z, P.shape[0])
     return float(np.mean(hinge(output(model, params, P), z)))

@@ -11,9 +11,7 @@ Read ``forward_literal`` first: one prompt, term by term, as the paper prints eq
 computes the same for a batch of prompts (``forward_terms``: the scores s_i in one
 matrix-vector pass, the gates in log space so that long prompts and saturated gates stay
 finite); tests/test_model.py proves the two equal, and equal to the recurrent scan of eq (1)
-in ``scan.py``.  Other gated models (Appendix E.6, in ``numpy_mamba.gates``) plug in through
-``_models.register`` and bring their own output and backward; this module only hands them the
-call.
+in ``scan.py``.
 """
 from __future__ import annotations
 
@@ -23,8 +21,9 @@ import numpy as np
 from scipy.special import expit
 
 from ._checks import as_generator, as_real_array, check_positive_int, check_prompts, check_real
-from ._models import PAPER_MODELS, check_model, extension
 from .numerics import log_sigmoid, running_sum
+
+PAPER_MODELS = ("mamba", "linear_transformer")      # eq (3), and Section 3.4's eq (3) with G = 1
 
 
 class Params(NamedTuple):
@@ -40,10 +39,15 @@ class Params(NamedTuple):
     w: np.ndarray
 
 
-def check_params(params, model: str = "mamba") -> Params:
-    """Validate shapes and finiteness; return a float64 ``Params`` (or an extension's container)."""
-    if (ext := extension(model)) is not None:
-        return ext.check_params(params)
+def check_model(model) -> str:
+    """``model`` if it names one of the paper's two models, else a ValueError that lists them."""
+    if model not in PAPER_MODELS:
+        raise ValueError(f"model must be one of the paper's models {PAPER_MODELS}; got {model!r}.")
+    return model
+
+
+def check_params(params) -> Params:
+    """Validate shapes and finiteness; return a float64 ``Params``."""
     if not isinstance(params, Params):
         raise ValueError(f"params must be numpy_mamba.Params(W_B, W_C, w); got {type(params).__name__}.")
     W_B = as_real_array(params.W_B, "W_B")
@@ -87,32 +91,16 @@ def init_params(d: int, m: int | None = None, delta: float = 0.2, rng=None) -> P
     return Params(W_B, W_B.copy(), w)
 
 
-def init_for(model: str, d: int, m: int | None = None, delta: float = 0.2, rng=None):
-    """Algorithm 1's initialisation for ``model``; an extension (Appendix E.6) adds its own fields.
-
-    W_B^(0), W_C^(0) and w^(0) are drawn exactly as ``init_params`` (same rng draws), then the
-    extension's ``init`` builds its container from them.
-    """
-    check_model(model)
-    rng = as_generator(rng, "init_for")
-    params = init_params(d, m, delta, rng)
-    if (ext := extension(model)) is not None:
-        return ext.init(params, rng)
-    return params
-
-
 def forward(params: Params, P, model: str = "mamba"):
     """Model output F(Psi; P) of eq (3).
 
     F = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query  (``model="mamba"``), or the
     same with every G = 1 (``model="linear_transformer"``, Section 3.4).
     P : (d+1, l+1) -> float; (B, d+1, l+1) -> (B,).  The query column's term vanishes because
-    its label slot is 0 (eq (2)).  ``model`` may also name a registered extension (such as the
-    Appendix E.6 gates of numpy_mamba.gates), with that model's params container.
-    Paper: eq (3); the batched form of ``forward_literal``.
+    its label slot is 0 (eq (2)).  Paper: eq (3); the batched form of ``forward_literal``.
     """
     check_model(model)
-    params = check_params(params, model)
+    params = check_params(params)
     P, single = check_prompts(P, params.W_B.shape[1])
     F = output(model, params, P)
     return float(F[0]) if single else F
@@ -125,9 +113,7 @@ def forward_literal(params: Params, P, model: str = "mamba") -> float:
     it is the form to read next to the paper.  ``forward`` computes the same for a batch, and
     tests/test_model.py proves them equal for both of the paper's models.
     """
-    if model not in PAPER_MODELS:
-        raise ValueError(f"forward_literal covers the paper's models {PAPER_MODELS}; got {model!r}. "
-                         "Use forward(...) for other models.")
+    check_model(model)
     params = check_params(params)
     P = as_real_array(P, "P")
     if P.ndim != 2:
@@ -151,10 +137,8 @@ def forward_literal(params: Params, P, model: str = "mamba") -> float:
 
 
 # ---------------------------------------------------------------- the batched form that runs
-def output(model: str, params, P) -> np.ndarray:
-    """Unchecked F(Psi; P) for P (B, d+1, l+1) -> (B,); an extension computes its own."""
-    if (ext := extension(model)) is not None:
-        return ext.output(params, P)[0]
+def output(model: str, params: Params, P) -> np.ndarray:
+    """Unchecked F(Psi; P) of eq (3) for P (B, d+1, l+1) -> (B,)."""
     return forward_terms(model, params, P).F
 
 
@@ -239,6 +223,20 @@ def gates_for(model: str, params: Params, P) -> np.ndarray:
     if model == "mamba":
         return np.exp(log_gating(params.w, P))
     return np.ones(P.shape[::2])                    # (B, l+1): G = 1, Section 3.4
+
+
+LOG_TINY = float(np.log(np.nextafter(0.0, 1.0)))     # log of the smallest positive float64, -744.4
+
+
+def why_output_is_zero(model: str, params: Params, P) -> str:
+    """Why eq (3) gives F = 0 exactly on the prompts P (B, d+1, l+1), in words (for
+    ``sgd.CollapseError``): every gate G_{i,l+1}(w) underflowed (Mamba), or the scores are 0."""
+    if model == "mamba" and (top := np.max(log_gating(params.w, P)[:, :-1])) < LOG_TINY:
+        return (f"every gate G_(i,l+1) of eq (3) underflowed to 0: the largest log G is {top:.4g}, below "
+                f"float64's range (log of its smallest positive number is {LOG_TINY:.1f}); |w| = "
+                f"{np.linalg.norm(params.w):.3g}")
+    return (f"the attention scores p_i^T W_B^T W_C p_query are 0 (largest |score| "
+            f"{np.max(np.abs(scores(params, P))):.3g})")
 
 
 def attention_scores(params: Params, P) -> np.ndarray:

@@ -3,27 +3,24 @@
     Psi^(t+1) = Psi^(t) - eta * (1/B) sum_{n in B_t} grad ell(Psi^(t); P^n, z^n)      (19)
 
 with a fresh minibatch of B training prompts (Definition 1) at every step and the
-initialisation of Algorithm 1 (``model.init_params``).  ``TrainConfig(n_layers=L)`` with L > 1
-trains the residual stack of ``stack.py`` (Section 4.2) with the same loop.
+initialisation of Algorithm 1 (``model.init_params``).  What is trained is a ``Network``
+(``network.py``): eq (3), the linear Transformer, a stack of Section 4.2 or an Appendix E.6
+gate, all with the same loop.
 """
 from __future__ import annotations
 
 import sys
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
 
 import numpy as np
 
-from ._models import check_model
 from ._checks import as_generator, check_positive, check_positive_int, check_probability
 from .data import World, training_batch
-from .gradients import value_and_gradients
 from .loss import hinge, zero_one_error
-from .model import Params, check_params, init_for, log_gating, scores
-from . import stack
+from .model import Params
+from .network import Network, as_network, leaves, map_leaves
 
-LOG_TINY = float(np.log(np.nextafter(0.0, 1.0)))     # log of the smallest positive float64, -744.4
 TRAINING_TASKS = ("cycle", "all")                    # TrainConfig.tasks: T_tr of Condition 1, or all of T
 
 
@@ -58,8 +55,7 @@ class TrainConfig:
     Defaults: the paper's Section 4 where it gives a value (l_tr = 20, p_a = 0.6, kappa_a = 2,
     delta = 0.2); eta, B, T and K are ours (the paper does not give them; see figures/REPORT.md).
     ``tasks``: the training tasks, "cycle" (T_tr of Condition 1) or "all" (every ordered pair of T,
-    which satisfies Condition 1 too); ``prenorm``: train the pre-norm stack of ``stack.py`` (an
-    ablation, not the paper's model).
+    which satisfies Condition 1 too).  What is trained (depth, pre-norm) is the ``Network``.
     """
 
     T: int = 2000
@@ -71,9 +67,7 @@ class TrainConfig:
     kappa_a: float = 2.0
     delta: float = 0.2
     m: int | None = None
-    n_layers: int = 1          # > 1: the residual stack of stack.py, params list[LayerParams]
     tasks: str = "cycle"
-    prenorm: bool = False      # True: the pre-norm stack of stack.py at any n_layers, params list[LayerParams]
 
     def __post_init__(self):
         check_positive_int(self.T, "T", 0)
@@ -86,11 +80,8 @@ class TrainConfig:
         check_positive(self.delta, "delta")
         if self.m is not None:
             check_positive_int(self.m, "m")
-        check_positive_int(self.n_layers, "n_layers")
         if self.tasks not in TRAINING_TASKS:
             raise ValueError(f"tasks must be one of {TRAINING_TASKS}; got {self.tasks!r}.")
-        if not isinstance(self.prenorm, (bool, np.bool_)):
-            raise ValueError(f"prenorm must be True or False; got {self.prenorm!r}.")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,40 +106,29 @@ class Progress:
               f"elapsed {elapsed:.1f}s  left ~{left:.1f}s", file=self.stream, flush=True)
 
 
-def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba", *, rng=None,
-          params: Params | list | None = None, record_every: int = 10, record=None,
+def train(world: World, config: TrainConfig = TrainConfig(), net: Network | str = "mamba", *, rng=None,
+          params=None, record_every: int = 10, record=None,
           progress: bool | Progress = False) -> tuple[Params, dict]:
-    """Run Algorithm 1 for ``config.T`` steps; return (Psi^(T), history).
+    """Run Algorithm 1 for ``config.T`` steps on the Network ``net``; return (Psi^(T), history).
 
-    ``rng`` (Generator or int seed) draws w^(0) and every minibatch, so a seed fixes the run.
-    ``params`` overrides the initialisation (``model.init_for``: Algorithm 1, plus the gate's own
-    fields for an Appendix E.6 model).  Every ``record_every`` steps (and at step T) the
-    history stores the minibatch ``loss`` and 0-1 ``error`` at Psi^(t) before the update,
-    ``step``, and whatever ``record(step, params) -> dict`` returns (e.g. projections of w).
-    Raises ``DivergenceError`` naming the step if the loss or parameters become non-finite, and
-    ``CollapseError`` if F = 0 exactly on every prompt of a minibatch and the gradient is exactly
-    0 (checked only when F is all 0, so a healthy run pays nothing); both carry the last good
-    parameters and the history so far.  With ``config.n_layers`` > 1, params (given or from
-    ``stack.init_stack``) and the result are a list of ``stack.LayerParams``, one per layer.
+    ``net``: a ``Network`` (``numpy_mamba.network(...)``), or the name of one of the paper's two
+    one-layer models.  ``rng`` (Generator or int seed) draws the initialisation (``net.init``)
+    and every minibatch, so a seed fixes the run; ``params`` overrides the initialisation.
+    Every ``record_every`` steps (and at step T) the history stores the minibatch ``loss`` and
+    0-1 ``error`` at Psi^(t) before the update, ``step``, and whatever ``record(step, params) ->
+    dict`` returns (e.g. projections of w).  Raises ``DivergenceError`` naming the step if the loss
+    or parameters become non-finite, and ``CollapseError`` if F = 0 exactly on every prompt of a
+    minibatch and the gradient is exactly 0 (checked only when F is all 0, so a healthy run pays
+    nothing); both carry the last good parameters and the history so far.
     """
-    check_model(model)
+    net = as_network(net)
     _check_train_inputs(world, config, record, progress)
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
-    step_terms = value_and_gradients        # unchecked: the inputs are checked here, once per run
-    if config.n_layers > 1 or config.prenorm:     # Section 4.2's stack (stack.py): list[LayerParams]
-        params = stack.training_start(model, world.d, config.n_layers, config.m, config.delta, rng, params)
-        step_terms = partial(stack.value_and_gradients, prenorm=True) if config.prenorm else stack.value_and_gradients
-    elif params is None:
-        params = init_for(model, world.d, config.m, config.delta, rng)
-    else:                                   # e.g. Params given for an extension model: say so now
-        params = check_params(params, model)
-        if params.W_B.shape[1] != world.d + 1:
-            raise ValueError(f"params must fit the world's d = {world.d}: W_B, W_C of shape (m, d+1) = "
-                             f"(m, {world.d + 1}); got W_B of shape {params.W_B.shape} (d = {params.W_B.shape[1] - 1}).")
+    params = net.init(world.d, rng, config.m, config.delta) if params is None else net.check(params, world.d)
     history: dict[str, list] = {"step": [], "loss": [], "error": []}
     good = None                             # Psi^(t-1), the last parameters that passed the checks
-    bar = progress if isinstance(progress, Progress) else (Progress(config.T, model) if progress else None)
+    bar = progress if isinstance(progress, Progress) else (Progress(config.T, net.name) if progress else None)
 
     def log(t, loss, err):
         history["step"].append(t)
@@ -163,15 +143,15 @@ def train(world: World, config: TrainConfig = TrainConfig(), model: str = "mamba
         batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
                                kappa_a=config.kappa_a, rng=rng, tasks=tasks)
         with np.errstate(over="ignore", invalid="ignore"):     # checked just below
-            F, grad = step_terms(model, params, batch.P, batch.z)   # one forward pass, then backward
+            F, grad = net.F_and_gradients(params, batch.P, batch.z)    # one forward pass, then backward
             loss = float(np.mean(hinge(F, batch.z)))
-        if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in _arrays(params)):
+        if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in leaves(params)):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "
-                f"{all(np.all(np.isfinite(a)) for a in _arrays(params))}. Try a smaller step size than eta = {config.eta}.",
+                f"{all(np.all(np.isfinite(a)) for a in leaves(params))}. Try a smaller step size than eta = {config.eta}.",
                 **_kept(good, t, config.eta, history))
-        if not np.any(F) and not any(np.any(g) for g in _arrays(grad)):
-            raise CollapseError(_collapse_message(model, params, batch.P, t, loss, config.eta),
+        if not np.any(F) and not any(np.any(g) for g in leaves(grad)):
+            raise CollapseError(_collapse_message(net, params, batch.P, t, loss, config.eta),
                                 **_kept(good, t, config.eta, history))
         if t % record_every == 0 or t == config.T:
             log(t, loss, zero_one_error(F, batch.z))
@@ -203,17 +183,9 @@ def _check_train_inputs(world, config, record, progress) -> None:
         raise ValueError(f"progress must be True, False or a Progress; got {type(progress).__name__}.")
 
 
-def _collapse_message(model: str, params, P, t: int, loss: float, eta: float) -> str:
-    """One line: what collapsed, why (gate underflow or vanishing scores), and which setting."""
-    why = "the model's output F is 0"
-    one_layer = not isinstance(params, list)        # a stack has no single gate or score to name
-    if one_layer and model == "mamba" and (top := np.max(log_gating(params.w, P)[:, :-1])) < LOG_TINY:
-        why = (f"every gate G_(i,l+1) of eq (3) underflowed to 0: the largest log G is {top:.4g}, below "
-               f"float64's range (log of its smallest positive number is {LOG_TINY:.1f}); |w| = "
-               f"{np.linalg.norm(params.w):.3g}")
-    elif one_layer and model in ("mamba", "linear_transformer"):
-        why = (f"the attention scores p_i^T W_B^T W_C p_query are 0 (largest |score| "
-               f"{np.max(np.abs(scores(params, P))):.3g})")
+def _collapse_message(net: Network, params, P, t: int, loss: float, eta: float) -> str:
+    """One line: what collapsed, why (the Network's own reason, e.g. gate underflow), and which setting."""
+    why = "the model's output F is 0" if net.why_zero is None else net.why_zero(params, P)
     cause = ("the starting parameters already do this" if t == 0 else
              f"the update after step {t - 1} with step size eta = {eta:g} put the parameters there; "
              "try a smaller step size")
@@ -222,13 +194,6 @@ def _collapse_message(model: str, params, P, t: int, loss: float, eta: float) ->
             f"Psi unchanged. Cause: {why}; {cause}.")
 
 
-def _arrays(params) -> list:
-    """Every trainable array: the fields of Psi, or of each layer of a stack."""
-    return [a for layer in params for a in layer] if isinstance(params, list) else list(params)
-
-
 def sgd_update(params, grad, eta: float):
-    """Unchecked eq (19), Psi - eta * grad, field by field (and layer by layer for a stack)."""
-    if isinstance(params, list):
-        return [sgd_update(p, g, eta) for p, g in zip(params, grad)]
-    return type(params)(*(p - eta * g for p, g in zip(params, grad)))
+    """Unchecked eq (19), Psi - eta * grad, array by array (and layer by layer for a stack)."""
+    return map_leaves(lambda p, g: p - eta * g, params, grad)

@@ -23,13 +23,13 @@ does not write the multi-layer architecture down.  This one is OUR choice:
   eqs (118), (93), (135); the other columns of dW are exactly 0.
 - Without a gate each layer's output is cubic in its input (h_{i,j} s_{i,t}, s quadratic in h),
   so the linear Transformer's stack starts far above the hinge's margin unless delta is small
-  (``initial_output_scale`` measures the median |F| at initialisation).
+  (tests/test_stack.py measures the median |F| at initialisation).
 - ``prenorm=True`` (``stack_forward``, ``value_and_gradients``, ``output``) is an ablation, not
   the paper's model: H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1))), with the norm of ``rmsnorm.py``.
 
 Code: ``init_stack`` (Algorithm 1's initialisation for every layer), ``forward``, ``hinge_loss``,
 ``gradients`` (a list of LayerParams) and ``forward_with_caches`` (every layer's scores and
-gates, for plots); ``sgd.train`` with ``TrainConfig(n_layers=L)`` trains a stack.  ``layer.py``
+gates, for plots); ``sgd.train`` trains a stack given ``network(model, n_layers=L)``.  ``layer.py``
 is one layer, CS231n style: ``layer_forward(H, layer, model) -> (O, cache)`` and
 ``layer_backward(dO, cache) -> (dH, LayerParams)``, the backward written by hand below the
 forward (the reading form, which holds the gates as a (B, D, N, N) tensor), and
@@ -46,11 +46,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
-from ._models import PAPER_MODELS
 from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_factored,  # noqa: F401
                     layer_forward, layer_forward_factored)
 from .loss import hinge, mean_hinge_slope
-from .model import init_params
+from .model import PAPER_MODELS, init_params
 from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
 
 
@@ -169,20 +168,9 @@ def stack_backward(dF, caches) -> list:
 
 
 def output(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
-    """Unchecked F for P (B, d+1, l+1) -> (B,), with ``model.output``'s signature (for ``sgd.train``);
+    """Unchecked F for P (B, d+1, l+1) -> (B,) (``network.network(model, n_layers)``'s F);
     ``prenorm``: the pre-norm stack of ``stack_forward``."""
     return stack_forward(layers, P, model, prenorm=prenorm)[0]
-
-
-def training_start(model: str, d: int, n_layers: int, m, delta: float, rng, layers=None) -> list:
-    """The stack ``sgd.train`` starts from: ``layers`` checked, or ``init_stack`` if None."""
-    check_stack_model(model)
-    if layers is None:
-        return init_stack(d, n_layers, m, delta, rng)
-    layers = check_layers(layers, d + 1)
-    if len(layers) != n_layers:
-        raise ValueError(f"config.n_layers = {n_layers} but params holds {len(layers)} layer(s).")
-    return layers
 
 
 def forward_with_caches(layers, P, model: str = "mamba"):
@@ -222,18 +210,7 @@ def gradients(layers, P, z, model: str = "mamba") -> list:
 
 def value_and_gradients(model: str, layers, P, z, prenorm: bool = False) -> tuple:
     """Unchecked (F (B,), gradients of the mean hinge loss, eqs (4), (19)) for P (B, d+1, l+1),
-    z (B,), with the signature of ``gradients.value_and_gradients`` (``sgd.train`` runs it at every step);
+    z (B,): the stack's ``Network.F_and_gradients``, which ``sgd.train`` runs at every step;
     ``prenorm``: the pre-norm stack of ``stack_forward``."""
     F, caches = stack_forward(layers, P, model, prenorm=prenorm)
     return F, stack_backward(mean_hinge_slope(F, z), caches)
-
-
-def initial_output_scale(P, n_layers: int, delta: float, model: str = "mamba", rng=None) -> float:
-    """Median |F| over prompts P (B, d+1, l+1) at ``init_stack(d, n_layers, delta=delta, rng=rng)``.
-
-    Measures how far above 1 (the hinge's margin) a stack starts: without a gate each layer's
-    output is cubic in its input (h_{i,j} s_{i,t}, with s quadratic in h).
-    """
-    P = check_prompts(P)[0]
-    layers = init_stack(P.shape[1] - 1, n_layers, delta=delta, rng=rng)
-    return float(np.median(np.abs(forward(layers, P, model))))

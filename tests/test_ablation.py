@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from numpy_mamba import TrainConfig, train
+from numpy_mamba import TrainConfig, network, train
 from numpy_mamba.cli import COMMANDS
 from numpy_mamba.reproduce import ablation
 from numpy_mamba.reproduce.ablation_report import report_section
@@ -101,9 +101,10 @@ def test_baseline_is_the_long_run_at_T_short():
     got = run_unit(SMALL, 0, "mamba", "three_layer", "cycle", step)
     assert got["T"] == SMALL.T_long and got["diverged_at"] is None
     world = world_for(0)
-    config = SMALL.config("three_layer", step["eta"], step["delta"], SMALL.T_short)
-    layers, _ = train(world, config, "mamba", rng=np.random.default_rng([0, ablation.STREAM, 0, 0]))
-    counts = group_counts("mamba", layers, False, prompts_for(world, SMALL, 0), 4)
+    config = SMALL.config(step["eta"], step["delta"], SMALL.T_short)
+    net = network("mamba", 3)
+    layers, _ = train(world, config, net, rng=np.random.default_rng([0, ablation.STREAM, 0, 0]))
+    counts = group_counts(net, layers, prompts_for(world, SMALL, 0), 4)
     at = got["checkpoints"][str(SMALL.T_short)]
     assert {k: at[k] for k in counts} == counts
     first = layers[0]

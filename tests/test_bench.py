@@ -5,7 +5,7 @@ same thing, so bench compares each peer's F and every gradient with ours and pri
 instead of a ratio when they are apart by more than ``bench.TOLERANCE``.  The peers here are
 fakes in plain NumPy (our own numbers, or our numbers with one entry moved), so this logic runs
 wherever the tests run; the PyTorch peers go through the same code when PyTorch is installed.
-``value_and_gradients`` (the unchecked step ``sgd.train`` and ``bench`` run) must equal the
+``Network.F_and_gradients`` (the unchecked step ``sgd.train`` and ``bench`` run) must equal the
 public, checked ``gradients``.  No timing is asserted anywhere.
 """
 import argparse
@@ -16,7 +16,7 @@ import pytest
 from numpy_mamba import gradients, make_world, training_batch
 from numpy_mamba import stack
 from numpy_mamba.cli import bench
-from numpy_mamba.gradients import value_and_gradients
+from numpy_mamba.network import network
 from numpy_mamba.model import forward, init_params
 from numpy_mamba.sgd import sgd_update
 
@@ -51,7 +51,7 @@ def eq3_fake(moved=None, by=0.0):
             if moved is not None:
                 arrays[moved].flat[0] += by * np.abs(arrays[moved]).max()
             return arrays[0], arrays[1:]
-        return (lambda: value_and_gradients("mamba", params, P, z)), result
+        return (lambda: network("mamba").F_and_gradients(params, P, z)), result
     return make
 
 
@@ -184,11 +184,11 @@ def test_pytorch_peers_are_wired_as_bench_expects():
 
 @pytest.mark.parametrize("model", MODELS)
 def test_unchecked_step_equals_public_gradients(model):
-    # If this fails, sgd.train (which runs value_and_gradients) no longer follows gradients().
+    # If this fails, sgd.train (which runs Network.F_and_gradients) no longer follows gradients().
     world = make_world(rng=0)
     batch = training_batch(world, 8, 20, p_a=0.6, rng=1)
     params = init_params(world.d, rng=2)
-    F, grad = value_and_gradients(model, params, batch.P, batch.z)
+    F, grad = network(model).F_and_gradients(params, batch.P, batch.z)
     np.testing.assert_array_equal(F, forward(params, batch.P, model))
     for a, b in zip(grad, gradients(params, batch.P, batch.z, model)):
         np.testing.assert_array_equal(a, b)

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from numpy_mamba.gates import compare as gate_comparison
-from numpy_mamba._models import model_names
-MODELS = model_names()
+MODELS = ("mamba", "linear_transformer", "mamba2", "retnet", "gated_retention", "gla")
 from numpy_mamba.gates.plots import mean_and_halfwidth
 
 

@@ -2,11 +2,10 @@
 import numpy as np
 import pytest
 
-from numpy_mamba import (GATES, GLAParams, GatedRetentionParams, Mamba2Params, Params, RetNetParams,
-                         TrainConfig, forward, gate_recurrent_forward, gradcheck, gradients,
-                         gradients_literal, hinge_loss, init_for, init_params, make_world, train)
-from numpy_mamba._models import model_names
-MODELS = model_names()
+import numpy_mamba
+from numpy_mamba import Params, TrainConfig, forward, gradcheck, gradients_literal, init_params, make_world, train
+from numpy_mamba.gates import (GATES, GLAParams, GatedRetentionParams, Mamba2Params, RetNetParams,
+                               gate_recurrent_forward, network)
 from numpy_mamba.gates.scan import gla_scan_eq196
 from numpy_mamba.gates import gate_values as gates_for
 
@@ -43,7 +42,7 @@ def test_recurrent_update_equals_closed_form(model, l, gate_scale):
     rng = np.random.default_rng([1, l, int(gate_scale), FAMILIES.index(model)])
     params = random_gate_params(model, rng, gate_scale=gate_scale)
     P, _ = random_prompts(rng, l=l)
-    F_closed = forward(params, P, model=model)
+    F_closed = network(model).output(params, P)
     F_scan = gate_recurrent_forward(params, P, model)
     assert np.max(np.abs(F_closed)) > 1e-3, "degenerate problem: outputs are ~0"
     assert np.max(np.abs(F_closed - F_scan)) < 1e-12
@@ -58,7 +57,7 @@ def _problem(model, case):
     P, z = random_prompts(rng, l=l, B=6)
     if case == "inactive":                      # half the prompts beyond the hinge (z F > 1)
         params = params._replace(W_C=3.0 * params.W_C)
-        F = forward(params, P, model=model)
+        F = network(model).output(params, P)
         z = np.where(np.arange(len(F)) % 2 == 0, np.sign(F), -np.sign(F))
         active = 1 - z * F > 0
         assert active.any() and (~active).any(), "setup: need both sides of the hinge"
@@ -71,9 +70,9 @@ def _problem(model, case):
 def test_analytic_gradients_match_central_differences(model, case):
     """If this fails, the hand-written gradient of some parameter of model is wrong."""
     params, P, z = _problem(model, case)
-    grad = gradients(params, P, z, model=model)
+    grad = network(model).value_and_gradients(params, P, z)[1]
     assert type(grad) is type(params)
-    report = gradcheck(lambda q: hinge_loss(q, P, z, model=model), params, grad, tol=1e-7)
+    report = gradcheck(lambda q: network(model).value_and_gradients(q, P, z)[0], params, grad, tol=1e-7)
     print(model, case, report)
     assert report.passed, str(report)
     assert report.norm_analytic["W_B"] > 1e-6, "degenerate problem: zero gradient"
@@ -94,14 +93,14 @@ def test_known_answers_on_a_tiny_prompt():
     F = gamma^2 * 1 - gamma * 2 = -0.75; GLA with W = 0 gates each key by 1/2: F = (1 - 2)/2."""
     P, I = _tiny()
     zero_w = np.zeros(2)
-    assert forward(RetNetParams(I, I, 0.5), P, "retnet") == pytest.approx(-0.75, abs=1e-15)
+    assert network("retnet").output(RetNetParams(I, I, 0.5), P) == pytest.approx(-0.75, abs=1e-15)
     # Mamba-2 with w = 0, a = 0: gamma = exp(-softplus(0)) = exp(-log 2) = 1/2
-    assert forward(Mamba2Params(I, I, zero_w, 0.0), P, "mamba2") == pytest.approx(-0.75, abs=1e-15)
+    assert network("mamba2").output(Mamba2Params(I, I, zero_w, 0.0), P) == pytest.approx(-0.75, abs=1e-15)
     # Gated Retention with w = 0, tau = 1: gamma = sigma(0) = 1/2; tau = 1/2 squares it: 1/4
-    assert forward(GatedRetentionParams(I, I, zero_w, 1.0), P, "gated_retention") == pytest.approx(-0.75)
-    assert forward(GatedRetentionParams(I, I, zero_w, 0.5), P, "gated_retention") == pytest.approx(
+    assert network("gated_retention").output(GatedRetentionParams(I, I, zero_w, 1.0), P) == pytest.approx(-0.75)
+    assert network("gated_retention").output(GatedRetentionParams(I, I, zero_w, 0.5), P) == pytest.approx(
         0.25 ** 2 - 0.25 * 2, abs=1e-15)
-    assert forward(GLAParams(I, I, np.zeros((2, 2)), 1.0), P, "gla") == pytest.approx(-0.5, abs=1e-15)
+    assert network("gla").output(GLAParams(I, I, np.zeros((2, 2)), 1.0), P) == pytest.approx(-0.5, abs=1e-15)
 
 
 def test_mamba2_gate_at_the_query_is_one_unlike_mamba():
@@ -134,7 +133,7 @@ def test_gla_eq196_as_printed_is_not_eq198():
     rng = np.random.default_rng(5)
     params = random_gate_params("gla", rng)
     P, _ = random_prompts(rng, l=4, B=1)
-    assert abs(gla_scan_eq196(params, P[0]) - forward(params, P[0], "gla")) > 1e-3
+    assert abs(gla_scan_eq196(params, P[0]) - network("gla").output(params, P[0])) > 1e-3
 
 
 def test_long_prompts_and_saturated_gates_stay_finite():
@@ -145,34 +144,38 @@ def test_long_prompts_and_saturated_gates_stay_finite():
         params = random_gate_params(model, rng, gate_scale=30.0)
         G = gates_for(model, params, P)
         assert np.all(np.isfinite(G)) and G.min() >= 0.0 and G.max() <= 1.0, model
-        assert all(np.all(np.isfinite(g)) for g in gradients(params, P, z, model=model)), model
+        assert all(np.all(np.isfinite(g)) for g in network(model).value_and_gradients(params, P, z)[1]), model
 
 
-# ------------------------------------------------------------------ plumbing: registry, init, training
-def test_registry_matches_the_model_list():
-    """If this fails a gate was added to MODELS but not to GATES (or the reverse)."""
-    assert MODELS == ("mamba", "linear_transformer") + FAMILIES
+# ------------------------------------------------------------------ plumbing: Network, init, training
+def test_each_family_has_its_network_and_the_core_points_to_it():
+    """If this fails a gate of GATES has no Network, or the core accepts (or names wrongly) a gate."""
+    assert FAMILIES == ("mamba2", "retnet", "gated_retention", "gla")
+    assert [network(m).name for m in FAMILIES] == list(FAMILIES)
+    with pytest.raises(ValueError, match=r"numpy_mamba.gates.network\(name\)"):
+        numpy_mamba.network("gla")
+    with pytest.raises(ValueError, match="Appendix E.6 gates"):
+        network("mamba")
 
 
-def test_init_for_uses_algorithm1_and_documented_gate_values():
+def test_init_uses_algorithm1_and_documented_gate_values():
     base = init_params(6, None, 0.2, np.random.default_rng(7))
     for model, field, value in [("mamba2", "a", 0.0), ("retnet", "gamma", 0.5),
                                 ("gated_retention", "tau", 1.0), ("gla", "tau", 1.0)]:
-        params = init_for(model, 6, None, 0.2, np.random.default_rng(7))
+        params = network(model).init(6, np.random.default_rng(7))
         assert type(params) is GATES[model].params_type
         assert np.array_equal(params.W_B, base.W_B) and np.array_equal(params.W_C, base.W_C)
         assert float(getattr(params, field)) == value
         if "w" in params._fields:                       # same draw as Mamba's w^(0)
             assert np.array_equal(params.w, base.w)
-    assert init_for("gla", 6, None, 0.2, 7).W.shape == (7, 7)
-    assert isinstance(init_for("mamba", 6, None, 0.2, 7), Params)
+    assert network("gla").init(6, 7).W.shape == (7, 7)
 
 
 @pytest.mark.parametrize("model", FAMILIES)
 def test_sgd_trains_every_gate_and_keeps_its_container(model):
     """A few steps of Algorithm 1 on the Section 3.2 data lower the loss for each gate."""
     world = make_world(d=8, M1=4, M2=2, V=2, rng=0)
-    params, history = train(world, TrainConfig(T=60, B=32, l_tr=6), model, rng=1, record_every=20)
+    params, history = train(world, TrainConfig(T=60, B=32, l_tr=6), network(model), rng=1, record_every=20)
     assert type(params) is GATES[model].params_type
     assert history["loss"][-1] < history["loss"][0]
 
@@ -182,22 +185,23 @@ def test_bad_inputs_say_what_was_expected():
     P, z = random_prompts(rng, l=2, B=2)
     mamba = init_params(4, rng=0)
     with pytest.raises(ValueError, match="Mamba2Params"):
-        forward(mamba, P, model="mamba2")
+        network("mamba2").output(mamba, P)
     with pytest.raises(ValueError, match="Params"):
-        gradients(random_gate_params("mamba2", rng), P, z, model="mamba")
+        numpy_mamba.network("mamba").value_and_gradients(random_gate_params("mamba2", rng), P, z)
     with pytest.raises(ValueError, match="gamma .* > 0"):
-        forward(RetNetParams(mamba.W_B, mamba.W_C, 0.0), P, model="retnet")
+        network("retnet").output(RetNetParams(mamba.W_B, mamba.W_C, 0.0), P)
     with pytest.raises(ValueError, match="tau .* > 0"):
-        hinge_loss(GatedRetentionParams(mamba.W_B, mamba.W_C, mamba.w, -1.0), P, z, "gated_retention")
+        network("gated_retention").value_and_gradients(GatedRetentionParams(mamba.W_B, mamba.W_C, mamba.w, -1.0), P, z)
     with pytest.raises(ValueError, match=r"a of Mamba2Params must have shape \(\)"):
-        forward(Mamba2Params(mamba.W_B, mamba.W_C, mamba.w, np.zeros(2)), P, "mamba2")
+        network("mamba2").output(Mamba2Params(mamba.W_B, mamba.W_C, mamba.w, np.zeros(2)), P)
     with pytest.raises(ValueError, match=r"W of GLAParams must have shape \(5, 5\)"):
-        forward(GLAParams(mamba.W_B, mamba.W_C, np.zeros((5, 4)), 1.0), P, "gla")
+        network("gla").output(GLAParams(mamba.W_B, mamba.W_C, np.zeros((5, 4)), 1.0), P)
     with pytest.raises(ValueError, match="model must be one of"):
-        forward(mamba, P, model="mamba3")
-    with pytest.raises(ValueError, match="gradients_literal covers"):
+        network("mamba3")
+    with pytest.raises(ValueError, match="model must be one of"):
         gradients_literal(random_gate_params("retnet", rng), P, z, model="retnet")
     with pytest.raises(ValueError, match="Appendix E.6 gates"):
         gate_recurrent_forward(mamba, P, "mamba")
     with pytest.raises(ValueError, match="GLAParams"):
-        train(make_world(d=4, M1=2, M2=1, V=1, rng=0), TrainConfig(T=1, B=2, l_tr=2), "gla", rng=0, params=mamba)
+        train(make_world(d=4, M1=2, M2=1, V=1, rng=0), TrainConfig(T=1, B=2, l_tr=2), network("gla"), rng=0,
+              params=mamba)

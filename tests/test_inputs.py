@@ -199,7 +199,7 @@ def test_train_checks_its_inputs_before_computing():
     # If this fails, params for another d die as a raw matmul error deep inside the first step.
     w4 = make_world(d=4, M1=2, M2=1, V=1, rng=0)
     with pytest.raises(ValueError, match="params must fit the world's d = 4: W_B, W_C of shape \\(m, d\\+1\\) = \\(m, 5\\); "
-                                         "got W_B of shape \\(9, 9\\) \\(d = 8\\)"):
+                                         "got parameters for d = 8, W_B of shape \\(m, 9\\)"):
         train(w4, TrainConfig(T=2), rng=0, params=init_params(8, rng=0))
     for kwargs, match in (({"config": {"T": 2}}, "config must be a TrainConfig; got dict"),
                           ({"record": 5}, "record must be None or a function"),

@@ -119,4 +119,4 @@ def test_three_layer_settings_keep_the_one_layer_test_grid():
         assert getattr(depth3.QUICK, key) == getattr(QUICK, key), f"quick run: {key}"
     assert depth3.QUICK.quick and not depth3.SETTINGS.quick, "a quick three-layer run must be stamped as one"
     cfg = depth3.SETTINGS.train_config(0.4, 0.1, 0.05)
-    assert cfg.n_layers == 3 and cfg.delta == 0.05 and cfg.eta == 0.1 and cfg.p_a == 0.4
+    assert depth3.SETTINGS.n_layers == 3 and cfg.delta == 0.05 and cfg.eta == 0.1 and cfg.p_a == 0.4

@@ -48,12 +48,13 @@ def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     from numpy_mamba.reproduce.common import eta_selection, selection_world
     from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
     from numpy_mamba.runs.jobs import run_plans
+    from numpy_mamba import network
     s = replace(TINY, eta_grid=(0.01, 0.5, 2000.0), select_seeds=2)     # 2000 diverges: excluded
     plans = eta_selection(s, 0.4, "t")
     found, _ = run_plans(plans, jobs=1, progress=False)
     for m, model in enumerate(("mamba", "linear_transformer")):
         direct = choose({"eta": s.eta_grid}, heldout_loss_after_training(
-            selection_world, s.train_config(0.4, s.eta_grid[0]), model, s.n_heldout, (8, 40, m + 1)), range(2))
+            selection_world, s.train_config(0.4, s.eta_grid[0]), network(model), s.n_heldout, (8, 40, m + 1)), range(2))
         assert found[model] == direct
         assert found[model]["candidates"][2]["diverged"], "eta = 2000 must diverge and be excluded"
 

@@ -1,5 +1,5 @@
 """RMS normalisation (numpy_mamba/rmsnorm.py) and the pre-norm stack it serves (stack.py, prenorm=True;
-sgd.TrainConfig(prenorm=..., tasks=...)).
+network(model, n_layers, prenorm=True); sgd.TrainConfig(tasks=...)).
 
 If a test here fails, either RMSNorm no longer divides each token column by its root mean square,
 its hand-written backward pass disagrees with central differences, the pre-norm stack is no longer
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import numpy_mamba.sgd as sgd
-from numpy_mamba import Params, TrainConfig, forward as forward_eq3, gradcheck, make_world, train, training_batch
+from numpy_mamba import (Params, TrainConfig, forward as forward_eq3, gradcheck, make_world, network, train,
+                         training_batch)
 from numpy_mamba.layer import layer_forward
 from numpy_mamba.loss import hinge
 from numpy_mamba.rmsnorm import EPS, rms_norm, rms_norm_backward, rms_norm_forward
@@ -148,13 +149,13 @@ def test_default_stack_is_the_plain_residual_stack():
     assert not np.allclose(stack_forward(layers, P, prenorm=True)[0], F_default)
 
 
-# ---------------------------------------------------------------- SGD: TrainConfig(tasks=..., prenorm=...)
-def test_train_config_refuses_unknown_task_set_or_architecture():
+# ---------------------------------------------------------------- SGD: TrainConfig(tasks=...), network(prenorm=...)
+def test_train_config_refuses_unknown_task_set_and_network_an_unknown_architecture():
     # If this fails, a typo in the task set or the architecture would train something else silently.
     with pytest.raises(ValueError, match=r"tasks must be one of \('cycle', 'all'\); got 'pairs'"):
         TrainConfig(tasks="pairs")
     with pytest.raises(ValueError, match="prenorm must be True or False; got 'yes'"):
-        TrainConfig(prenorm="yes")
+        network("mamba", 3, prenorm="yes")
 
 
 @pytest.mark.parametrize("tasks", ["cycle", "all"])
@@ -179,10 +180,10 @@ def test_train_draws_its_minibatches_from_the_chosen_task_set(monkeypatch, tasks
 
 @pytest.mark.parametrize("n_layers", [1, 3])
 def test_train_with_prenorm_takes_the_prenorm_gradient_step(n_layers):
-    # If this fails, TrainConfig(prenorm=True) does not train the pre-norm stack with eq (19).
+    # If this fails, network(prenorm=True) does not train the pre-norm stack with eq (19).
     world = make_world(d=12, M1=4, M2=4, V=2, rng=1)
-    config = TrainConfig(T=1, B=8, l_tr=4, eta=0.05, p_a=0.4, prenorm=True, n_layers=n_layers)
-    layers, _ = train(world, config, "mamba", rng=7)
+    config = TrainConfig(T=1, B=8, l_tr=4, eta=0.05, p_a=0.4)
+    layers, _ = train(world, config, network("mamba", n_layers, prenorm=True), rng=7)
     rng = np.random.default_rng(7)
     start = init_stack(world.d, n_layers, None, config.delta, rng)
     batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K, kappa_a=config.kappa_a, rng=rng)

@@ -12,13 +12,13 @@ import pytest
 
 import numpy_mamba.sgd as sgd
 from numpy_mamba import (DivergenceError, Params, TrainConfig, forward as forward_eq3, gradcheck,
-                         gradients as gradients_eq3, init_params, make_world, train, training_batch)
+                         gradients as gradients_eq3, init_params, make_world, network, train, training_batch)
 from numpy_mamba.layer import FactoredCache, LayerCache, layer_backward_factored, layer_forward_factored
 from numpy_mamba.loss import hinge, mean_hinge_slope
 from numpy_mamba.model import output
 from numpy_mamba.scan import scan_outputs
 from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss,
-                               init_stack, initial_output_scale, layer_backward, layer_forward,
+                               init_stack, layer_backward, layer_forward,
                                stack_backward, stack_forward)
 
 MODELS = ("mamba", "linear_transformer")
@@ -318,7 +318,7 @@ def _good():
     ("dict", r"must be a list of LayerParams .*got dict"),
     ("P_rows", r"P has 5 rows but the parameters expect d\+1 = 4"),
     ("P_label", r"query's label slot"),
-    ("extension_model", r"a stack is built from the paper's models"),
+    ("other_model", r"a stack is built from the paper's models"),
 ])
 def test_bad_input_is_refused_with_what_was_wrong(case, match):
     # If this fails, garbage reaches the model silently or the message does not say what was wrong.
@@ -348,7 +348,7 @@ def test_bad_input_is_refused_with_what_was_wrong(case, match):
     elif case == "P_label":
         P = P.copy()
         P[:, -1, -1] = 1.0
-    elif case == "extension_model":
+    elif case == "other_model":
         model = "gla"
     for call in (lambda: forward(layers, P, model), lambda: hinge_loss(layers, P, z, model),
                  lambda: gradients(layers, P, z, model)):
@@ -362,32 +362,45 @@ def test_n_layers_must_be_a_positive_integer(n_layers):
     with pytest.raises(ValueError, match="n_layers must be an integer >= 1"):
         init_stack(4, n_layers, rng=0)
     with pytest.raises(ValueError, match="n_layers must be an integer >= 1"):
-        TrainConfig(n_layers=n_layers)
+        network("mamba", n_layers)
 
 
 @pytest.mark.parametrize("case, match", [
-    ("count", r"config.n_layers = 3 but params holds 2 layer"),
+    ("count", r"this Network has 3 layer\(s\) but params holds 2"),
     ("nan", r"layer 1: W_B must be finite"),
-    ("d", r"expected \(m, d\+1\) with d\+1 = 31"),
-    ("gate", r"a stack is built from the paper's models"),
+    ("d", r"params must fit the world's d = 30: .* got parameters for d = 5"),
+    ("eq3_params", r"layers must be a list of LayerParams"),
 ])
 def test_training_a_stack_on_bad_input_trains_nothing(case, match):
     # If this fails, train() starts SGD on a stack it should have refused.
     world = make_world(rng=0)
-    layers, model = init_stack(30, 3, rng=0), "mamba"
+    layers = init_stack(30, 3, rng=0)
     if case == "count":
         layers = layers[:2]
     elif case == "nan":
         layers[0] = layers[0]._replace(W_B=np.full_like(layers[0].W_B, np.nan))
     elif case == "d":
         layers = init_stack(5, 3, rng=0)
-    elif case == "gate":
-        layers, model = None, "gla"
+    elif case == "eq3_params":
+        layers = init_params(30, rng=0)
     steps = []
     with pytest.raises(ValueError, match=match):
-        train(world, TrainConfig(T=3, B=4, n_layers=3), model, rng=0, params=layers,
+        train(world, TrainConfig(T=3, B=4), network("mamba", 3), rng=0, params=layers,
               record=lambda t, p: steps.append(t) or {})
     assert steps == []
+
+
+@pytest.mark.parametrize("model, n_layers, prenorm, match", [
+    ("gla", 1, False, r"paper's models .* numpy_mamba.gates.network"),
+    ("gla", 3, False, r"paper's models"),
+    ("transformer", 1, False, r"paper's models \('mamba', 'linear_transformer'\)"),
+    ("mamba", 0, False, r"n_layers must be an integer >= 1"),
+    ("mamba", 3, "yes", r"prenorm must be True or False"),
+])
+def test_an_impossible_network_is_refused_when_it_is_made(model, n_layers, prenorm, match):
+    # If this fails, a combination that cannot train is accepted and fails later (or runs wrongly).
+    with pytest.raises(ValueError, match=match):
+        network(model, n_layers, prenorm)
 
 
 # ---------------------------------------------------------------- training
@@ -407,8 +420,8 @@ def test_n_layers_1_trains_bit_for_bit_as_algorithm_1_on_eq3():
             break
         grad = gradients_eq3(params, batch.P, batch.z)
         params = Params(*(p - cfg.eta * g for p, g in zip(params, grad)))
-    for config in (cfg, TrainConfig(T=25, B=16, eta=0.1, n_layers=1)):
-        trained, history = train(world, config, rng=3, record_every=1)
+    for net in ("mamba", network("mamba", n_layers=1)):
+        trained, history = train(world, cfg, net, rng=3, record_every=1)
         np.testing.assert_array_equal(history["loss"], losses)
         for a, b in zip(trained, params):
             np.testing.assert_array_equal(a, b)
@@ -422,8 +435,8 @@ def test_stack_training_sees_the_same_minibatches_and_lowers_the_loss(monkeypatc
     world = make_world(rng=0)
     for n_layers in (1, 3):
         monkeypatch.setattr(sgd, "training_batch", lambda *a, _n=n_layers, **k: seen[_n].append(real(*a, **k)) or seen[_n][-1])
-        params, history = train(world, TrainConfig(T=60, B=16, eta=0.05, p_a=0.4, n_layers=n_layers), rng=2,
-                                record_every=1)
+        params, history = train(world, TrainConfig(T=60, B=16, eta=0.05, p_a=0.4), network("mamba", n_layers),
+                                rng=2, record_every=1)
     assert len(seen[3]) == len(seen[1]) == 61
     for b1, b3 in zip(seen[1], seen[3]):
         np.testing.assert_array_equal(b1.P, b3.P)
@@ -436,8 +449,8 @@ def test_linear_transformer_stack_at_delta_0_2_diverges_and_is_reported():
     # divergence is no longer detected: a 3-layer LT at Algorithm 1's delta = 0.2 starts with
     # |F| ~ 1e6 on training prompts and its first SGD steps overflow even at eta = 0.01.
     with pytest.raises(DivergenceError, match="diverged at step"):
-        train(make_world(rng=0), TrainConfig(T=50, B=16, eta=0.01, p_a=0.4, n_layers=3),
-              "linear_transformer", rng=0)
+        train(make_world(rng=0), TrainConfig(T=50, B=16, eta=0.01, p_a=0.4),
+              network("linear_transformer", 3), rng=0)
 
 
 def test_initial_output_scale_grows_with_depth_without_a_gate():
@@ -446,7 +459,7 @@ def test_initial_output_scale_grows_with_depth_without_a_gate():
     # at delta = 0.2 and falls steeply with delta; Mamba's gates keep it far smaller.
     world = make_world(rng=0)
     P = training_batch(world, 256, 20, p_a=0.4, rng=1).P
-    scale = {(model, L, delta): initial_output_scale(P, L, delta, model, rng=2)
+    scale = {(model, L, delta): np.median(np.abs(forward(init_stack(world.d, L, delta=delta, rng=2), P, model)))
              for model in MODELS for L in (1, 3) for delta in (0.2, 0.05)}
     lt, mamba = "linear_transformer", "mamba"
     assert scale[lt, 3, 0.2] > 1e4 * scale[lt, 1, 0.2] and scale[lt, 1, 0.2] > 1

@@ -72,7 +72,7 @@ def test_steps_to_epsilon_counts_from_zero_and_rejects_bad_input():
     assert r["T"] is None and not r["diverged"]
     with pytest.raises(ValueError, match="p_a"):
         steps_to_epsilon(world, "mamba", p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0)
-    with pytest.raises(ValueError, match="model"):
+    with pytest.raises(ValueError, match="model must be one of the paper's models"):
         steps_to_epsilon(world, "transformer", p_a=0.1, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0)
 
 

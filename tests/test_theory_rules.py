@@ -6,6 +6,7 @@ rule did not choose."""
 import numpy as np
 import pytest
 
+from numpy_mamba import network
 from numpy_mamba.data import make_world
 from numpy_mamba.runs.jobs import run_plans
 from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
@@ -75,7 +76,7 @@ def test_eta_is_chosen_per_model_by_the_shared_rule_on_selection_worlds():
     params = {"d": 8, "M1": 3, "M2": 2, "V": 2, "beta": 3.0}
     config = TrainConfig(T=15, B=8, eta=0.05, l_tr=6, p_a=0.6, delta=0.2)
     direct = choose({"eta": [0.05, 0.5]}, heldout_loss_after_training(
-        lambda k: step_sizes.selection_world(params, k), config, "linear_transformer", 32,
+        lambda k: step_sizes.selection_world(params, k), config, network("linear_transformer"), 32,
         (step_sizes.SELECTION_STREAM, 60, 2)), [0])
     assert step_size["linear_transformer"]["0.6"]["candidates"] == direct["candidates"]
     s["eta"] = eta

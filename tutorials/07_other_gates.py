@@ -36,9 +36,9 @@ if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip in
 import matplotlib.pyplot as plt
 import numpy as np
 
-from numpy_mamba import (Mamba2Params, Params, TrainConfig, forward, gate_recurrent_forward, gradcheck,
-                         gradients, hinge_loss, init_for, make_world, testing_batch, train, zero_one_error)
-from numpy_mamba.gates import gate_values
+import numpy_mamba as nm
+from numpy_mamba import Params, TrainConfig, gradcheck, make_world, testing_batch, train, zero_one_error
+from numpy_mamba.gates import Mamba2Params, gate_recurrent_forward, gate_values, network
 from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
@@ -61,15 +61,16 @@ I = np.eye(2)
 params = Mamba2Params(W_B=I, W_C=I, w=np.zeros(2), a=0.0)
 print("G from gates.py:", gate_values("mamba2", params, P[None])[0], " expected [0.25 0.5 1.]")
 # scores s_i = p_i^T p_query = (1, 2); F = 1/4 * (+1) * 1 + 1/2 * (-1) * 2 = -0.75
-print("F closed form   :", forward(params, P, model="mamba2"), " expected -0.75")
+mamba2 = network("mamba2")                          # the model as one value: init, output, value_and_gradients
+print("F closed form   :", mamba2.output(params, P), " expected -0.75")
 print("F recurrent (187):", gate_recurrent_forward(params, P, "mamba2"))
 assert np.allclose(gate_values("mamba2", params, P[None])[0], [0.25, 0.5, 1.0], rtol=0, atol=1e-15)
-assert abs(forward(params, P, model="mamba2") + 0.75) < 1e-15
+assert abs(mamba2.output(params, P) + 0.75) < 1e-15
 
 # %% [markdown]
 # ## 2. Two forms, one truth, on random prompts
 # `gate_recurrent_forward` loops over tokens exactly as eq (187) is written;
-# `forward(..., model="mamba2")` is linear attention times the gate of eq (189), computed in log
+# `network("mamba2").output` is linear attention times the gate of eq (189), computed in log
 # space (a sum of $\log \gamma_j$ instead of a product, so that long products do not underflow).
 
 # %%
@@ -80,7 +81,7 @@ P = rng.normal(0, 1, (B, d + 1, l + 1))
 P[:, -1, :l] = rng.choice([-1.0, 1.0], size=(B, l))
 P[:, -1, l] = 0.0
 z = rng.choice([-1.0, 1.0], size=B)
-diff = np.max(np.abs(forward(params, P, "mamba2") - gate_recurrent_forward(params, P, "mamba2")))
+diff = np.max(np.abs(mamba2.output(params, P) - gate_recurrent_forward(params, P, "mamba2")))
 print(f"max |closed - recurrent| = {diff:.1e}   (expect ~1e-15)")
 assert diff < 1e-12
 
@@ -93,7 +94,8 @@ assert diff < 1e-12
 
 # %%
 print("## 3. The gradient, by hand, checked by central differences")
-report = gradcheck(lambda q: hinge_loss(q, P, z, "mamba2"), params, gradients(params, P, z, "mamba2"))
+loss, grads = mamba2.value_and_gradients(params, P, z)   # mean hinge loss (eq (4)) and its gradients
+report = gradcheck(lambda q: mamba2.value_and_gradients(q, P, z)[0], params, grads)
 print(report)
 print("passed:", report.passed, "  (every relative error should be below 1e-7)")
 assert report.passed
@@ -135,9 +137,10 @@ MODELS = ("mamba", "mamba2", "gla")
 print(f"training {', '.join(MODELS)}: {config.T} SGD steps each, then {len(test.z)} test prompts ...", flush=True)
 error = {}
 for model in MODELS:
-    params0 = init_for(model, world.d, None, 0.2, np.random.default_rng([0, 1]))
-    trained, _ = train(world, config, model, rng=np.random.default_rng([0, 2]), params=params0)
-    error[model] = zero_one_error(forward(trained, test.P, model), test.z)
+    net = nm.network(model) if model == "mamba" else network(model)     # the paper's model, or a gate's
+    params0 = net.init(world.d, np.random.default_rng([0, 1]))           # Algorithm 1, plus the gate's own fields
+    trained, _ = train(world, config, net, rng=np.random.default_rng([0, 2]), params=params0)
+    error[model] = zero_one_error(net.output(trained, test.P), test.z)
     print(f"{model:7s} test error at alpha = 0.7: {error[model]:.3f}")
 print("what to look for (full mode): Mamba and GLA well below Mamba-2, whose gate on example i cannot see p_i")
 if QUICK:

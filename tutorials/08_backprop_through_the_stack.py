@@ -202,7 +202,7 @@ assert report.passed
 # ## What layers 2 and 3 attend to (Figures 5 and 6)
 #
 # A three-layer Mamba trained briefly on the Section 4 data (d = 30, l = 20, p_a = 0.4 as in
-# Section 4.2) with `TrainConfig(n_layers=3)`, then run on test prompts with alpha = 0.3
+# Section 4.2) as `nm.network("mamba", n_layers=3)`, then run on test prompts with alpha = 0.3
 # (flipped outlier labels).  For each layer $k$ we read, from the query column:
 #
 # * the attention scores $s_{i,l+1} = h_i^\top W_B^\top W_C\, h_{query}$ of that layer's input,
@@ -219,8 +219,8 @@ print("## What layers 2 and 3 attend to (Figures 5 and 6)")
 world = nm.make_world(rng=0)
 T = 40 if QUICK else 300
 print(f"training the three-layer stack: {T} SGD steps ...", flush=True)
-trained, history = nm.train(world, nm.TrainConfig(T=T, B=32, eta=0.05, p_a=0.4, n_layers=3), rng=1,
-                            record_every=max(T // 5, 1))
+trained, history = nm.train(world, nm.TrainConfig(T=T, B=32, eta=0.05, p_a=0.4), nm.network("mamba", n_layers=3),
+                            rng=1, record_every=max(T // 5, 1))
 print("training loss:", np.round(history["loss"], 3), f"({T} SGD steps)")
 test = nm.testing_batch(world, 300, 20, alpha=0.3, rng=5)
 F_test, layer_caches = forward_with_caches(trained, test.P)

@@ -27,10 +27,10 @@ from functools import partial
 import numpy as np
 
 from .. import stack
-from .._models import PAPER_MODELS
 from ..data import make_world, training_batch
-from ..gradients import gradients, value_and_gradients
-from ..model import forward, init_params
+from ..gradients import gradients
+from ..model import PAPER_MODELS, forward, init_params
+from ..network import network
 from ..sgd import sgd_update
 from ..stack import init_stack
 from . import bench_torch
@@ -151,6 +151,7 @@ def one_layer_rows(args, world, peers: dict) -> None:
     dw]) as NumPy arrays, compared with ours before the ratio is printed.
     """
     params, eta = init_params(world.d, rng=1), 0.0        # eta = 0: every call sees the same parameters
+    mamba = network("mamba")
     header = (f"{'l':>6} {'B':>5} {'numpy ms':>10} {'prompts/s':>10} {'us/(B*l)':>9} "
               f"{'pass ms':>8} {'passes':>7} {'checked ms':>11}")
     print(header + (peer_header(peers) if peers else ""))
@@ -158,7 +159,7 @@ def one_layer_rows(args, world, peers: dict) -> None:
     for l, B in args.cases:
         batch = training_batch(world, B, l, p_a=0.6, rng=2)
         P, z, w = batch.P, batch.z, params.w
-        fns = {"numpy": lambda: sgd_update(params, value_and_gradients("mamba", params, P, z)[1], eta),
+        fns = {"numpy": lambda: sgd_update(params, mamba.F_and_gradients(params, P, z)[1], eta),
                "checked": lambda: gradients(params, P, z), "pass": lambda: w @ P}
         made = {name: make(params, P, z, eta) for name, make in peers.items()}
         fns.update({name: step for name, (step, _) in made.items()})
@@ -191,10 +192,11 @@ def stack_rows(args, world, peers: dict) -> None:
     print(f"{'model':>18} {'l':>4} {'B':>5} {'numpy ms':>9}" + (peer_header(peers) if peers else ""))
     notes = []
     for model in PAPER_MODELS:
+        net = network(model, n_layers=3)
         for l, B in args.stack_cases:
             batch = training_batch(world, B, l, p_a=0.6, rng=2)
             P, z = batch.P, batch.z
-            fns = {"numpy": lambda: sgd_update(layers, stack.value_and_gradients(model, layers, P, z)[1], eta)}
+            fns = {"numpy": lambda: sgd_update(layers, net.F_and_gradients(layers, P, z)[1], eta)}
             made = {name: m for name, make in peers.items() if (m := make(model, layers, P, z, eta)) is not None}
             fns.update({name: step for name, (step, _) in made.items()})
             t = interleaved_medians(fns, args.repeat)

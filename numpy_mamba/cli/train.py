@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from ..data import make_world
+from ..network import network
 from ..sgd import DivergenceError, TrainConfig, train
 from ..runs.args import nonnegative_int, positive_float, positive_int
 
@@ -27,7 +28,7 @@ def main(argv=None) -> int:
     config = TrainConfig(T=args.steps, B=args.batch, eta=args.eta)
     every = max(1, args.steps // 10)
     try:
-        _, history = train(world, config, args.model, rng=np.random.default_rng([args.seed, 1]),
+        _, history = train(world, config, network(args.model), rng=np.random.default_rng([args.seed, 1]),
                            record_every=every)
     except DivergenceError as exc:          # also CollapseError: a failed run is never a success
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)

@@ -9,16 +9,19 @@ Two shapes of gate occur (Appendix E.6):
 
 The scores s_i and the W_B, W_C part of the backward pass are the core's (``model.scores``,
 ``gradients.attention_backward``); a family adds only its gate and the gate's chain rule
-(``families.GATES``).  ``extension_for`` packs both into the core's ``_models.Extension``, so
-``forward``, ``hinge_loss``, ``gradients`` and ``train`` accept the family's name.
+(``families.GATES``).  ``network`` packs both into a core ``Network``, which ``sgd.train``,
+the step-size rule and the experiments take like the paper's own models.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .._models import Extension
+from functools import partial
+
 from ..gradients import attention_backward
-from ..model import gates_for, scores
+from ..loss import mean_hinge_slope
+from ..model import gates_for, init_params, scores
+from ..network import Network
 from .families import GATES, check_gate_params
 
 
@@ -88,15 +91,33 @@ def key_gated_backward(model: str, params, P, g, r):
     return family.params_type(dW_B, dW_C, *family.backward(params, P, g, dg))
 
 
-def extension_for(model: str) -> Extension:
-    """The core's plug-in record for the Appendix E.6 family ``model``."""
-    family = GATES[model]
-    output, backward = ((key_gated_output, key_gated_backward) if family.per_key
-                        else (scalar_gate_output, scalar_gate_backward))
-    return Extension(
-        params_type=family.params_type,
-        check_params=lambda params: check_gate_params(model, params),
-        output=lambda params, P: output(model, params, P),
-        backward=lambda params, P, cache, r: backward(model, params, P, cache, r),
-        init=lambda params, rng: family.init(*params, rng),
-    )
+def network(model: str) -> Network:
+    """The ``Network`` of the Appendix E.6 family ``model`` (one of ``GATES``): one layer of linear
+    attention times the family's gate, initialised as Algorithm 1 plus the gate's own fields
+    (``families.GATES[model].init``)."""
+    if model not in GATES:
+        raise ValueError(f"model must be one of the Appendix E.6 gates {tuple(GATES)}; got {model!r}. "
+                         "The paper's own models are numpy_mamba.network('mamba') and network('linear_transformer').")
+    per_key = GATES[model].per_key
+    return Network(model, partial(_init, model), partial(_check, model),
+                   partial(_F, model, key_gated_output if per_key else scalar_gate_output),
+                   partial(_F_and_gradients, model, *((key_gated_output, key_gated_backward) if per_key
+                                                      else (scalar_gate_output, scalar_gate_backward))))
+
+
+def _init(model, d, m, delta, rng):
+    return GATES[model].init(*init_params(d, m, delta, rng), rng)      # the same draws as eq (3), then the gate's
+
+
+def _check(model, params):
+    params = check_gate_params(model, params)
+    return params, params.W_B.shape[1]
+
+
+def _F(model, output, params, P):
+    return output(model, params, P)[0]
+
+
+def _F_and_gradients(model, output, backward, params, P, z):
+    F, cache = output(model, params, P)
+    return F, backward(model, params, P, cache, mean_hinge_slope(F, z))

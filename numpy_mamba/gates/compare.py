@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .._models import PAPER_MODELS
 from ..runs.jobs import Unit, add_jobs_argument, run_units
 from ..runs.staging import run_staged
 from ..runs.summary import print_summary
@@ -26,14 +25,16 @@ from ..data import make_world, testing_batch, training_batch
 from .families import GATES
 from .scan import gate_recurrent_forward
 from ..gradcheck import gradcheck
-from ..gradients import gradients
-from ..loss import hinge, hinge_loss, zero_one_error
-from ..model import forward, init_for, output, scores
-from .attention import gate_values, key_gated_scores
+from ..loss import hinge, zero_one_error
+from ..model import PAPER_MODELS, scores
+from ..network import network as paper_network
+from .attention import gate_values, key_gated_scores, network
 from ..sgd import Progress, TrainConfig, train
 
 LABELLINGS = ("flip", "target", "random")
-MODELS = PAPER_MODELS + tuple(GATES)                # the six models compared
+# the six models compared: the paper's two, then the four gates
+NETWORKS = {**{m: paper_network(m) for m in PAPER_MODELS}, **{m: network(m) for m in GATES}}
+MODELS = tuple(NETWORKS)
 
 
 def settings(quick: bool) -> dict:
@@ -52,17 +53,18 @@ def consistency_checks(seed: int = 0) -> dict:
     out = {}
     for k, model in enumerate(GATES):
         rng = np.random.default_rng([seed, 99, k])
-        diff, errs = 0.0, {}
+        net, diff, errs = NETWORKS[model], 0.0, {}
         for l in (1, 3, 6):
-            base = init_for(model, 4, None, 0.2, rng)
+            base = net.init(4, rng)
             params = type(base)(*(np.asarray(a) + (rng.normal(0, 0.5, np.shape(a)) if a.ndim else 0.0)
                                   for a in map(np.asarray, base)))
             P = rng.normal(0, 1, (4, 5, l + 1))
             P[:, -1, :l] = rng.choice([-1.0, 1.0], size=(4, l))
             P[:, -1, l] = 0.0
             z = rng.choice([-1.0, 1.0], size=4)
-            diff = max(diff, float(np.max(np.abs(forward(params, P, model) - gate_recurrent_forward(params, P, model)))))
-            report = gradcheck(lambda q: hinge_loss(q, P, z, model), params, gradients(params, P, z, model))
+            diff = max(diff, float(np.max(np.abs(net.output(params, P) - gate_recurrent_forward(params, P, model)))))
+            report = gradcheck(lambda q: net.value_and_gradients(q, P, z)[0], params,
+                               net.value_and_gradients(params, P, z)[1])
             errs = {f: max(errs.get(f, 0.0), e) for f, e in report.rel_err.items()}
         out[model] = {"max_abs_recurrent_minus_closed": diff, "max_gradcheck_rel_err": errs}
     return out
@@ -102,15 +104,16 @@ def train_model(world, cfg: dict, seed: int, model: str, eval_batch, progress: b
     every model); record the loss on ``eval_batch``.  Returns (params, history)."""
     config = TrainConfig(T=cfg["T"], B=cfg["B"], eta=cfg["eta"], l_tr=cfg["l_tr"], p_a=cfg["p_a"], K=cfg["K"],
                          kappa_a=cfg["kappa_a"], delta=cfg["delta"])
-    params0 = init_for(model, world.d, None, cfg["delta"], np.random.default_rng([seed, 1]))
+    net = NETWORKS[model]
+    params0 = net.init(world.d, np.random.default_rng([seed, 1]), delta=cfg["delta"])
 
     def record(step, params):
-        loss = float(np.mean(hinge(output(model, params, eval_batch.P), eval_batch.z)))
+        loss = float(np.mean(hinge(net.F(params, eval_batch.P), eval_batch.z)))
         scalars = {f: float(getattr(params, f)) for f in ("a", "gamma", "tau") if f in params._fields}
         return {"eval_loss": loss, **scalars}
 
     bar = Progress(cfg["T"], f"seed {seed} {model}") if progress else False
-    return train(world, config, model, rng=np.random.default_rng([seed, 2]), params=params0,
+    return train(world, config, net, rng=np.random.default_rng([seed, 2]), params=params0,
                  record_every=cfg["record_every"], record=record, progress=bar)
 
 
@@ -147,7 +150,7 @@ def _test_unit(cfg: dict, seed: int, trained: dict) -> dict:
         clean = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=0.0, K_prime=cfg["K_prime"],
                               tasks=tasks, rng=np.random.default_rng([seed, 6, k]))
         for model, params in trained.items():
-            out[model][f"clean_error_{which}_tasks"] = zero_one_error(output(model, params, clean.P), clean.z)
+            out[model][f"clean_error_{which}_tasks"] = zero_one_error(NETWORKS[model].F(params, clean.P), clean.z)
     for ki, kappa in enumerate(cfg["kappa_a_prime"]):
         for li, rule in enumerate(LABELLINGS):
             key = f"kappa_a_prime={kappa:g}/{rule}"
@@ -156,8 +159,8 @@ def _test_unit(cfg: dict, seed: int, trained: dict) -> dict:
                                       kappa_a_prime=kappa, label_rule=rule, target=cfg["target"],
                                       rng=np.random.default_rng([seed, 4, ki, li, ai]))
                 for model, params in trained.items():
-                    out[model]["error"].setdefault(key, []).append(zero_one_error(output(model, params, batch.P),
-                                                                                  batch.z))
+                    out[model]["error"].setdefault(key, []).append(
+                        zero_one_error(NETWORKS[model].F(params, batch.P), batch.z))
     return out
 
 

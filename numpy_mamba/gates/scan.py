@@ -24,10 +24,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._models import check_model
 from .._checks import check_prompts
-from .families import GATES
-from ..model import check_params
+from .families import GATES, check_gate_params
 
 
 def _sigma_pow(x, tau):
@@ -49,11 +47,10 @@ def gate_recurrent_forward(params, P, model: str):
     params : the model's container (GATES[model].params_type); P : (d+1, l+1) -> float,
     or (B, d+1, l+1) -> (B,).  Paper: eqs (187), (190), (193), (197).
     """
-    check_model(model)
     if model not in GATES:
         raise ValueError(f"gate_recurrent_forward covers the Appendix E.6 gates {tuple(GATES)}; "
                          f"got {model!r} (use scan.recurrent_forward for Mamba's eq (1)).")
-    params = check_params(params, model)
+    params = check_gate_params(model, params)
     single = np.ndim(P) == 2
     P, _ = check_prompts(P, params.W_B.shape[1])
     B, d0, n_tokens = P.shape
@@ -79,7 +76,7 @@ def gla_scan_eq196(params, P):
     of h cumulatively instead of gating each key once.  Needs W (d+1, d+1) (the paper's d0 x d0),
     i.e. m = d+1.  P : (d+1, l+1) -> float.
     """
-    params = check_params(params, "gla")
+    params = check_gate_params("gla", params)
     P, _ = check_prompts(P, params.W_B.shape[1])
     if params.W.shape[0] != P.shape[1]:
         raise ValueError(f"eq (196) needs W of shape (d+1, d+1); got {params.W.shape}.")

@@ -2,7 +2,7 @@
 
 With targeted outlier labels at kappa_a' = 2 the trained models are right on almost every test
 prompt except those of tasks whose two patterns are two steps apart on the cycle of Condition 1's
-training tasks (task groups: ``common.task_groups``).  This ablation varies one factor at a time
+training tasks (task groups: ``measure.tasks.task_groups``).  This ablation varies one factor at a time
 from a baseline (the Condition 1 cycle T_tr, T_short SGD steps, the residual stack of stack.py) at
 one and three layers, for Mamba and the linear Transformer, over several seeds:
 
@@ -15,7 +15,7 @@ and measures the accuracy per task group on Table 1's FQ prompts (alpha = 0.5, o
 from the query, labels targeted to +1, kappa_a' = 2) and on clean prompts (alpha = 0).
 
 Mechanism (Corollary 1): the learned cross-pattern score S(a, b) = (mu_b, 0)^T W_B^T W_C (mu_a, 0)
-(``common.pattern_scores``; layer 1's W_B, W_C in a stack) by the signed step b - a on the cycle,
+(``measure.attention.pattern_scores``; layer 1's W_B, W_C in a stack) by the signed step b - a on the cycle,
 during training, split with W = W^(0) + dW (W^(0) = delta [I_d 0], Algorithm 1) into the initial
 term, the terms linear in dW and the product dW_B^T dW_C; the product is split further by the
 pattern direction u_c it passes through (see ``pattern_terms``).
@@ -45,14 +45,13 @@ from ..runs.args import positive_int
 from ..runs.jobs import Plan, Unit, add_jobs_argument, run_plans
 from ..runs.output import SMOKE, write_section
 from ..runs.staging import run_staged
-from ..data import testing_batch, training_batch
-from ..loss import hinge, misclassified
-from ..model import output as output_eq3
+from ..data import testing_batch
+from ..loss import misclassified
+from ..network import Network, network
 from ..sgd import DivergenceError, TrainConfig, train
-from .. import stack
 from ..measure.tasks import task_group_names, task_groups
 from .common import MODELS, PAPER, save_result, selection_world, world_for
-from ..runs.step_size import RULE, choose
+from ..runs.step_size import RULE, choose, heldout_loss
 
 STREAM = 11
 ARMS = {"one_layer": (1, False), "three_layer": (3, False), "three_layer_prenorm": (3, True)}
@@ -95,10 +94,9 @@ class AblationSettings:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def config(self, arm: str, model_eta: float, delta: float, T: int, tasks: str = "cycle") -> TrainConfig:
-        n_layers, prenorm = ARMS[arm]
+    def config(self, model_eta: float, delta: float, T: int, tasks: str = "cycle") -> TrainConfig:
         return TrainConfig(T=T, B=self.B, eta=model_eta, l_tr=PAPER["l_tr"], p_a=self.p_a, K=self.K,
-                           kappa_a=PAPER["kappa_a"], delta=delta, n_layers=n_layers, tasks=tasks, prenorm=prenorm)
+                           kappa_a=PAPER["kappa_a"], delta=delta, tasks=tasks)
 
 
 FULL = AblationSettings()
@@ -106,9 +104,10 @@ QUICK = AblationSettings(seeds=2, T_short=4, T_long=8, checkpoint_every=4, recor
                          n_heldout=32, n_test=60, quick=True)
 
 
-def output_of(model: str, params, P, prenorm: bool) -> np.ndarray:
-    """F for prompts P (B, d+1, l+1) -> (B,): eq (3) for Params, the (pre-norm) stack for a list."""
-    return stack.output(model, params, P, prenorm) if isinstance(params, list) else output_eq3(model, params, P)
+def arm_network(model: str, arm: str) -> Network:
+    """The Network an arm trains: eq (3) at one layer, the residual or pre-norm stack at three."""
+    n_layers, prenorm = ARMS[arm]
+    return network(model, n_layers, prenorm)
 
 
 # ---------------------------------------------------------------- mechanism
@@ -174,12 +173,12 @@ def prompts_for(world, settings: AblationSettings, seed: int) -> dict:
     return out
 
 
-def group_counts(model: str, params, prenorm: bool, tests: dict, n_groups: int) -> dict:
+def group_counts(net: Network, params, tests: dict, n_groups: int) -> dict:
     """{test: {"wrong": (G,), "n": (G,)}} misclassified prompts (eq (5)) per task group."""
     out = {}
     for name, (batch, group) in tests.items():
         with np.errstate(over="ignore", invalid="ignore"):
-            wrong = misclassified(output_of(model, params, batch.P, prenorm), batch.z)
+            wrong = misclassified(net.F(params, batch.P), batch.z)
         out[name] = {"wrong": np.bincount(group[wrong], minlength=n_groups).tolist(),
                      "n": np.bincount(group, minlength=n_groups).tolist()}
     return out
@@ -191,23 +190,22 @@ def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks:
     the baseline and "long"), T_short otherwise.  Records accuracy per task group at every
     checkpoint and the mechanism terms of layer 1 every ``record_every`` steps; a diverged run keeps
     what it recorded before and says at which step it diverged."""
-    world = world_for(seed)
-    n_layers, prenorm = ARMS[arm]
-    T = settings.T_long if tasks == "cycle" and not prenorm else settings.T_short
-    config = settings.config(arm, step["eta"], step["delta"], T, tasks)
+    world, net = world_for(seed), arm_network(model, arm)
+    T = settings.T_long if tasks == "cycle" and not ARMS[arm][1] else settings.T_short
+    config = settings.config(step["eta"], step["delta"], T, tasks)
     tests, n_groups = prompts_for(world, settings, seed), len(task_group_names(world.M1))
     checkpoints = {}
 
     def record(t, params):
-        first = params[0] if isinstance(params, list) else params
+        first = net.layers(params)[0]
         terms = pattern_terms(world, first.W_B, first.W_C, config.delta)
         if t % settings.checkpoint_every == 0:
-            checkpoints[t] = {**group_counts(model, params, prenorm, tests, n_groups), "terms": terms}
+            checkpoints[t] = {**group_counts(net, params, tests, n_groups), "terms": terms}
         return {f"terms_{k}": terms[k] for k in TRACKED}
 
     diverged_at = None
     try:
-        _, history = train(world, config, model, rng=np.random.default_rng([seed, STREAM, 0, MODELS.index(model)]),
+        _, history = train(world, config, net, rng=np.random.default_rng([seed, STREAM, 0, MODELS.index(model)]),
                            record_every=settings.record_every, record=record)
     except DivergenceError as exc:
         history, diverged_at = exc.history, exc.step
@@ -216,29 +214,16 @@ def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks:
             "trajectory": {k: np.round(np.asarray(v, dtype=float), 6).tolist() for k, v in history.items()}}
 
 
-def selection_loss(config: TrainConfig, model: str, n_heldout: int, stream: tuple, seed: int) -> float:
-    """The scoring step of step_size.py's rule for any arm (the pre-norm stack included): train on
-    selection world ``seed`` with default_rng([seed, *stream, 1]), return the hinge loss (eq (4)) on
-    n_heldout prompts of Definition 1 (tasks T_tr) from default_rng([seed, *stream, 2]); NaN if diverged."""
-    world = selection_world(seed)
-    try:
-        params, _ = train(world, config, model, rng=np.random.default_rng([seed, *stream, 1]))
-    except DivergenceError:
-        return float("nan")
-    held = training_batch(world, n_heldout, config.l_tr, p_a=config.p_a, K=config.K, kappa_a=config.kappa_a,
-                          rng=np.random.default_rng([seed, *stream, 2]))
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.mean(hinge(output_of(model, params, held.P, config.prenorm), held.z)))
-
-
 def selection_plan(settings: AblationSettings, model: str, arm: str, delta: float) -> Plan:
-    """step_size.py's rule over ``eta_grid`` at one delta: assembles to its record, or to
-    {"chosen": None, ...} when every eta diverged (then the next delta is tried)."""
+    """step_size.py's rule over ``eta_grid`` at one delta, scored by ``step_size.heldout_loss`` (held-out
+    hinge loss and margin of the arm's own Network): assembles to its record, or to {"chosen": None, ...}
+    when every eta diverged (then the next delta is tried)."""
     n_layers, prenorm = ARMS[arm]
     stream = (8, round(100 * settings.p_a), MODELS.index(model) + 1, n_layers) + ((2,) if prenorm else ())
     seeds = range(settings.select_seeds)
-    units = [Unit((eta, s), f"step size {model} {arm} delta = {delta:g}, eta = {eta:g}", selection_loss,
-                  (settings.config(arm, eta, delta, settings.T_short), model, settings.n_heldout, stream, s))
+    units = [Unit((eta, s), f"step size {model} {arm} delta = {delta:g}, eta = {eta:g}", heldout_loss,
+                  (selection_world, settings.config(eta, delta, settings.T_short), arm_network(model, arm),
+                   settings.n_heldout, stream, {}, s))
              for eta in settings.eta_grid for s in seeds]
 
     def assemble(found):

@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from .._models import PAPER_MODELS
 from ..data import make_world, training_batch
 from ..loss import hinge, misclassified
 from ..measure.attention import pattern_scores
-from ..model import output
+from ..model import PAPER_MODELS
+from ..network import Network, network
 from ..runs.output import save_json
 from ..sgd import TrainConfig, train
 from ..runs.step_size import selection_plan
@@ -118,20 +118,19 @@ def eta_selection(settings: Settings, p_a: float, label: str) -> dict:
     of independent units: {model: Plan} whose results are selection records with the chosen
     fields under "chosen" (here {"eta": ...})."""
     return {model: selection_plan({"eta": settings.eta_grid}, range(settings.select_seeds), selection_world,
-                                  settings.train_config(p_a, settings.eta_grid[0]), model, settings.n_heldout,
+                                  settings.train_config(p_a, settings.eta_grid[0]), network(model), settings.n_heldout,
                                   (8, round(100 * p_a), m + 1), f"{label} step size, {model}")
             for m, model in enumerate(MODELS)}
 
 
-def heldout_check(world, params, model: str, config: TrainConfig, n: int, rng, output_of=output) -> dict:
-    """Hinge loss (eq (4)) and 0-1 error (eq (5)) on ``n`` fresh prompts of Definition 1,
-    from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T).
-    ``output_of(model, params, P)``: eq (3)'s ``model.output`` or a stack's ``stack.output``."""
+def heldout_check(world, params, net: Network, config: TrainConfig, n: int, rng) -> dict:
+    """Hinge loss (eq (4)) and 0-1 error (eq (5)) of the Network ``net`` on ``n`` fresh prompts of
+    Definition 1, from the training tasks T_tr and from all tasks T (Theorem 1's claim covers T)."""
     out = {}
     for name, tasks in (("train_tasks", world.training_tasks()), ("all_tasks", world.all_tasks())):
         b = training_batch(world, n, config.l_tr, p_a=config.p_a, K=config.K,
                            kappa_a=config.kappa_a, rng=rng, tasks=tasks)
-        F = output_of(model, params, b.P)
+        F = net.F(params, b.P)
         out[f"loss_{name}"] = float(np.mean(hinge(F, b.z)))
         out[f"error_{name}"] = float(np.mean(misclassified(F, b.z)))   # NaN counts as an error
     return out
@@ -141,7 +140,8 @@ def train_logged(world, settings: Settings, config: TrainConfig, model: str, see
     """Algorithm 1 (no progress lines: a unit's end is reported by ``runs.jobs``); returns
     (params, history, summary dict)."""
     start = time.perf_counter()
-    params, history = train(world, config, model, rng=np.random.default_rng([seed, stream, MODELS.index(model)]),
+    net = network(model)
+    params, history = train(world, config, net, rng=np.random.default_rng([seed, stream, MODELS.index(model)]),
                             record_every=settings.record_every, record=record)
     last = max(1, len(history["loss"]) // 10)
     summary = {"seed": seed, "eta": config.eta, "train_seconds": time.perf_counter() - start,
@@ -151,7 +151,7 @@ def train_logged(world, settings: Settings, config: TrainConfig, model: str, see
     if model == "mamba":                 # the gate's view of the outliers (the LT has no gate)
         summary["w_dot_v_star"] = params.w[:-1] @ world.v_star.T          # (V,)
         summary["w_dot_v_prime"] = params.w[:-1] @ world.test_outliers().T  # (3,)
-    summary.update(heldout_check(world, params, model, config, settings.n_heldout,
+    summary.update(heldout_check(world, params, net, config, settings.n_heldout,
                                  np.random.default_rng([seed, stream, MODELS.index(model), 99])))
     return params, history, summary
 
@@ -160,7 +160,7 @@ _FLAT_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+|null|true|false)(?:,\s*(?:-?[\d.
 
 
 def save_result(path, result: dict):
-    """``report.save_json`` (which refuses NaN and inf), then each innermost list of numbers put
+    """``runs.output.save_json`` (which refuses NaN and inf), then each innermost list of numbers put
     on one line so the file stays small and diffable.  Same JSON content."""
     path = save_json(path, result)
     text = _FLAT_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..runs.jobs import Plan, Unit
 from ..model import Params
+from ..network import network
 from ..sgd import TrainConfig, train
 from .. import stack
 from . import common, figures_depth3, report_depth3
@@ -45,7 +46,7 @@ class Depth3Settings(Settings):
 
     def train_config(self, p_a: float, eta: float, delta: float = 0.2) -> TrainConfig:
         return TrainConfig(T=self.T, B=self.B, eta=eta, l_tr=PAPER["l_tr"], p_a=p_a, K=self.K,
-                           kappa_a=PAPER["kappa_a"], delta=delta, n_layers=self.n_layers)
+                           kappa_a=PAPER["kappa_a"], delta=delta)
 
 
 NAME = "depth3"
@@ -99,24 +100,24 @@ def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
     trained = {}
     for m, model in enumerate(MODELS):
         cfg = settings.train_config(settings.p_a_mechanism, chosen[model]["eta"], chosen[model]["delta"])
-        layers, history = train(world, cfg, model, rng=np.random.default_rng([seed, 10, m]),
+        net = network(model, settings.n_layers)
+        layers, history = train(world, cfg, net, rng=np.random.default_rng([seed, 10, m]),
                                 record_every=settings.record_every,
                                 record=lambda step, layers: layer_score_sums(layers, probe, model, probe_group))
-        trained[model] = layers
+        trained[model] = (net, layers)
         last = max(1, len(history["loss"]) // 10)
         out["training"][model] = {
             "seed": seed, **chosen[model], "final_minibatch_loss": float(np.mean(history["loss"][-last:])),
             "final_minibatch_error": float(np.mean(history["error"][-last:])),
-            **heldout_check(world, layers, model, cfg, settings.n_heldout, np.random.default_rng([seed, 10, m, 99]),
-                            output_of=stack.output)}
+            **heldout_check(world, layers, net, cfg, settings.n_heldout, np.random.default_rng([seed, 10, m, 99]))}
         finals = {}
         for k, (params, H) in enumerate(layer_view(layers, probe.P, model), start=1):
             same, diff = prompt_score_sums(params, probe._replace(P=H))
             finals.update({f"L{k}_final_same": same, f"L{k}_final_different": diff})
         out["scores"][model] = {"step": history["step"], "loss": history["loss"], "final_group": probe_group,
                                 **{k: v for k, v in history.items() if k.startswith("L")}, **finals}
-    out["gates"] = layer_gate_profiles(trained["mamba"], fig4_batch(world, settings, seed))
-    out["table1"] = table1_counts(world, trained, settings, seed, output_of=stack.output)
+    out["gates"] = layer_gate_profiles(trained["mamba"][1], fig4_batch(world, settings, seed))
+    out["table1"] = table1_counts(world, trained, settings, seed)
     return out
 
 
@@ -124,7 +125,8 @@ def selection(settings: Depth3Settings) -> dict:
     """{model: Plan} of the step-size rule over delta x eta for the three-layer models at p_a = 0.4."""
     grid = {"delta": settings.delta_grid, "eta": settings.eta_grid}
     return {model: selection_plan(grid, range(settings.select_seeds), selection_world,
-                                  settings.train_config(settings.p_a_mechanism, settings.eta_grid[0]), model,
+                                  settings.train_config(settings.p_a_mechanism, settings.eta_grid[0]),
+                                  network(model, settings.n_layers),
                                   settings.n_heldout, (8, round(100 * settings.p_a_mechanism), m + 1, settings.n_layers),
                                   f"depth3 step size, {model}")
             for m, model in enumerate(MODELS)}

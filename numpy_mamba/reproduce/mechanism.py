@@ -26,7 +26,7 @@ from ..measure.rates import group_wrong_counts, rate_summary
 from ..measure.tasks import task_groups
 from .results import GROUPS, subset_counts
 from .tables import table1_markdown, table1_setting_argument
-from ..model import output
+from ..network import network
 
 NAME = "mechanism"
 JSON_NAMES = PARTS = ("fig3", "fig4", "table1")
@@ -52,16 +52,16 @@ def score_sums(params, batch, group=None) -> dict:
     return out
 
 
-def table1_counts(world, params_by_model, settings: Settings, seed: int, output_of=output) -> dict:
-    """Wrong counts for every labelling, kappa_a', placement (K' main, alpha = 0.5).
-    ``output_of(model, params, P)``: ``model.output`` (eq (3)) or ``stack.output`` (three layers).
+def table1_counts(world, trained: dict, settings: Settings, seed: int) -> dict:
+    """Wrong counts for every labelling, kappa_a', placement (K' main, alpha = 0.5) of every
+    trained model, trained = {model: (Network, params)}.
 
     Returns {"n": (3 rules, n_kappa, 3 placements, G), model: same shape}, last axis the task
     group (results.GROUPS: training, reversed, distance 2, distance 3).
     """
     shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(TABLE1_PLACEMENTS), len(GROUPS))
     out = {"n": np.zeros(shape, dtype=int)}
-    out.update({m: np.zeros(shape, dtype=int) for m in params_by_model})
+    out.update({m: np.zeros(shape, dtype=int) for m in trained})
     for r, rule in enumerate(LABEL_RULES):
         for k, kappa_a_prime in enumerate(settings.kappa_a_primes):
             for q, placement in enumerate(TABLE1_PLACEMENTS.values()):
@@ -70,9 +70,9 @@ def table1_counts(world, params_by_model, settings: Settings, seed: int, output_
                                       label_rule=rule, target=settings.target, placement=placement,
                                       rng=np.random.default_rng([seed, 5, r, k, q]))
                 group = task_groups(batch.task, world.M1)
-                for model, params in params_by_model.items():
+                for model, (net, params) in trained.items():
                     out[model][r, k, q], out["n"][r, k, q] = group_wrong_counts(
-                        output_of(model, params, batch.P), batch.z, group, len(GROUPS))
+                        net.F(params, batch.P), batch.z, group, len(GROUPS))
     return out
 
 
@@ -133,7 +133,7 @@ def seed_unit(settings: Settings, parts: tuple, seed: int, eta: dict) -> dict:
     if "fig4" in parts:
         out["fig4"] = gate_profile(params_by_model["mamba"], fig4_batch(world, settings, seed))
     if "table1" in parts:
-        out["table1"] = table1_counts(world, params_by_model, settings, seed)
+        out["table1"] = table1_counts(world, {m: (network(m), p) for m, p in params_by_model.items()}, settings, seed)
     return out
 
 

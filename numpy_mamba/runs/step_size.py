@@ -21,8 +21,8 @@ The rule (``choose``), written before any run it is applied to:
 
 ``choose`` takes the training-and-scoring step as a callable, so the same rule serves any model
 (e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
-for the one-layer models of eq (3) and the stacks of ``stack.py`` (``config.n_layers`` > 1).
-``selection_plan`` runs the same rule as independent units (one per candidate and selection
+for any ``Network`` (``network.py``): the one-layer models of eq (3), the stacks of ``stack.py``
+with or without pre-norm, an Appendix E.6 gate.  ``selection_plan`` runs the same rule as independent units (one per candidate and selection
 seed, ``heldout_loss`` each) for ``runs.jobs.run_plans``.
 """
 from __future__ import annotations
@@ -36,9 +36,8 @@ import numpy as np
 from .jobs import Plan, Unit
 from ..data import training_batch
 from ..loss import hinge
-from ..model import output
+from ..network import Network, as_network
 from ..sgd import DivergenceError, TrainConfig, train
-from .. import stack
 
 DIVERGED_ABOVE = 100.0
 PAPER_DELTA = 0.2           # Section 4: "Let delta = 0.2"
@@ -120,45 +119,44 @@ def _loss_and_margin(value) -> tuple[float, float]:
     return float(loss), float(margin)
 
 
-def heldout_loss(world_for_seed: Callable, config: TrainConfig, model: str, n_heldout: int,
-                 stream: Sequence[int], fields: dict, seed: int) -> float:
+def heldout_loss(world_for_seed: Callable, config: TrainConfig, net: Network, n_heldout: int,
+                 stream: Sequence[int], fields: dict, seed: int) -> tuple[float, float]:
     """The scoring step of the rule for one candidate ``fields`` and selection seed ``seed``.
 
-    Trains ``model`` (one layer of eq (3), or the stack of ``stack.py`` if ``config.n_layers`` > 1)
-    on world ``world_for_seed(seed)`` with ``config`` updated by ``fields`` (any TrainConfig field:
-    eta, delta, T, ...) and rng ``default_rng([seed, *stream, 1])`` (initialisation and minibatches,
+    Trains the Network ``net`` on world ``world_for_seed(seed)`` with ``config`` updated by
+    ``fields`` (any TrainConfig field: eta, delta, T, ...) and rng ``default_rng([seed, *stream, 1])`` (initialisation and minibatches,
     the same for every candidate), then returns (hinge loss (eq (4)), mean margin z F) on ``n_heldout``
     prompts of Definition 1 from ``default_rng([seed, *stream, 2])``; NaN if the run diverged or collapsed.
     """
-    world = world_for_seed(seed)
+    world, net = world_for_seed(seed), as_network(net)
     cfg = replace(config, **fields)
     try:
-        params, _ = train(world, cfg, model, rng=np.random.default_rng([seed, *stream, 1]))
+        params, _ = train(world, cfg, net, rng=np.random.default_rng([seed, *stream, 1]))
     except DivergenceError:                                # CollapseError included
         return float("nan"), float("nan")
     held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,
                           rng=np.random.default_rng([seed, *stream, 2]))
-    F = stack.output(model, params, held.P) if cfg.n_layers > 1 else output(model, params, held.P)
     with np.errstate(over="ignore", invalid="ignore"):
+        F = net.F(params, held.P)
         return float(np.mean(hinge(F, held.z))), float(np.mean(held.z * F))
 
 
-def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, model: str, n_heldout: int,
-                                stream: Sequence[int]) -> Callable[[dict, int], float]:
+def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, net: Network, n_heldout: int,
+                                stream: Sequence[int]) -> Callable[[dict, int], tuple]:
     """``heldout_loss`` with everything but (fields, seed) fixed: the callable ``choose`` takes."""
     stream = [int(s) for s in stream]
-    return lambda fields, seed: heldout_loss(world_for_seed, config, model, n_heldout, stream, fields, seed)
+    return lambda fields, seed: heldout_loss(world_for_seed, config, net, n_heldout, stream, fields, seed)
 
 
 def selection_plan(grid: Mapping[str, Sequence], seeds: Sequence[int], world_for_seed: Callable,
-                   config: TrainConfig, model: str, n_heldout: int, stream: Sequence[int], label: str) -> Plan:
+                   config: TrainConfig, net: Network, n_heldout: int, stream: Sequence[int], label: str) -> Plan:
     """The rule of ``choose`` as a ``runs.jobs.Plan``: one unit ``heldout_loss`` per (candidate,
     selection seed), assembled by ``choose`` in the parent.  Same numbers as
     ``choose(grid, heldout_loss_after_training(...), seeds)``, for any number of worker processes.
     ``world_for_seed`` must be a module-level function (units go to worker processes)."""
     seeds, stream = [int(s) for s in seeds], [int(s) for s in stream]
     units = [Unit((k, seed), f"{label}: {', '.join(f'{n} = {v:g}' for n, v in fields.items())}, selection seed {seed}",
-                  heldout_loss, (world_for_seed, config, model, n_heldout, stream, fields, seed))
+                  heldout_loss, (world_for_seed, config, net, n_heldout, stream, fields, seed))
              for k, fields in enumerate(candidates(grid)) for seed in seeds]
     index = {tuple(sorted(fields.items())): k for k, fields in enumerate(candidates(grid))}
 

@@ -12,7 +12,8 @@ from functools import partial
 
 import numpy as np
 
-from .._models import PAPER_MODELS as MODELS
+from ..model import PAPER_MODELS as MODELS
+from ..network import network
 from ..runs.jobs import Plan, Unit
 from ..data import SECTION4_TEST_OUTLIERS, World
 from ..sgd import DivergenceError, TrainConfig, train
@@ -155,7 +156,7 @@ def _steps_units(world: World, s: dict, grid_key: str) -> list:
             for v in s[grid_key]:
                 setting = {"p_a": v, "l_tr": s["l_tr"]} if grid_key == "p_a_grid" else {"p_a": s["p_a"], "l_tr": v}
                 units.append(Unit((model, seed, v), f"steps to eps {model} {grid_key[:-5]}={v} seed {seed}",
-                                  steps_to_epsilon, (world, model),
+                                  steps_to_epsilon, (world, network(model)),
                                   dict(setting, eta=s["eta"], delta=s["delta"], eps=s["eps"],
                                        T_max=s["T_max"][model], seed=seed, B=s["B"])))
     return units
@@ -222,7 +223,7 @@ def trained(world, s, model, p_a, seed):
     error message) if it diverged."""
     config = TrainConfig(T=s["T"], B=s["B"], eta=eta_for(s, model, p_a), l_tr=s["l_tr"], p_a=p_a, delta=s["delta"])
     try:
-        params, history = train(world, config, model, rng=np.random.default_rng([seed, 3]))
+        params, history = train(world, config, network(model), rng=np.random.default_rng([seed, 3]))
     except DivergenceError as exc:
         return None, str(exc)
     return params, float(np.mean(history["loss"][-10:]))
@@ -235,7 +236,7 @@ def _alpha_run(world: World, s: dict, model: str, p_a: float, seed: int) -> list
     runs = []
     for kappa in s["kappa_a_prime"]:
         for l_ts in s["l_ts_grid"]:
-            err = (error_curve(world, model, params, alphas=alphas, l_ts=l_ts, kappa_a_prime=kappa,
+            err = (error_curve(world, network(model), params, alphas=alphas, l_ts=l_ts, kappa_a_prime=kappa,
                                B_test=s["B_test"], seed=seed) if params is not None else None)
             runs.append({
                 "model": model, "p_a": p_a, "seed": seed, "kappa_a_prime": kappa, "l_ts": l_ts,
@@ -291,7 +292,7 @@ def _lt_context_run(world: World, s: dict, seed: int):
         return None
     need, errs = [], []
     for alpha in s["lt_alphas"]:
-        e = [float(error_curve(world, model, params, alphas=[alpha], l_ts=l, kappa_a_prime=s["kappa_a_prime"][0],
+        e = [float(error_curve(world, network(model), params, alphas=[alpha], l_ts=l, kappa_a_prime=s["kappa_a_prime"][0],
                                B_test=s["B_test"], seed=seed)[0]) for l in s["lt_l_ts_grid"]]
         ok = [l for l, v in zip(s["lt_l_ts_grid"], e) if v <= s["threshold"]]
         need.append(ok[0] if ok else None)

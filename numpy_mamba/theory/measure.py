@@ -9,33 +9,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._models import check_model
 from .._checks import check_positive, check_positive_int, check_probability
 from ..data import World, testing_batch, training_batch
-from ..gradients import gradients
 from ..loss import hinge, zero_one_error
-from ..model import Params, init_params, log_gating, output
+from ..model import Params, log_gating
+from ..network import Network, as_network
+from ..sgd import sgd_update
 
 
-def steps_to_epsilon(world: World, model: str, *, p_a: float, l_tr: int, eta: float, delta: float,
+def steps_to_epsilon(world: World, net: Network | str, *, p_a: float, l_tr: int, eta: float, delta: float,
                      eps: float, T_max: int, seed: int, B: int = 64, B_held: int = 128) -> dict:
-    """Iterations of Algorithm 1 until the hinge loss on a fixed held-out batch of training
-    prompts (Definition 1) first falls below ``eps``.  Paper: Theorems 1 (eq (9)) and 3 (eq (14)).
+    """Iterations of Algorithm 1 on the Network ``net`` until the hinge loss on a fixed held-out
+    batch of training prompts (Definition 1) first falls below ``eps``.  Paper: Theorems 1 (eq (9)) and 3 (eq (14)).
 
     The held-out batch (B_held prompts, drawn once from seed stream [seed, 2]) is scored before
     every update, so the count has one-step resolution.  Returns {"T": int or None (not reached
     within T_max, or diverged), "diverged": bool, "loss0": float, "loss_end": float}.
     """
-    check_model(model)
+    net = as_network(net)
     p_a = check_probability(p_a, "p_a")
     T_max = check_positive_int(T_max, "T_max")
     eps, eta = check_positive(eps, "eps"), check_positive(eta, "eta")
     rng = np.random.default_rng([seed, 1])
-    params = init_params(world.d, None, delta, rng)
+    params = net.init(world.d, rng, delta=delta)
     held = training_batch(world, B_held, l_tr, p_a=p_a, rng=np.random.default_rng([seed, 2]))
     loss0 = loss = None
     for t in range(T_max + 1):
-        loss = float(np.mean(hinge(output(model, params, held.P), held.z)))
+        loss = float(np.mean(hinge(net.F(params, held.P), held.z)))
         if not np.isfinite(loss):
             return {"T": None, "diverged": True, "loss0": loss0, "loss_end": None}
         loss0 = loss if loss0 is None else loss0
@@ -44,18 +44,17 @@ def steps_to_epsilon(world: World, model: str, *, p_a: float, l_tr: int, eta: fl
         if t == T_max:
             break
         batch = training_batch(world, B, l_tr, p_a=p_a, rng=rng)
-        grad = gradients(params, batch.P, batch.z, model)
-        params = Params(*(p - eta * g for p, g in zip(params, grad)))
+        params = sgd_update(params, net.F_and_gradients(params, batch.P, batch.z)[1], eta)      # eq (19)
     return {"T": None, "diverged": False, "loss0": loss0, "loss_end": loss}
 
 
-def error_curve(world: World, model: str, params: Params, *, alphas, l_ts: int, kappa_a_prime: float,
+def error_curve(world: World, net: Network | str, params, *, alphas, l_ts: int, kappa_a_prime: float,
                 B_test: int, seed: int, chunk: int = 250, **test_kwargs) -> np.ndarray:
-    """Test error of eq (5) (ties count as errors) on testing prompts of Definition 2 at each
+    """Test error of eq (5) (ties count as errors) of the Network ``net`` on testing prompts of Definition 2 at each
     alpha; (n_alpha,).  Prompts come from seed stream [seed, 7, k] for the k-th alpha, drawn in
     chunks so long prompts stay small in memory.
     """
-    errors = []
+    net, errors = as_network(net), []
     for k, alpha in enumerate(alphas):
         rng = np.random.default_rng([seed, 7, k, l_ts])
         wrong = 0.0
@@ -63,7 +62,7 @@ def error_curve(world: World, model: str, params: Params, *, alphas, l_ts: int, 
             n = min(chunk, B_test - start)
             batch = testing_batch(world, n, l_ts, alpha=float(alpha), kappa_a_prime=kappa_a_prime,
                                   rng=rng, **test_kwargs)
-            wrong += n * zero_one_error(output(model, params, batch.P), batch.z)
+            wrong += n * zero_one_error(net.F(params, batch.P), batch.z)
         errors.append(wrong / B_test)
     return np.asarray(errors)
 

@@ -16,6 +16,7 @@ from ..measure.attention import score_sums
 from ..measure.gates import gate_profile, gate_statistics
 from ..measure.tasks import task_group_names, task_groups
 from ..measure.verdicts import corollary1, gate_ratio, where_it_holds, where_text, word
+from ..network import network
 from ..sgd import TrainConfig, train
 from .claims import trained
 from .measure import fit_slope, lemma6_sum, projections
@@ -79,7 +80,7 @@ def _M1_run(s: dict, M1: int, seed: int) -> dict:
     world = make_world(d=s["d"], M1=M1, M2=s["M2"], V=s["V"], beta=s["beta"], rng=s["world_seed"])
     eta = s["eta"][str(M1)] if isinstance(s["eta"], dict) else s["eta"]
     config = TrainConfig(T=s["T"], B=s["B"], eta=eta, l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
-    params, _ = train(world, config, "mamba", rng=np.random.default_rng([seed, 4, M1]))
+    params, _ = train(world, config, network("mamba"), rng=np.random.default_rng([seed, 4, M1]))
     test = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 12]))
     tr = training_batch(world, s["B_test"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([seed, 13]))
     profile = gate_profile(params, test)
@@ -183,7 +184,7 @@ def _trajectory_run(world: World, s: dict) -> dict:
 
     config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"],
                          kappa_a=s.get("kappa_a", 2.0))
-    _, hist = train(world, config, "mamba", rng=np.random.default_rng([s["seed"], 20]),
+    _, hist = train(world, config, network("mamba"), rng=np.random.default_rng([s["seed"], 20]),
                     record_every=s["record_every"], record=record)
     return {"settings": s, "history": {k: np.asarray(v).tolist() for k, v in hist.items()}}
 

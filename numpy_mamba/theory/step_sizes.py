@@ -12,8 +12,9 @@ from functools import partial
 
 import numpy as np
 
-from .._models import PAPER_MODELS as MODELS
 from ..data import World, make_world
+from ..model import PAPER_MODELS as MODELS
+from ..network import network
 from ..runs.step_size import selection_plan
 from ..sgd import TrainConfig
 
@@ -44,7 +45,7 @@ def step_size_plans(world: World, s: dict) -> dict:
         for p_a in s["p_a_train"][model]:
             config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta_grid"][0], l_tr=s["l_tr"], p_a=p_a, delta=s["delta"])
             plans[f"{model} p_a={p_a}"] = selection_plan(
-                {"eta": s["eta_grid"]}, s["select_seeds"], partial(selection_world, params), config, model,
+                {"eta": s["eta_grid"]}, s["select_seeds"], partial(selection_world, params), config, network(model),
                 s["n_heldout"], (SELECTION_STREAM, round(100 * p_a), m + 1), f"theory step size, {model}, p_a = {p_a}")
     return plans
 
@@ -70,7 +71,7 @@ def gates_step_size_plans(s: dict) -> dict:
         params = {"d": s["d"], "M1": M1, "M2": s["M2"], "V": s["V"], "beta": s["beta"]}
         config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta_grid"][0], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
         plans[f"mamba M1={M1}"] = selection_plan({"eta": s["eta_grid"]}, s["select_seeds"], partial(selection_world, params),
-                                                 config, "mamba", s["n_heldout"], (SELECTION_STREAM, 100 + M1, 1),
+                                                 config, network("mamba"), s["n_heldout"], (SELECTION_STREAM, 100 + M1, 1),
                                                  f"theory step size, mamba, M1 = {M1}")
     return plans
 

@@ -14,6 +14,24 @@ import numpy as np
 
 from ._checks import as_generator, as_real_array, check_positive, check_positive_int, check_probability
 
+@dataclass(frozen=True)
+class Section4:
+    """The settings the paper's Section 4 gives, written once: d = 30, M1 = 6, M2 = 10, V = 3,
+    beta = 3, delta = 0.2, kappa_a = 2, l_tr = l_ts = 20.  What it does not give (eta, B, T, K,
+    K', kappa_a') each experiment chooses and states beside its results."""
+
+    d: int = 30
+    M1: int = 6
+    M2: int = 10
+    V: int = 3
+    beta: float = 3.0
+    delta: float = 0.2
+    kappa_a: float = 2.0
+    l_tr: int = 20
+    l_ts: int = 20
+
+
+SECTION4 = Section4()
 LABEL_RULES = ("flip", "target", "random")
 PLACEMENTS = ("random", "farthest", "closest")
 # Section 4: v'_1 = 0.7v*_1 + 0.6v*_2 - 0.4v*_3, v'_2 = 0.4v*_1 + 0.7v*_2 - 0.6v*_3,
@@ -83,7 +101,8 @@ class World:
         return v / norms
 
 
-def make_world(d: int = 30, M1: int = 6, M2: int = 10, V: int = 3, beta: float = 3.0, rng=0) -> World:
+def make_world(d: int = SECTION4.d, M1: int = SECTION4.M1, M2: int = SECTION4.M2, V: int = SECTION4.V,
+               beta: float = SECTION4.beta, rng=0) -> World:
     """Draw a random orthonormal basis of R^d and take M1 + M2 + V of its directions.
 
     Paper: Section 3.2 (M1 + M2 < d, all patterns orthogonal) and Section 4 defaults.
@@ -181,7 +200,7 @@ def _draw_tasks(world, rng, tasks, B):
 
 
 def training_batch(world: World, B: int, l: int, *, p_a: float, K: float = 0.5,
-                   kappa_a: float = 2.0, rng=None, tasks=None) -> Batch:
+                   kappa_a: float = SECTION4.kappa_a, rng=None, tasks=None) -> Batch:
     """B training prompts of Definition 1, each from a task drawn uniformly from ``tasks``
     (default T_tr of Condition 1).
 

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import expit
 
 from ._checks import as_generator, as_real_array, check_positive_int, check_prompts, check_real
+from .data import SECTION4
 from .numerics import log_sigmoid, running_sum
 
 PAPER_MODELS = ("mamba", "linear_transformer")      # eq (3), and Section 3.4's eq (3) with G = 1
@@ -62,7 +63,7 @@ def check_params(params) -> Params:
     return Params(W_B, W_C, w)
 
 
-def init_params(d: int, m: int | None = None, delta: float = 0.2, rng=None) -> Params:
+def init_params(d: int, m: int | None = None, delta: float = SECTION4.delta, rng=None) -> Params:
     """Initialisation of Algorithm 1 (Section 2).
 
     The first d diagonal entries of W_B^(0) and W_C^(0), both (m, d+1), equal ``delta``;

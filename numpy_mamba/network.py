@@ -23,6 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ._checks import as_generator, check_labels, check_positive_int, check_prompts
+from .data import SECTION4
 from .gradients import eq3_value_and_gradients
 from .loss import hinge
 from .model import PAPER_MODELS, check_params, init_params, output, why_output_is_zero
@@ -60,7 +61,7 @@ class Network:
     why_zero: Callable | None = None
     layers: Callable = one_layer                    # a stack's Network passes ``list``
 
-    def init(self, d: int, rng, m: int | None = None, delta: float = 0.2):
+    def init(self, d: int, rng, m: int | None = None, delta: float = SECTION4.delta):
         """Algorithm 1's initialisation for this model (``model.init_params``, ``stack.init_stack``):
         W_B, W_C (m, d+1) with delta on the first d diagonal entries, gate parameters ~ N(0, 1/(d+1))."""
         return self.init_params(d, m, delta, as_generator(rng, f"{self.name}: init"))

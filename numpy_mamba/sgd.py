@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ._checks import as_generator, check_positive, check_positive_int, check_probability
-from .data import World, training_batch
+from .data import SECTION4, World, training_batch
 from .loss import hinge, zero_one_error
 from .model import Params
 from .network import Network, as_network, leaves, map_leaves
@@ -61,11 +61,11 @@ class TrainConfig:
     T: int = 2000
     B: int = 64
     eta: float = 0.1
-    l_tr: int = 20
+    l_tr: int = SECTION4.l_tr
     p_a: float = 0.6
     K: float = 0.5
-    kappa_a: float = 2.0
-    delta: float = 0.2
+    kappa_a: float = SECTION4.kappa_a
+    delta: float = SECTION4.delta
     m: int | None = None
     tasks: str = "cycle"
 

@@ -46,6 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
+from .data import SECTION4
 from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_factored,  # noqa: F401
                     layer_forward, layer_forward_factored)
 from .loss import hinge, mean_hinge_slope
@@ -53,7 +54,7 @@ from .model import PAPER_MODELS, init_params
 from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
 
 
-def init_stack(d: int, n_layers: int, m: int | None = None, delta: float = 0.2, rng=None) -> list:
+def init_stack(d: int, n_layers: int, m: int | None = None, delta: float = SECTION4.delta, rng=None) -> list:
     """Algorithm 1's initialisation for every layer: list of ``n_layers`` LayerParams.
 
     W_B, W_C : (m, d+1) with the first d diagonal entries delta, the rest 0 (``model.init_params``);

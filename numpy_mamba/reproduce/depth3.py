@@ -44,7 +44,7 @@ class Depth3Settings(Settings):
     n_layers: int = 3
     delta_grid: tuple = (0.05, 0.1, 0.2)
 
-    def train_config(self, p_a: float, eta: float, delta: float = 0.2) -> TrainConfig:
+    def train_config(self, p_a: float, eta: float, delta: float = PAPER["delta"]) -> TrainConfig:
         return TrainConfig(T=self.T, B=self.B, eta=eta, l_tr=PAPER["l_tr"], p_a=p_a, K=self.K,
                            kappa_a=PAPER["kappa_a"], delta=delta)
 

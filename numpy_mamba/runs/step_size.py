@@ -34,13 +34,13 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .jobs import Plan, Unit
-from ..data import training_batch
+from ..data import SECTION4, training_batch
 from ..loss import hinge
 from ..network import Network, as_network
 from ..sgd import DivergenceError, TrainConfig, train
 
 DIVERGED_ABOVE = 100.0
-PAPER_DELTA = 0.2           # Section 4: "Let delta = 0.2"
+PAPER_DELTA = SECTION4.delta    # Section 4: "Let delta = 0.2"
 TIE = 1e-12                 # mean losses this close count as equal (in practice: both exactly 0)
 RULE = ("for each candidate, train from the same initialisation on the same minibatch stream for every "
         "selection seed; score by the hinge loss (eq (4)) on held-out training prompts (Definition 1, own seed "

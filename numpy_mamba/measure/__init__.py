@@ -7,6 +7,7 @@ Both families import these, so a claim they both judge is measured and judged th
                   95% interval over seeds that every verdict rule uses
     attention.py  Corollary 1's attention-score sums and the learned pattern-to-pattern scores
     gates.py      Corollary 2's gates on outlier and clean examples, per position and per clean rank
-    verdicts.py   verdict rules that can fail, each with its text (rise at 1/2, Remark 5, Corollaries 1
-                  and 2 (i), growth during training, Table 1's pattern, Theorem 4), in one vocabulary
+    verdicts.py   the one vocabulary of verdicts, and the rules on the mechanism both families judge:
+                  Corollaries 1 and 2 (i), growth during training; each rule can fail, its text beside it
+    error_verdicts.py  the rules on error rates: the rise at alpha = 1/2, Remark 5, Table 1's pattern, Theorem 4
 """

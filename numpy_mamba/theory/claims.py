@@ -17,8 +17,8 @@ from ..network import network
 from ..runs.jobs import Plan, Unit
 from ..data import SECTION4_TEST_OUTLIERS, World
 from ..sgd import DivergenceError, TrainConfig, train
-from ..measure.verdicts import (THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient, where_it_holds, where_text,
-                                word)
+from ..measure.error_verdicts import THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient
+from ..measure.verdicts import where_it_holds, where_text, word
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
 from .step_sizes import eta_for
 
@@ -109,7 +109,7 @@ def theorem4_cells(out: dict, lt_context: dict | None = None) -> list:
 
 
 def judge_theorem4(out: dict, lt_context: dict | None = None) -> dict:
-    """Theorem 4 as stated (``measure.verdicts.THEOREM4_RULE``, eps = the alpha* threshold): a
+    """Theorem 4 as stated (``measure.error_verdicts.THEOREM4_RULE``, eps = the alpha* threshold): a
     small error wherever conditions (b)-(d) hold.  Adds out["theorem4"], out["verdict"]
     ["linear_transformer"] and its detail.  The linear Transformer's alpha* above 1/2 or not is
     left unjudged here: the theorem does not say the error is large at alpha >= 1/2."""

@@ -37,7 +37,7 @@ def _floor(p, sp) -> str:
 def _cor1(att) -> str:
     """Corollary 1 by the rule shared with the reproduce section, and why distance-2 pairs fail."""
     c = att["corollary1"]
-    text = corollary1_text(c, "theory") + " (rule, the same as in the reproduce section: " + \
+    text = corollary1_text(c) + " (rule, the same as in the reproduce section: " + \
         COROLLARY1_RULE.format(r=c["ratio"]) + ")."
     if "distance_2" in c["by_group"] and c["by_group"]["distance_2"]["median_different"] > c["threshold"]:
         text += (" Pairs two steps apart never form a task, yet their sums are large and positive: W_B^T W_C composes "

@@ -16,7 +16,8 @@ from numpy_mamba import data
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba.measure.rates import clopper_pearson, rate_summary
-from numpy_mamba.reproduce.common import QUICK, save_result, settings_for
+from numpy_mamba.reproduce.common import QUICK, settings_for
+from numpy_mamba.runs.output import save_compact_json
 from numpy_mamba.reproduce import depth3
 
 PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
@@ -167,7 +168,7 @@ def test_delta_and_eta_of_the_three_layer_runs_are_chosen_by_the_rule_and_used(q
 
 
 def test_step_size_selection_uses_worlds_of_its_own():
-    from numpy_mamba.reproduce.common import selection_world, world_for
+    from numpy_mamba.runs.worlds import selection_world, world_for
     for k in range(3):
         assert all(not np.allclose(selection_world(k).mu, world_for(s).mu) for s in range(20))
 
@@ -183,7 +184,7 @@ def test_same_seed_same_numbers_and_other_seed_other_world():
     np.testing.assert_array_equal(a["fig3"]["per_seed"]["mamba"][0]["score_same"],
                                   b["fig3"]["per_seed"]["mamba"][0]["score_same"])
     assert a["fig4"]["per_seed"] == b["fig4"]["per_seed"]
-    from numpy_mamba.reproduce.common import world_for
+    from numpy_mamba.runs.worlds import world_for
     assert not np.allclose(world_for(0).mu, world_for(1).mu), "different seeds must give different worlds"
 
 
@@ -241,6 +242,6 @@ def test_bad_options_are_refused(tmp_path):
 
 def test_save_result_keeps_content_and_refuses_nan(tmp_path):
     obj = {"a": [[1, 2.5e-3, None], [3, -4]], "b": {"c": [0.1]}, "s": ["x", "[1]"], "e": []}
-    assert json.loads(save_result(tmp_path / "r.json", obj).read_text()) == obj
+    assert json.loads(save_compact_json(tmp_path / "r.json", obj).read_text()) == obj
     with pytest.raises(ValueError, match="NaN"):
-        save_result(tmp_path / "bad.json", {"x": float("nan")})
+        save_compact_json(tmp_path / "bad.json", {"x": float("nan")})

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..runs.output import subplots
-from ..runs.output import footnote, smoke_stamp
+from ..runs.output import footnote, save_figure
 
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 COLOR = {"mamba": BLUE, "linear_transformer": ORANGE}
@@ -49,9 +49,7 @@ def _finish(fig, path: Path, settings: dict, footer: str, bottom: float = 0.13) 
     """Footer with the settings, layout, the smoke stamp of a quick run, save."""
     footnote(fig, footer, NOTE)
     fig.tight_layout(rect=(0, bottom, 1, 0.95))
-    smoke_stamp(fig, bool(settings.get("quick")))
-    fig.savefig(path, dpi=110)
-    return path
+    return save_figure(fig, path, bool(settings.get("quick")))
 
 
 def _scatter_T(ax, x, T_by_seed, color, label, T_max=None, jitter=0.0):

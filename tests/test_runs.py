@@ -31,6 +31,7 @@ from numpy_mamba.runs.staging import run_staged
 from numpy_mamba.gates import compare as gates
 from numpy_mamba.theory import run as theory
 from numpy_mamba.theory.measure import steps_to_epsilon
+from numpy_mamba.theory.settings import QUICK
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {"theory": [f"theory_{n}.{e}" for n in ("convergence", "alpha", "attention", "gates", "lemmas")
@@ -78,9 +79,8 @@ def test_results_come_back_in_unit_order_whatever_finishes_first():
 def test_jobs_2_gives_the_same_numbers_as_jobs_1():
     """If this fails, a unit's numbers depend on which process ran it or on the other units
     (randomness not from its own seed stream, or results assembled out of order)."""
-    s = theory.quick_settings()
-    one, timing1 = theory.run(s, jobs=1, progress=False)
-    two, timing2 = theory.run(s, jobs=2, progress=False)
+    one, timing1 = theory.run(QUICK, jobs=1, progress=False)
+    two, timing2 = theory.run(QUICK, jobs=2, progress=False)
     assert _plain_json(one) == _plain_json(two)
     assert timing1["workers (--jobs)"] == 1 and timing2["workers (--jobs)"] == 2
     cfg = gates.settings(quick=True)

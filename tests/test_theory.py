@@ -102,10 +102,19 @@ def test_theory_rejects_unknown_options():
         theory.main(["--bogus"])
 
 
-def test_quick_settings_do_not_change_the_full_settings():
-    before = json.dumps(theory.SETTINGS, sort_keys=True)
-    theory.quick_settings()
-    assert json.dumps(theory.SETTINGS, sort_keys=True) == before
+def test_settings_are_frozen_and_a_quick_run_says_so_in_every_part():
+    """If this fails, a setting can be changed after it is made (a run could record other settings
+    than it ran with), or a quick run's part is not stamped as one (its figures and JSON would not
+    say SMOKE RUN)."""
+    from dataclasses import FrozenInstanceError
+    from numpy_mamba.theory.settings import FULL, QUICK
+    parts = ("p_a", "l_tr", "alpha", "M1", "trajectory")
+    for part in parts:
+        with pytest.raises(FrozenInstanceError):
+            setattr(getattr(FULL, part), "seeds", (9,))
+        assert getattr(QUICK, part).to_dict()["quick"] is True and "quick" not in getattr(FULL, part).to_dict()
+    assert "eta" not in FULL.alpha.to_dict(), "a step size the rule has not chosen yet must not be recorded"
+    assert json.loads(json.dumps(FULL.alpha.to_dict())) == FULL.alpha.to_dict(), "to_dict holds the JSON's values"
 
 
 def test_convergence_verdict_names_the_p_a_where_no_run_converged():

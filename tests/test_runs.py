@@ -83,8 +83,7 @@ def test_jobs_2_gives_the_same_numbers_as_jobs_1():
     two, timing2 = theory.run(QUICK, jobs=2, progress=False)
     assert _plain_json(one) == _plain_json(two)
     assert timing1["workers (--jobs)"] == 1 and timing2["workers (--jobs)"] == 2
-    cfg = gates.settings(quick=True)
-    assert _plain_json(gates.run(cfg, jobs=1, progress=False)) == _plain_json(gates.run(cfg, jobs=2, progress=False))
+    assert _plain_json(gates.run(gates.QUICK, jobs=1, progress=False)) == _plain_json(gates.run(gates.QUICK, jobs=2, progress=False))
 
 
 def _live_processes():

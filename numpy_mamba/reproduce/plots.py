@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
+from ..data import SECTION4
 from .common import MODEL_LABEL, MODELS
 from .results import curve
 from ..runs.output import footnote, save_figure, subplots
@@ -38,7 +39,7 @@ def _eta(result: dict) -> str:
 def settings_line(result: dict, extra: str = "") -> str:
     s = result["settings"]
     return (f"Training: $p_a$ = {result['p_a']}, {_eta(result)}, B = {s['B']}, T = {s['T']}, K = {s['K']}, "
-            f"$\\kappa_a$ = 2, l = 20; {s['seeds']} seeds. {extra}")
+            f"$\\kappa_a$ = {SECTION4.kappa_a:g}, l = {SECTION4.l_tr}; {s['seeds']} seeds. {extra}")
 
 
 def save(fig, path, result: dict | None = None, tight: bool = False) -> Path:

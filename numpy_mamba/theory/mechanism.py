@@ -219,7 +219,7 @@ def _phases(step, y) -> dict:
 def lemma6_window(s: dict, M1: int, beta: float, V: int) -> float:
     """The range of t in Lemma 6 with every constant set to 1:
     min{eta^-1 beta^-2 kappa_a^-1 (1-p_a)^-1 V, eta^-1 M1^(2/3) ((1-p_a) beta)^(-2/3) (kappa_a (1-p_a))^(-1/3) V^(1/3)}."""
-    eta, p, kappa = s["eta"], s["p_a"], s.get("kappa_a", 2.0)
+    eta, p, kappa = s["eta"], s["p_a"], s["kappa_a"]
     return float(min(V / (eta * beta ** 2 * kappa * (1 - p)),
                      M1 ** (2 / 3) * ((1 - p) * beta) ** (-2 / 3) * (kappa * (1 - p)) ** (-1 / 3) * V ** (1 / 3) / eta))
 

@@ -11,5 +11,5 @@
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
     summary.py     the closing lines every experiment command prints: verdicts, files, one elapsed time
     step_size.py   the rule that chooses eta (or delta, or any training field) per model on held-out
-                   training prompts, never on test settings; reproduce and theory both use it
+                   training prompts, never on test settings; reproduce, theory and ablation use it
 """

@@ -3,7 +3,7 @@ figures drawn without pyplot (so a command never changes the caller's matplotlib
 smoke-run stamp and the settings footer every figure carries, and ``show_figure`` for the
 tutorials (a window, or a PNG whose path is printed when none can open).
 
-Each command (``reproduce``, ``theory``, ``gates``) owns one section of REPORT.md, delimited
+Each command (``reproduce``, ``theory``, ``ablation``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
 
 All-or-nothing output folders (``run_staged``) are in ``staging.py``.

@@ -10,10 +10,12 @@ MODELS = ("mamba", "linear_transformer", "mamba2", "retnet", "gated_retention", 
 from numpy_mamba.gates.plots import mean_and_halfwidth
 
 
-def test_quick_run_writes_figures_json_and_report(tmp_path):
+def test_quick_run_writes_figures_json_and_report(gates_quick):
     """If this fails, the gates command broke, writes an incomplete/NaN result, or its quick mode
     is not the small run it is meant to be (the settings it saves are what it ran)."""
-    assert gate_comparison.main(["--quick", "--out", str(tmp_path)]) == 0
+    tmp_path = gates_quick.out
+    assert gates_quick.code == 0
+    assert "SMOKE RUN" in gates_quick.stdout.splitlines()[-1], "a quick run must say so on stdout"
     for name in ("gates_error_vs_alpha.png", "gates_training.png"):
         assert (tmp_path / name).stat().st_size > 10_000, f"{name} missing or empty"
     result = json.loads((tmp_path / "gates.json").read_text())

@@ -76,12 +76,13 @@ def test_steps_to_epsilon_counts_from_zero_and_rejects_bad_input():
         steps_to_epsilon(world, "transformer", p_a=0.1, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0)
 
 
-def test_theory_quick_writes_figures_json_and_only_its_report_section(tmp_path, capsys):
-    report = tmp_path / "REPORT.md"
-    report.write_text("# r\n\n<!-- BEGIN reproduce -->\nKEEP ME\n<!-- END reproduce -->\n\n"
-                      "<!-- BEGIN theory -->\nOLD-PLACEHOLDER\n<!-- END theory -->\n")
-    assert theory.main(["--quick", "--out", str(tmp_path), "--report", str(report)]) == 0
-    assert "SMOKE RUN" in capsys.readouterr().out.splitlines()[-1], "a quick run must say so on stdout"
+def test_theory_quick_writes_figures_json_and_only_its_report_section(theory_quick):
+    """If this fails, ``theory --quick`` (the session's run, conftest.py) does not write its figures
+    and JSON, does not say it is a smoke run, leaves a verdict outside the vocabulary, or touches
+    another command's section of the report it was given."""
+    tmp_path, report = theory_quick.out, theory_quick.out / "REPORT.md"
+    assert theory_quick.code == 0
+    assert "SMOKE RUN" in theory_quick.stdout.splitlines()[-1], "a quick run must say so on stdout"
     for name in ("convergence", "alpha", "attention", "gates", "lemmas"):
         assert (tmp_path / f"theory_{name}.png").stat().st_size > 10_000, f"theory_{name}.png missing or empty"
         data = json.loads((tmp_path / f"theory_{name}.json").read_text())   # save_json refuses NaN
@@ -95,6 +96,29 @@ def test_theory_quick_writes_figures_json_and_only_its_report_section(tmp_path, 
     section = text.split("<!-- BEGIN theory -->")[1]
     assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in its section header"
     assert summary["cor1_by_task_group"]["by_group"].keys() == {"training", "reversed", "distance_2", "distance_3"}
+
+
+def test_rendering_states_the_verdicts_the_results_carry(theory_quick, tmp_path):
+    """If this fails, drawing the report or the summary judges the results again instead of
+    stating the verdicts they were saved with (a replot could then print another verdict than the
+    JSON beside it)."""
+    from numpy_mamba.theory import claims, report as report_text
+    out = theory_quick.out
+    load = lambda name: json.loads((out / f"theory_{name}.json").read_text())   # noqa: E731
+    conv, alpha = load("convergence"), load("alpha")
+    results = {"convergence_p_a": conv["p_a"], "convergence_l_tr": conv["l_tr"], "alpha": alpha["alpha"],
+               "lt_context": alpha["lt_context"], "step_size": alpha["step_size"], "attention": load("attention"),
+               "gates": load("gates"), "trajectory": load("lemmas")}
+    results["convergence_p_a"]["verdict"]["mamba"] = "MADE-UP VERDICT 1"
+    results["alpha"]["verdict"]["linear_transformer"] = "MADE-UP VERDICT 2"
+    files = {k: tmp_path / f"{k}.png" for k in ("convergence", "alpha", "attention", "gates", "trajectory")}
+    common = {"world": conv["world"], "world_seed": conv["world_seed"], "command": conv["command"]}
+    text = report_text.markdown(results, {"total": 1.0}, common, files)
+    assert "**MADE-UP VERDICT 1**" in text and "**MADE-UP VERDICT 2**" in text
+    summary = claims.summary(results)
+    assert summary["thm1_verdict"] == "MADE-UP VERDICT 1" and summary["thm4_verdict"] == "MADE-UP VERDICT 2"
+    judged = claims.judge(results)
+    assert judged["convergence_p_a"]["verdict"]["mamba"] != "MADE-UP VERDICT 1", "judge() applies the rules"
 
 
 def test_theory_rejects_unknown_options():

@@ -15,7 +15,6 @@ from numpy_mamba.data import Batch, make_world
 from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba.measure.rates import clopper_pearson, rate_summary
 from numpy_mamba.reproduce.common import QUICK, settings_for
-from numpy_mamba.runs.output import save_compact_json
 from numpy_mamba.reproduce import depth3
 
 PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
@@ -232,10 +231,3 @@ def test_bad_options_are_refused(tmp_path):
         settings_for(False, 0)
     with pytest.raises(SystemExit):
         experiments.main(["--only", "fig9", "--out", str(tmp_path)])
-
-
-def test_save_result_keeps_content_and_refuses_nan(tmp_path):
-    obj = {"a": [[1, 2.5e-3, None], [3, -4]], "b": {"c": [0.1]}, "s": ["x", "[1]"], "e": []}
-    assert json.loads(save_compact_json(tmp_path / "r.json", obj).read_text()) == obj
-    with pytest.raises(ValueError, match="NaN"):
-        save_compact_json(tmp_path / "bad.json", {"x": float("nan")})

@@ -26,7 +26,7 @@ import pytest
 from numpy_mamba.runs import jobs, output, staging
 from numpy_mamba.runs.jobs import Unit, UnitError, run_units
 from numpy_mamba.runs.interrupts import check_interrupted
-from numpy_mamba.runs.output import save_json, write_section
+from numpy_mamba.runs.output import save_compact_json, save_json, write_section
 from numpy_mamba.runs.staging import run_staged
 from numpy_mamba import make_world
 from numpy_mamba.gates import compare as gates
@@ -491,3 +491,13 @@ def test_ctrl_c_at_random_moments_leaves_the_previous_or_the_complete_results(tm
         assert not [l for l in r["stderr"] if "Traceback" in l], f"a traceback on Ctrl-C: {where}"
         if " before " in last or " after " in last:
             assert state == ("previous" if " before " in last else "complete"), where
+
+
+def test_compact_json_keeps_the_content_and_refuses_nan(tmp_path):
+    """If this fails, putting innermost number lists on one line changed a value, a string that
+    looks like a list, or an empty list; or a NaN was written instead of refused."""
+    obj = {"a": [[1, 2.5e-3, None], [3, -4]], "b": {"c": [0.1]}, "s": ["x", "[1]"], "e": []}
+    path = save_compact_json(tmp_path / "r.json", obj)
+    assert json.loads(path.read_text()) == obj and "[1, 0.0025, null]" in path.read_text()
+    with pytest.raises(ValueError, match="NaN"):
+        save_compact_json(tmp_path / "bad.json", {"x": float("nan")})

@@ -93,20 +93,25 @@ def test_the_core_imports_no_subpackage():
     assert not _graph().get("core", set()), f"the core imports {_graph()['core']}"
 
 
+def _assert_no_cycle(graph: dict) -> None:
+    """Depth-first through ``graph`` ({node: nodes it imports}); fails naming the first cycle found."""
+    done = set()
+
+    def visit(node, path):
+        assert node not in path, f"import cycle: {' -> '.join(path[path.index(node):] + [node])}"
+        if node in done:
+            return
+        for target in sorted(graph.get(node, ())):
+            visit(target, path + [node])
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node, [])
+
+
 def test_no_cycle_between_subpackages():
     graph = _graph()
-    seen, done = set(), set()
-
-    def visit(unit, path):
-        assert unit not in path, f"import cycle: {' -> '.join(path + [unit])}"
-        if unit in done:
-            return
-        for target in sorted(graph.get(unit, ())):
-            visit(target, path + [unit])
-        done.add(unit)
-
-    for unit in sorted(graph):
-        visit(unit, [])
+    _assert_no_cycle(graph)
     assert graph.get("measure", set()) <= {"core"} and graph.get("runs", set()) <= {"core"}, (
         f"measure and runs stand on the core only; got {graph.get('measure')}, {graph.get('runs')}")
     families = set(SUBPACKAGES) - {"measure", "runs", "cli"}
@@ -126,18 +131,7 @@ def test_no_import_cycle_between_modules():
             submodules = {f"{module}.{n}" for n in names if _is_module(f"{module}.{n}")}
             targets = submodules if names and len(submodules) == len(names) else submodules | {module}
             graph.setdefault(here, set()).update(t for t in targets if _is_module(t) and t != here)
-    done = set()
-
-    def visit(module, path):
-        assert module not in path, f"import cycle: {' -> '.join(path[path.index(module):] + [module])}"
-        if module in done:
-            return
-        for target in sorted(graph.get(module, ())):
-            visit(target, path + [module])
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, [])
+    _assert_no_cycle(graph)
 
 
 def test_nothing_but_the_command_line_imports_cli():

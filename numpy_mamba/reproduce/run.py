@@ -1,8 +1,9 @@
 """``python -m numpy_mamba reproduce``: the experiments of the paper's Section 4 (Figures 2-6 and
 Table 1) in one command, each experiment a module of the registry ``registry.EXPERIMENTS``;
-what each computes and writes (``--help`` lists every experiment's ``outputs``):
+what each computes and writes:
 
-fig2-table1 with the one-layer model of eq (3).  ``--quick`` runs the same pipeline at reduced size.
+fig2, fig3, fig4 and table1 train the one-layer models of eq (3), depth3 the three-layer stacks of
+stack.py.  ``--quick`` runs the same pipeline at reduced size.
 The JSON files are written first; figures and report are drawn from the JSON as saved.
 ``--jobs N`` runs the independent units (step-size candidates, training seeds) N at a time in
 worker processes (same numbers for every N).  Output is all or nothing: files are written into

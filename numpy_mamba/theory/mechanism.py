@@ -250,10 +250,10 @@ def analyse_trajectory(out: dict, M1: int, beta: float = 3.0, V: int = 3) -> dic
     whole = [x["max_mean_whole_run"] for x in l6.values()]
     growth = whole[-1] / whole[0]                     # largest l against smallest l, whole run
     out["verdict"] = {
-        "lemma4_signs": "holds" if signs else "does not hold here",
-        "lemma4_5_two_phases": ("holds" if two_phase else "holds in trend" if v[-1] < 0 and ph.get("phase2_log_slope", 0) < 0
-                                else "does not hold here"),
-        "lemma6_in_window": "holds" if max(in_window) <= 3.0 and np.ptp(in_window) <= 1.0 else "does not hold here",
+        "lemma4_signs": word("full" if signs else "none"),
+        "lemma4_5_two_phases": word("full" if two_phase else "trend" if v[-1] < 0 and ph.get("phase2_log_slope", 0) < 0
+                                    else "none"),
+        "lemma6_in_window": word("full" if max(in_window) <= 3.0 and np.ptp(in_window) <= 1.0 else "none"),
         "lemma6_outside_window": (f"not claimed there; stays Theta(1) (at most {max(whole):.2f})"
                                   if max(whole) <= 3.0 and growth <= 2.0 else
                                   f"not claimed there; grows with l (max {whole[0]:.2f} at l = {s['lemma6_l_grid'][0]}, "

@@ -15,10 +15,11 @@ The top of the package is the paper's one-layer model, one module per part:
 and Section 4.2's three-layer models (``stack``, ``layer``: a residual stack of eq (1) layers
 with a hand-written backward pass).
 
-Families built on it live in subpackages: ``gates`` (Appendix E.6), ``measure`` (what the
-experiments measure and how they judge it), ``reproduce`` (Section 4), ``theory`` (numerical
-checks of the theorems), ``grader`` (the exercises' autograder), ``runs`` (how an experiment
-command runs and writes its files) and ``cli`` (the command line).
+Families built on it live in subpackages: ``reproduce`` (Section 4), ``ablation`` (the three-layer
+models' distance-2 gap, one factor at a time), ``theory`` (numerical checks of the theorems),
+``gates`` (Appendix E.6) and ``grader`` (the exercises' autograder).  They share ``measure`` (what
+the experiments measure and how they judge it) and ``runs`` (how an experiment command runs and
+writes its files); ``cli`` (the command line) sits on top.
 """
 from .data import Batch, World, make_world, testing_batch, training_batch
 from .gradcheck import GradcheckReport, gradcheck, numerical_gradient

@@ -1,3 +1,53 @@
+"""Shared by every test: the Agg backend, and one quick run per experiment command per session.
+
+``reproduce_quick``, ``theory_quick`` and ``gates_quick`` run ``python -m numpy_mamba COMMAND
+--quick --jobs 1 --out OUT`` once; the snapshot test (test_same_numbers.py) and the command's own
+tests read the same folder, so each quick run is paid once.  Tests only read it.
+"""
+import contextlib
+import io
 import os
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+# theory's quick run writes its section into a report that already holds another command's section
+# and an old theory section: the run must keep the first and replace the second
+REPORT_BEFORE = ("# r\n\n<!-- BEGIN reproduce -->\nKEEP ME\n<!-- END reproduce -->\n\n"
+                 "<!-- BEGIN theory -->\nOLD-PLACEHOLDER\n<!-- END theory -->\n")
+
+
+class QuickRun(NamedTuple):
+    """One quick run: its output folder, exit code and what it printed on stdout."""
+    out: Path
+    code: int
+    stdout: str
+
+
+def quick_run(command: str, out: Path, *extra: str, jobs: int = 1) -> QuickRun:
+    """``python -m numpy_mamba COMMAND --quick --jobs JOBS --out OUT [extra]``, stdout captured."""
+    from numpy_mamba.cli import main
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = main([command, "--quick", "--jobs", str(jobs), "--out", str(out), *extra])
+    return QuickRun(out, code, stdout.getvalue())
+
+
+@pytest.fixture(scope="session")
+def reproduce_quick(tmp_path_factory) -> QuickRun:
+    return quick_run("reproduce", tmp_path_factory.mktemp("reproduce_quick"))
+
+
+@pytest.fixture(scope="session")
+def theory_quick(tmp_path_factory) -> QuickRun:
+    out = tmp_path_factory.mktemp("theory_quick")
+    (out / "REPORT.md").write_text(REPORT_BEFORE)
+    return quick_run("theory", out, "--report", str(out / "REPORT.md"))
+
+
+@pytest.fixture(scope="session")
+def gates_quick(tmp_path_factory) -> QuickRun:
+    return quick_run("gates", tmp_path_factory.mktemp("gates_quick"))

@@ -1,4 +1,4 @@
-"""The ablation of the distance-2 gap (numpy_mamba/reproduce/ablation.py).
+"""The ablation of the distance-2 gap (numpy_mamba/ablation/).
 
 If a test here fails, either the mechanism terms no longer add up to the learned cross-pattern
 score S(a, b) or put a term in the wrong distance class, the seed spread is wrong, the baseline is
@@ -14,11 +14,13 @@ import pytest
 
 from numpy_mamba import TrainConfig, network, train
 from numpy_mamba.cli import COMMANDS
-from numpy_mamba.reproduce import ablation
-from numpy_mamba.reproduce.ablation_report import report_section
-from numpy_mamba.reproduce.ablation import (QUICK, AblationSettings, pattern_terms, run_unit, spread,
-                                            step_classes, prompts_for, group_counts)
-from numpy_mamba.reproduce.common import PAPER, world_for
+from numpy_mamba.ablation import run as ablation
+from numpy_mamba.ablation.report import change_verdict, report_section
+from numpy_mamba.ablation.results import PAPER, spread
+from numpy_mamba.ablation.settings import QUICK, STREAM, AblationSettings
+from numpy_mamba.ablation.terms import pattern_terms, step_classes
+from numpy_mamba.ablation.units import group_counts, prompts_for, run_unit
+from numpy_mamba.runs.worlds import world_for
 from numpy_mamba.runs.output import SMOKE
 
 SMALL = replace(QUICK, seeds=1, n_test=40)
@@ -103,7 +105,7 @@ def test_baseline_is_the_long_run_at_T_short():
     world = world_for(0)
     config = SMALL.config(step["eta"], step["delta"], SMALL.T_short)
     net = network("mamba", 3)
-    layers, _ = train(world, config, net, rng=np.random.default_rng([0, ablation.STREAM, 0, 0]))
+    layers, _ = train(world, config, net, rng=np.random.default_rng([0, STREAM, 0, 0]))
     counts = group_counts(net, layers, prompts_for(world, SMALL, 0), 4)
     at = got["checkpoints"][str(SMALL.T_short)]
     assert {k: at[k] for k in counts} == counts
@@ -116,7 +118,7 @@ def test_quick_command_writes_stamped_json_figure_and_report(tmp_path):
     # If this fails, `python -m numpy_mamba ablation --quick` does not write its JSON (with its
     # settings), figure and report section, does not say it is a smoke run, leaves out a factor,
     # or records a delta choice that breaks the rule (0.2 first; the next only if every eta diverged).
-    assert COMMANDS["ablation"][0] == "numpy_mamba.reproduce.ablation"
+    assert COMMANDS["ablation"][0] == "numpy_mamba.ablation.run"
     assert ablation.main(["--quick", "--jobs", "1", "--seeds", "2", "--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "ablation.json").read_text())
     assert result["settings"]["quick"] is True and result["smoke"] == SMOKE
@@ -139,7 +141,6 @@ def test_quick_command_writes_stamped_json_figure_and_report(tmp_path):
 def test_change_verdict_follows_the_interval_over_seeds():
     # If this fails, a change whose 95% t-interval contains 0 is reported as a rise or a fall (or a
     # clear one is not), or a single seed is given an interval it does not have.
-    from numpy_mamba.reproduce.ablation_report import change_verdict
     assert change_verdict(spread([0.10, 0.12, 0.11])).startswith("raises it (+11.0 points")
     assert change_verdict(spread([-0.10, -0.12, -0.11])).startswith("lowers it")
     assert change_verdict(spread([0.10, -0.12, 0.01])).startswith("does not measurably change it")

@@ -1,5 +1,6 @@
 """``python -m numpy_mamba gates --quick``: runs end to end and writes honest, complete outputs."""
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,16 +10,21 @@ MODELS = ("mamba", "linear_transformer", "mamba2", "retnet", "gated_retention", 
 from numpy_mamba.gates.plots import mean_and_halfwidth
 
 
-def test_quick_run_writes_figures_json_and_report(tmp_path):
+def test_quick_run_writes_figures_json_and_report(gates_quick):
     """If this fails, the gates command broke, writes an incomplete/NaN result, or its quick mode
     is not the small run it is meant to be (the settings it saves are what it ran)."""
-    assert gate_comparison.main(["--quick", "--out", str(tmp_path)]) == 0
+    tmp_path = gates_quick.out
+    assert gates_quick.code == 0
+    assert "SMOKE RUN" in gates_quick.stdout.splitlines()[-1], "a quick run must say so on stdout"
     for name in ("gates_error_vs_alpha.png", "gates_training.png"):
         assert (tmp_path / name).stat().st_size > 10_000, f"{name} missing or empty"
     result = json.loads((tmp_path / "gates.json").read_text())
     cfg = result["settings"]
-    full = gate_comparison.settings(quick=False)
-    assert cfg == json.loads(json.dumps(gate_comparison.settings(quick=True)))
+    full = gate_comparison.FULL.to_dict()
+    assert cfg == gate_comparison.QUICK.to_dict()
+    assert {k: cfg[k] for k in ("d", "M1", "M2", "V", "beta", "delta", "kappa_a", "l_tr", "l_ts")} == {
+        "d": 30, "M1": 6, "M2": 10, "V": 3, "beta": 3.0, "delta": 0.2, "kappa_a": 2.0, "l_tr": 20, "l_ts": 20}, (
+        "the JSON must record Section 4's settings the run used")
     work = {k: c["T"] * c["B"] * len(c["seeds"]) for k, c in (("quick", cfg), ("full", full))}
     assert work["quick"] <= work["full"] / 100, work         # SGD prompts drawn, all seeds
     assert set(result["models"]) == set(MODELS)
@@ -37,7 +43,7 @@ def test_quick_run_writes_figures_json_and_report(tmp_path):
 
 def test_every_model_sees_the_same_training_prompts(monkeypatch):
     """If this fails, the models are not compared on the same minibatches (an unpaired comparison)."""
-    from numpy_mamba import make_world, sgd
+    from numpy_mamba import sgd
     seen = {}
     original = sgd.training_batch
 
@@ -48,12 +54,10 @@ def test_every_model_sees_the_same_training_prompts(monkeypatch):
 
     current = [None]
     monkeypatch.setattr(sgd, "training_batch", spy)
-    cfg = gate_comparison.settings(quick=True) | {"T": 3, "B": 4, "n_eval": 4}
-    world = make_world(rng=0)
-    for model in MODELS:                            # train_all, one model at a time, spied
+    cfg = replace(gate_comparison.QUICK, T=3, B=4, n_eval=4)
+    for model in MODELS:                            # the units of one seed, one model at a time, spied
         current[0] = model
-        monkeypatch.setattr(gate_comparison, "MODELS", (model,))
-        gate_comparison.train_all(world, cfg, seed=0, progress=False)
+        gate_comparison.train_unit(cfg, 0, model)
     first = seen["mamba"]
     assert len(first) == 4
     for model in MODELS:

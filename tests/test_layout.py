@@ -2,8 +2,9 @@
 
 If a test here fails: the README names a file or function that does not exist; a subpackage's
 ``__init__`` docstring misses one of its modules; a core module imports a family; two
-subpackages import each other (directly or in a circle); something other than the command line
-imports ``numpy_mamba.cli``; or a module imports another module's private name.
+subpackages, or two modules anywhere, import each other (directly or in a circle); a family imports
+another family; something other than the command line imports ``numpy_mamba.cli``; or a module
+imports another module's private name.
 """
 import ast
 import importlib
@@ -39,6 +40,12 @@ def _unit(module: str):
     if parts[0] != "numpy_mamba" or len(parts) == 1:
         return "core" if parts == ["numpy_mamba"] else None
     return parts[1] if parts[1] in SUBPACKAGES else "core"
+
+
+def _is_module(name: str) -> bool:
+    """Whether ``name`` (numpy_mamba.x.y) is a module or subpackage of the package."""
+    path = ROOT.joinpath(*name.split("."))
+    return name.startswith("numpy_mamba") and (path.with_suffix(".py").exists() or (path / "__init__.py").exists())
 
 
 def _graph() -> dict:
@@ -86,25 +93,45 @@ def test_the_core_imports_no_subpackage():
     assert not _graph().get("core", set()), f"the core imports {_graph()['core']}"
 
 
+def _assert_no_cycle(graph: dict) -> None:
+    """Depth-first through ``graph`` ({node: nodes it imports}); fails naming the first cycle found."""
+    done = set()
+
+    def visit(node, path):
+        assert node not in path, f"import cycle: {' -> '.join(path[path.index(node):] + [node])}"
+        if node in done:
+            return
+        for target in sorted(graph.get(node, ())):
+            visit(target, path + [node])
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node, [])
+
+
 def test_no_cycle_between_subpackages():
     graph = _graph()
-    seen, done = set(), set()
-
-    def visit(unit, path):
-        assert unit not in path, f"import cycle: {' -> '.join(path + [unit])}"
-        if unit in done:
-            return
-        for target in sorted(graph.get(unit, ())):
-            visit(target, path + [unit])
-        done.add(unit)
-
-    for unit in sorted(graph):
-        visit(unit, [])
+    _assert_no_cycle(graph)
     assert graph.get("measure", set()) <= {"core"} and graph.get("runs", set()) <= {"core"}, (
         f"measure and runs stand on the core only; got {graph.get('measure')}, {graph.get('runs')}")
-    for family in ("reproduce", "theory", "gates", "grader"):
+    families = set(SUBPACKAGES) - {"measure", "runs", "cli"}
+    assert {"reproduce", "theory", "ablation", "gates", "grader"} <= families
+    for family in sorted(families):
         others = graph.get(family, set()) - {"core", "measure", "runs"}
         assert not others, f"the family {family} imports the families {others}"
+
+
+def test_no_import_cycle_between_modules():
+    """No module imports, directly or through others, a module that imports it back (inside a
+    subpackage as well as between them)."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        here = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for module, names in _imports(path):
+            submodules = {f"{module}.{n}" for n in names if _is_module(f"{module}.{n}")}
+            targets = submodules if names and len(submodules) == len(names) else submodules | {module}
+            graph.setdefault(here, set()).update(t for t in targets if _is_module(t) and t != here)
+    _assert_no_cycle(graph)
 
 
 def test_nothing_but_the_command_line_imports_cli():

@@ -1,7 +1,5 @@
 """``python -m numpy_mamba reproduce``: the quick pipeline end to end, plus the pieces that
 compute its numbers (intervals, gate profiles, score sums, seeding, JSON writing)."""
-import contextlib
-import io
 import json
 import math
 from dataclasses import replace
@@ -16,7 +14,7 @@ from numpy_mamba import data
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba.measure.rates import clopper_pearson, rate_summary
-from numpy_mamba.reproduce.common import QUICK, save_result, settings_for
+from numpy_mamba.reproduce.common import QUICK, settings_for
 from numpy_mamba.reproduce import depth3
 
 PNGS = ["fig2.png", "fig2_kappa2.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
@@ -29,14 +27,10 @@ RATE_KEYS = {"rate", "ci95", "ci95_low", "ci95_high", "seed_ci95", "seed_ci95_lo
              "outlier_gate_max", "outlier_gate_mean", "clean_gate_mean", "query_gate_mean"}
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("reproduce")
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        code = experiments.main(["--quick", "--jobs", "1", "--out", str(out)])
-    (out / "stdout.txt").write_text(stdout.getvalue())
-    return out, code
+@pytest.fixture
+def quick_run(reproduce_quick):
+    """The session's ``reproduce --quick`` run (conftest.py): (output folder, exit code, stdout)."""
+    return reproduce_quick
 
 
 def _rates(obj, key=None):
@@ -53,7 +47,7 @@ def _rates(obj, key=None):
 
 def test_quick_run_writes_every_output(quick_run):
     """If this fails, the quick pipeline failed or left out a figure, JSON, table or the report."""
-    out, code = quick_run
+    out, code, _ = quick_run
     assert code == 0, "the command reported failure"
     for name in PNGS:
         data = (out / name).read_bytes()
@@ -63,7 +57,7 @@ def test_quick_run_writes_every_output(quick_run):
 
 
 def test_json_rates_are_finite_and_in_unit_interval(quick_run):
-    out = quick_run[0]
+    out = quick_run.out
     for name in JSONS:
         doc = json.loads((out / name).read_text())
         seeds = depth3.QUICK.seeds if name == "depth3.json" else QUICK.seeds
@@ -75,7 +69,7 @@ def test_json_rates_are_finite_and_in_unit_interval(quick_run):
 
 
 def test_json_counts_are_consistent(quick_run):
-    out = quick_run[0]
+    out = quick_run.out
     fig2 = json.loads((out / "fig2.json").read_text())
     n = np.array(fig2["n_prompts"])                          # (S, rules, kappa', K', alpha, 2)
     assert np.all(n.sum(-1) == QUICK.n_test), "seen + unseen prompts must add up to n_test per point"
@@ -88,7 +82,7 @@ def test_json_counts_are_consistent(quick_run):
 
 
 def test_report_has_a_verdict_per_claim(quick_run):
-    text = (quick_run[0] / "REPORT.md").read_text()
+    text = (quick_run.out / "REPORT.md").read_text()
     assert "<!-- BEGIN reproduce -->" in text and "<!-- END reproduce -->" in text
     section = text.split("<!-- BEGIN reproduce -->")[1]
     for claim in ("Fig 2: Mamba", "linear Transformer's error rises once alpha passes 1/2", "Corollary 1",
@@ -110,13 +104,13 @@ def test_quick_stdout_is_stamped_and_counts_the_verdicts(quick_run):
     claims table, or states another elapsed time than its report."""
     from numpy_mamba.reproduce.report import claim_rows
     from numpy_mamba.reproduce.run import load_results
-    lines = (quick_run[0] / "stdout.txt").read_text().splitlines()
+    lines = quick_run.stdout.splitlines()
     assert "SMOKE RUN" in lines[0] and "SMOKE RUN" in lines[-1], "a quick run's summary must say it is a smoke run"
     tally = next(line for line in lines if "verdicts:" in line)
-    assert f"reproduce: {len(claim_rows(load_results(quick_run[0])))} verdicts:" in tally
+    assert f"reproduce: {len(claim_rows(load_results(quick_run.out)))} verdicts:" in tally
     assert any(line.startswith("open:") and "REPORT.md" in line for line in lines)
     seconds = next(line for line in lines if line.startswith("time:")).split()[1]
-    assert f"Wall time of the last invocation: {seconds} s." in (quick_run[0] / "REPORT.md").read_text()
+    assert f"Wall time of the last invocation: {seconds} s." in (quick_run.out / "REPORT.md").read_text()
 
 
 def test_verdict_word_is_the_bold_verdict_of_a_claims_cell():
@@ -128,22 +122,22 @@ def test_verdict_word_is_the_bold_verdict_of_a_claims_cell():
 def test_report_says_how_its_intervals_include_the_seeds_and_why_table1_has_its_main_setting(quick_run):
     """If this fails, REPORT.md no longer says that its intervals include seed-to-seed variation, drops the
     argument for Table 1's main setting, or misquotes Section 4.1 ("as long as", not "as soon as")."""
-    section = (quick_run[0] / "REPORT.md").read_text().split("<!-- BEGIN reproduce -->")[1]
+    section = (quick_run.out / "REPORT.md").read_text().split("<!-- BEGIN reproduce -->")[1]
     assert "every interval a verdict rule uses, is the 95% interval over seeds" in section
     assert "### Table 1: which setting the paper's numbers admit" in section and "targeted labels" in section
     assert "large as long as alpha > 1/2" in section and "as soon as" not in section
-    assert "(eq (3))" not in (quick_run[0] / "table1_L3.md").read_text()
+    assert "(eq (3))" not in (quick_run.out / "table1_L3.md").read_text()
 
 
 def test_report_names_its_figures_relative_to_its_own_folder(quick_run):
     """If this fails, a report written into --out points at figures/... (the committed folder)
     instead of the files next to it."""
-    assert "figures/" not in (quick_run[0] / "REPORT.md").read_text()
+    assert "figures/" not in (quick_run.out / "REPORT.md").read_text()
 
 
 def test_eta_is_chosen_by_the_rule_and_used_for_training(quick_run):
     for name, p_a in (("fig2", QUICK.p_a_fig2), ("table1", QUICK.p_a_mechanism)):
-        doc = json.loads((quick_run[0] / f"{name}.json").read_text())
+        doc = json.loads((quick_run.out / f"{name}.json").read_text())
         for model in ("mamba", "linear_transformer"):
             sel = doc["step_size"][model]
             assert sel["grid"]["eta"] == list(QUICK.eta_grid) and len(sel["candidates"]) == len(QUICK.eta_grid)
@@ -155,7 +149,7 @@ def test_eta_is_chosen_by_the_rule_and_used_for_training(quick_run):
 
 def test_delta_and_eta_of_the_three_layer_runs_are_chosen_by_the_rule_and_used(quick_run):
     """If this fails, the three-layer models train with a delta or eta other than the rule's pick."""
-    doc = json.loads((quick_run[0] / "depth3.json").read_text())
+    doc = json.loads((quick_run.out / "depth3.json").read_text())
     for model in ("mamba", "linear_transformer"):
         sel = doc["step_size"][model]
         assert sel["grid"] == {"delta": list(depth3.QUICK.delta_grid), "eta": list(depth3.QUICK.eta_grid)}
@@ -167,7 +161,7 @@ def test_delta_and_eta_of_the_three_layer_runs_are_chosen_by_the_rule_and_used(q
 
 
 def test_step_size_selection_uses_worlds_of_its_own():
-    from numpy_mamba.reproduce.common import selection_world, world_for
+    from numpy_mamba.runs.worlds import selection_world, world_for
     for k in range(3):
         assert all(not np.allclose(selection_world(k).mu, world_for(s).mu) for s in range(20))
 
@@ -183,7 +177,7 @@ def test_same_seed_same_numbers_and_other_seed_other_world():
     np.testing.assert_array_equal(a["fig3"]["per_seed"]["mamba"][0]["score_same"],
                                   b["fig3"]["per_seed"]["mamba"][0]["score_same"])
     assert a["fig4"]["per_seed"] == b["fig4"]["per_seed"]
-    from numpy_mamba.reproduce.common import world_for
+    from numpy_mamba.runs.worlds import world_for
     assert not np.allclose(world_for(0).mu, world_for(1).mu), "different seeds must give different worlds"
 
 
@@ -237,10 +231,3 @@ def test_bad_options_are_refused(tmp_path):
         settings_for(False, 0)
     with pytest.raises(SystemExit):
         experiments.main(["--only", "fig9", "--out", str(tmp_path)])
-
-
-def test_save_result_keeps_content_and_refuses_nan(tmp_path):
-    obj = {"a": [[1, 2.5e-3, None], [3, -4]], "b": {"c": [0.1]}, "s": ["x", "[1]"], "e": []}
-    assert json.loads(save_result(tmp_path / "r.json", obj).read_text()) == obj
-    with pytest.raises(ValueError, match="NaN"):
-        save_result(tmp_path / "bad.json", {"x": float("nan")})

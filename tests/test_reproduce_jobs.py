@@ -14,7 +14,7 @@ import pytest
 
 from numpy_mamba.runs import output, staging
 from numpy_mamba.runs.output import write_section
-from numpy_mamba.reproduce import run as reproduce
+from numpy_mamba.reproduce import registry, run as reproduce
 from numpy_mamba.reproduce.common import QUICK
 from test_runs import _interrupted_run, _unwritable_folders
 
@@ -35,9 +35,9 @@ def numbers(obj):
 def test_jobs_2_gives_the_same_numbers_as_jobs_1():
     """If this fails, a unit's numbers depend on the process that ran it or on the other units
     (randomness not from its own seed stream, or results assembled in completion order)."""
-    one, _ = reproduce.compute(TINY, reproduce.EXPERIMENTS, jobs=1, progress=False)
-    two, _ = reproduce.compute(TINY, reproduce.EXPERIMENTS, jobs=2, progress=False)
-    assert set(one) == set(two) == set(reproduce.JSON_NAMES)
+    one, _ = reproduce.compute(TINY, jobs=1, progress=False)
+    two, _ = reproduce.compute(TINY, jobs=2, progress=False)
+    assert set(one) == set(two) == set(registry.json_names())
     a, b = (json.dumps(output._plain(numbers(r)), sort_keys=True) for r in (one, two))
     assert a == b
 
@@ -45,7 +45,8 @@ def test_jobs_2_gives_the_same_numbers_as_jobs_1():
 def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     """If this fails, running the step-size rule as units changed what it picks (units looked up
     under the wrong candidate or seed)."""
-    from numpy_mamba.reproduce.common import eta_selection, selection_world
+    from numpy_mamba.reproduce.common import eta_selection
+    from numpy_mamba.runs.worlds import selection_world
     from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
     from numpy_mamba.runs.jobs import run_plans
     from numpy_mamba import network

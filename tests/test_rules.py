@@ -6,24 +6,22 @@ import pytest
 from scipy.stats import binomtest
 
 from numpy_mamba.measure.rates import clopper_pearson, rate_summary, seed_interval
-from numpy_mamba.measure.verdicts import (WORDS, below_at_every_alpha, gate_ratio, grows_after_start, rise_after_half,
-                                          table1_pattern, theorem4_context, theorem4_kappa_bound, theorem4_sufficient,
-                                          word)
+from numpy_mamba.measure.error_verdicts import (below_at_every_alpha, rise_after_half, table1_pattern, theorem4_context,
+                                                theorem4_kappa_bound, theorem4_sufficient)
+from numpy_mamba.measure.verdicts import WORDS, gate_ratio, grows_after_start, word
 from numpy_mamba.runs.step_size import PAPER_DELTA, choose
 
 ALPHAS = np.round(np.arange(0.0, 0.951, 0.05), 2)
 
 
 # ------------------------------------------------------------------ one vocabulary
-def test_both_sections_print_the_same_word_for_a_level():
-    for level in ("full", "part", "trend", "none"):
-        assert word(level, "reproduce") == word(level, "theory") == word(level) == WORDS[level]
+def test_every_level_has_one_word_and_an_unknown_level_is_refused():
+    """If this fails, a verdict level is printed with another word than the vocabulary's, or a
+    misspelt level is printed instead of refused."""
     assert [word(x) for x in ("full", "part", "trend", "none")] == [
-        "holds", "holds in part", "holds in trend", "does not hold here"]
-    with pytest.raises(ValueError, match="level must be one of"):
+        "holds", "holds in part", "holds in trend", "does not hold here"] == list(WORDS.values())
+    with pytest.raises(ValueError, match="level must be one of .*got 'reproduced'"):
         word("reproduced")
-    with pytest.raises(ValueError, match="section must be one of"):
-        word("full", "gates")
 
 
 # ------------------------------------------------------------------ the interval over seeds

@@ -26,11 +26,13 @@ import pytest
 from numpy_mamba.runs import jobs, output, staging
 from numpy_mamba.runs.jobs import Unit, UnitError, run_units
 from numpy_mamba.runs.interrupts import check_interrupted
-from numpy_mamba.runs.output import save_json, write_section
+from numpy_mamba.runs.output import save_compact_json, save_json, write_section
 from numpy_mamba.runs.staging import run_staged
+from numpy_mamba import make_world
 from numpy_mamba.gates import compare as gates
 from numpy_mamba.theory import run as theory
 from numpy_mamba.theory.measure import steps_to_epsilon
+from conftest import quick_run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {"theory": [f"theory_{n}.{e}" for n in ("convergence", "alpha", "attention", "gates", "lemmas")
@@ -75,16 +77,27 @@ def test_results_come_back_in_unit_order_whatever_finishes_first():
     assert re.fullmatch(r"\[t\] 4/4 units done \(unit \d\) elapsed \d+s, left ~\d+s", lines[-1]), lines[-1]
 
 
-def test_jobs_2_gives_the_same_numbers_as_jobs_1():
+def _numbers(out: Path) -> dict:
+    """Every JSON file in ``out`` without its timing fields: what must not depend on --jobs."""
+    def strip(obj):
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if k not in ("seconds", "train_seconds", "timings_seconds")}
+        return [strip(v) for v in obj] if isinstance(obj, list) else obj
+    return {p.name: strip(json.loads(p.read_text())) for p in sorted(out.glob("*.json"))}
+
+
+@pytest.mark.parametrize("command", ["theory", "gates"])
+def test_jobs_2_gives_the_same_numbers_as_jobs_1(command, request, tmp_path):
     """If this fails, a unit's numbers depend on which process ran it or on the other units
-    (randomness not from its own seed stream, or results assembled out of order)."""
-    s = theory.quick_settings()
-    one, timing1 = theory.run(s, jobs=1, progress=False)
-    two, timing2 = theory.run(s, jobs=2, progress=False)
-    assert _plain_json(one) == _plain_json(two)
-    assert timing1["workers (--jobs)"] == 1 and timing2["workers (--jobs)"] == 2
-    cfg = gates.settings(quick=True)
-    assert _plain_json(gates.run(cfg, jobs=1, progress=False)) == _plain_json(gates.run(cfg, jobs=2, progress=False))
+    (randomness not from its own seed stream, or results assembled out of order): the quick run
+    with two workers must write exactly the numbers of the session's run with one (conftest.py)."""
+    one = request.getfixturevalue(f"{command}_quick")
+    two = quick_run(command, tmp_path, jobs=2)
+    assert one.code == two.code == 0
+    assert _numbers(two.out) == _numbers(one.out)
+    for run, jobs in ((one, 1), (two, 2)):
+        timings = json.loads((run.out / f"{command}{'_summary' * (command == 'theory')}.json").read_text())["timings_seconds"]
+        assert timings["workers (--jobs)"] == jobs
 
 
 def _live_processes():
@@ -108,7 +121,7 @@ def _worker_pids():
 def test_a_failing_unit_stops_the_run_with_its_traceback_and_no_worker_left(tmp_path):
     """If this fails, a worker's error is lost, the run waits for the slow unit running beside
     the failing one (it finishes and writes its file), or workers survive the failed run."""
-    world = theory.make_world(**theory.WORLD, rng=0)
+    world = make_world(rng=0)
     bad = Unit("bad", "bad p_a", steps_to_epsilon, (world, "mamba"),
                dict(p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0))
     slow = [Unit(k, f"slow {k}", write_after, (str(tmp_path / f"slow{k}"), 60)) for k in range(5)]
@@ -327,7 +340,7 @@ def test_an_interrupt_inside_a_destructor_prints_no_traceback(tmp_path, capsys, 
 def test_a_failing_unit_ends_the_command_with_its_error_and_leaves_out_as_it_was(tmp_path, capsys):
     """If this fails, a unit's error is hidden, exits 0, or leaves new files beside old ones."""
     before = _old_content(tmp_path, "gates")
-    world = theory.make_world(**theory.WORLD, rng=0)
+    world = make_world(rng=0)
     bad = Unit("bad", "bad p_a", steps_to_epsilon, (world, "mamba"),
                dict(p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0))
 
@@ -478,3 +491,13 @@ def test_ctrl_c_at_random_moments_leaves_the_previous_or_the_complete_results(tm
         assert not [l for l in r["stderr"] if "Traceback" in l], f"a traceback on Ctrl-C: {where}"
         if " before " in last or " after " in last:
             assert state == ("previous" if " before " in last else "complete"), where
+
+
+def test_compact_json_keeps_the_content_and_refuses_nan(tmp_path):
+    """If this fails, putting innermost number lists on one line changed a value, a string that
+    looks like a list, or an empty list; or a NaN was written instead of refused."""
+    obj = {"a": [[1, 2.5e-3, None], [3, -4]], "b": {"c": [0.1]}, "s": ["x", "[1]"], "e": []}
+    path = save_compact_json(tmp_path / "r.json", obj)
+    assert json.loads(path.read_text()) == obj and "[1, 0.0025, null]" in path.read_text()
+    with pytest.raises(ValueError, match="NaN"):
+        save_compact_json(tmp_path / "bad.json", {"x": float("nan")})

@@ -38,10 +38,8 @@ def _strip(obj):
     return obj
 
 
-def quick_run(command: str, out: Path) -> dict:
-    """{file name: JSON without timing fields} of ``python -m numpy_mamba COMMAND --quick``."""
-    from numpy_mamba.cli import main
-    assert main([command, "--quick", "--jobs", "1", "--out", str(out)]) == 0
+def snapshot(out: Path) -> dict:
+    """{file name: JSON without timing fields} of the JSON files in ``out``."""
     return {p.name: _strip(json.loads(p.read_text())) for p in sorted(out.glob("*.json"))}
 
 
@@ -64,15 +62,18 @@ def differences(expected, got, path="", out=None) -> list:
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_quick_run_gives_the_recorded_numbers(command, tmp_path):
+def test_quick_run_gives_the_recorded_numbers(command, request):
+    run = request.getfixturevalue(f"{command}_quick")         # the session's quick run (conftest.py)
+    assert run.code == 0, f"`{command} --quick` failed"
     expected = json.loads((GOLDEN / f"{command}_quick.json").read_text())
-    found = differences(expected, quick_run(command, tmp_path / command))
+    found = differences(expected, snapshot(run.out))
     assert not found, f"{len(found)} numbers of `{command} --quick` moved, e.g.:\n" + "\n".join(found[:15])
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
+    from conftest import quick_run
     for command in COMMANDS:
         with tempfile.TemporaryDirectory() as folder:
-            snapshot = quick_run(command, Path(folder) / command)
-        (GOLDEN / f"{command}_quick.json").write_text(json.dumps(snapshot, indent=0, sort_keys=True) + "\n")
+            found = snapshot(quick_run(command, Path(folder)).out)
+        (GOLDEN / f"{command}_quick.json").write_text(json.dumps(found, indent=0, sort_keys=True) + "\n")
         print(f"wrote {GOLDEN / f'{command}_quick.json'}")

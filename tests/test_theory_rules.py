@@ -3,6 +3,8 @@ states, Corollary 2 (i) by the gate ratio at each M1, and eta chosen per model b
 rule of the reproduce section on worlds of its own.  If a test here fails, the theory section
 judges a claim by a rule other than the one it prints, or trains a model at a step size the
 rule did not choose."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
 from numpy_mamba.sgd import TrainConfig
 from numpy_mamba.theory import claims, step_sizes
 from numpy_mamba.theory.mechanism import judge_gate_ratio
+from numpy_mamba.theory.settings import FULL
 
 ALPHAS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
 CONSTANTS = {"M1": 6, "V": 3, "beta": 3.0, "kappa_a": 2.0, "L": 0.3}
@@ -68,8 +71,7 @@ def test_gate_ratio_verdict_per_M1():
 
 def test_eta_is_chosen_per_model_by_the_shared_rule_on_selection_worlds():
     world = make_world(d=8, M1=3, M2=2, V=2, beta=3.0, rng=0)
-    s = {"T": 15, "B": 8, "eta_grid": [0.05, 0.5], "select_seeds": [0], "n_heldout": 32, "delta": 0.2, "l_tr": 6,
-         "p_a_train": {"mamba": [0.3, 0.6], "linear_transformer": [0.6]}}
+    s = replace(FULL.alpha, T=15, B=8, eta_grid=(0.05, 0.5), select_seeds=(0,), n_heldout=32, l_tr=6)
     records, _ = run_plans(step_sizes.step_size_plans(world, s), jobs=1, progress=False)
     eta, step_size = step_sizes.chosen_steps(s, records)
     assert set(eta) == {"mamba", "linear_transformer"} and set(eta["mamba"]) == {"0.3", "0.6"}
@@ -79,16 +81,13 @@ def test_eta_is_chosen_per_model_by_the_shared_rule_on_selection_worlds():
         lambda k: step_sizes.selection_world(params, k), config, network("linear_transformer"), 32,
         (step_sizes.SELECTION_STREAM, 60, 2)), [0])
     assert step_size["linear_transformer"]["0.6"]["candidates"] == direct["candidates"]
-    s["eta"] = eta
-    assert step_sizes.eta_for(s, "mamba", 0.3) == eta["mamba"]["0.3"]
+    assert all(eta[m][p] == step_size[m][p]["chosen"]["eta"] for m in eta for p in eta[m])
     assert not np.allclose(step_sizes.selection_world(params, 0).mu, make_world(**params, rng=0).mu), (
         "a selection world must not be the experiments' world")
-    assert step_sizes.eta_for({"eta": 0.1}, "mamba", 0.3) == 0.1                # JSON of earlier runs
 
 
 def test_eta_is_chosen_for_mamba_at_each_M1_of_the_gates_experiment():
-    s = {"d": 8, "M2": 2, "V": 2, "beta": 3.0, "M1_grid": [2, 3], "T": 10, "B": 8, "eta_grid": [0.05, 0.5],
-         "select_seeds": [0], "n_heldout": 32, "delta": 0.2, "l_tr": 6, "p_a": 0.6}
+    s = replace(FULL.M1, d=8, M2=2, V=2, M1_grid=(2, 3), T=10, B=8, eta_grid=(0.05, 0.5), n_heldout=32, l_tr=6)
     records, _ = run_plans(step_sizes.gates_step_size_plans(s), jobs=1, progress=False)
     eta, step_size = step_sizes.chosen_by_M1(s, records)
     assert set(eta) == {"2", "3"} and all(eta[M1] == step_size[M1]["chosen"]["eta"] for M1 in eta)

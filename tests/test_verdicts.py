@@ -11,7 +11,8 @@ from numpy_mamba.reproduce.common import FULL, PAPER, TABLE1_MAIN
 from numpy_mamba.reproduce.mechanism import vote_baseline
 from numpy_mamba.measure.tasks import task_group_names, task_groups
 from numpy_mamba.runs.step_size import candidates, choose
-from numpy_mamba.measure.verdicts import below_at_every_alpha, corollary1, rise_after_half, where_it_holds
+from numpy_mamba.measure.error_verdicts import below_at_every_alpha, rise_after_half
+from numpy_mamba.measure.verdicts import corollary1, where_it_holds
 from numpy_mamba.sgd import DivergenceError
 
 ALPHAS = np.round(np.arange(0.0, 0.951, 0.05), 2)

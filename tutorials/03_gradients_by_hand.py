@@ -276,9 +276,12 @@ print(report)
 assert report.passed
 
 # %% [markdown]
-# The vectorised version has no loop over $i$.  In $\sum_i c_i \sum_{s>i} \sigma_s p_s$ (with
-# $c_i = \frac{\partial L}{\partial G_i} G_i$) swap the sums to $\sum_s \sigma_s p_s \sum_{i<s} c_i$:
-# the inner sum is an exclusive prefix sum, one `cumsum` (`numpy_mamba.gradients.gate_backward`).
+# The vectorised version has no loop over $i$.  With $c_i = \frac{\partial L}{\partial G_i} G_i$,
+# eq (135)'s $\sum_i c_i \big((1 - \sigma_i) p_i - \sum_{s>i} \sigma_s p_s\big)$ becomes, after swapping
+# the sums, $\sum_s p_s \big(c_s (1 - \sigma_s) - \sigma_s \sum_{i<s} c_i\big)
+# = \sum_s p_s \big(c_s - \sigma_s \sum_{i \le s} c_i\big)$: one inclusive prefix sum over the tokens
+# (`numpy_mamba.numerics.running_sum`) and one product with $P$
+# (`numpy_mamba.gradients.gate_backward_terms`, which `gate_backward` calls).
 
 # %%
 s_b = np.einsum("bdl,bd->bl", Pb, (Pb[:, :, -1] @ W_C.T) @ W_B)      # s_i for every prompt

@@ -6,8 +6,9 @@
     bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), imported only with PyTorch
     notebooks.py ``notebooks``: the tutorials as .ipynb (jupytext), executed in a kernel (nbclient)
 
-``reproduce``, ``theory``, ``gates`` and ``grade`` live with their families (numpy_mamba.reproduce,
-.theory, .gates, .grader); each command's module exposes ``main(argv) -> int``.  Nothing in the
+``reproduce``, ``theory``, ``ablation``, ``gates``, ``grade`` and ``gradescope`` live with their
+families (numpy_mamba.reproduce, .theory, .ablation, .gates, .grader); each command's module exposes
+``main(argv) -> int``.  Nothing in the
 package imports this subpackage: how a command runs (jobs, staging, output files) is in
 ``numpy_mamba.runs``.
 """
@@ -21,7 +22,7 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
     "reproduce": ("numpy_mamba.reproduce.run",
                   "Figures 2-6 and Table 1 at one and three layers, with the reproduce section of REPORT.md"),
     "theory": ("numpy_mamba.theory.run", "numerical checks of the theorems, corollaries and lemmas, with the theory section"),
-    "ablation": ("numpy_mamba.reproduce.ablation",
+    "ablation": ("numpy_mamba.ablation.run",
                  "why the trained models miss tasks two steps apart: task set, steps, pre-norm, with the ablation section"),
     "gates": ("numpy_mamba.gates.compare",
               "Mamba-2, RetNet, Gated Retention and GLA against Mamba (Appendix E.6), with the gates section"),

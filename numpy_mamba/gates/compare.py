@@ -14,6 +14,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from ..runs.jobs import Unit, add_jobs_argument, run_units
 from ..runs.staging import run_staged
 from ..runs.summary import print_summary
-from ..data import make_world, testing_batch, training_batch
+from ..data import SECTION4, make_world, testing_batch, training_batch
 from .families import GATES
 from .scan import gate_recurrent_forward
 from ..gradcheck import gradcheck
@@ -29,7 +30,7 @@ from ..loss import hinge, zero_one_error
 from ..model import PAPER_MODELS, scores
 from ..network import network as paper_network
 from .attention import gate_values, key_gated_scores, network
-from ..sgd import Progress, TrainConfig, train
+from ..sgd import TrainConfig, train
 
 LABELLINGS = ("flip", "target", "random")
 # the six models compared: the paper's two, then the four gates
@@ -37,15 +38,36 @@ NETWORKS = {**{m: paper_network(m) for m in PAPER_MODELS}, **{m: network(m) for 
 MODELS = tuple(NETWORKS)
 
 
-def settings(quick: bool) -> dict:
-    """Every setting of the run; saved beside the results.  Section 4 where the paper gives one."""
-    full = dict(d=30, M1=6, M2=10, V=3, beta=3.0, delta=0.2, kappa_a=2.0, l_tr=20, l_ts=20, p_a=0.6,
-                K=0.5, K_prime=1.5, kappa_a_prime=[2.0, 8.0], eta=0.02,
-                B=64, T=2000, seeds=list(range(8)), alphas=[round(0.1 * k, 1) for k in range(10)],
-                n_test=1000, n_eval=512, record_every=10, epsilons=[0.1, 0.02], target=1)
-    if quick:
-        full.update(B=32, T=120, seeds=[0], alphas=[0.0, 0.5, 0.7], n_test=200, n_eval=128)
-    return full
+@dataclass(frozen=True)
+class GatesSettings:
+    """What the comparison chooses that the paper leaves open (Section 4 gives d, M1, M2, V, beta,
+    delta, kappa_a, l_tr = l_ts: ``data.SECTION4``).  Training: p_a, K, one step size eta for
+    every model, B, T, the seeds; testing (Definition 2): K', kappa_a', the alphas, ``target`` for
+    targeted labels, n_test prompts per point; n_eval training prompts on which the loss is
+    recorded every ``record_every`` steps; ``epsilons``: the losses whose first crossing is counted."""
+
+    p_a: float = 0.6
+    K: float = 0.5
+    K_prime: float = 1.5
+    kappa_a_prime: tuple = (2.0, 8.0)
+    eta: float = 0.02
+    B: int = 64
+    T: int = 2000
+    seeds: tuple = tuple(range(8))
+    alphas: tuple = tuple(round(0.1 * k, 1) for k in range(10))
+    n_test: int = 1000
+    n_eval: int = 512
+    record_every: int = 10
+    epsilons: tuple = (0.1, 0.02)
+    target: int = 1
+
+    def to_dict(self) -> dict:
+        """Every setting of the run as its JSON records it: Section 4's, then ours."""
+        return json.loads(json.dumps({**asdict(SECTION4), **asdict(self)}))
+
+
+FULL = GatesSettings()
+QUICK = GatesSettings(B=32, T=120, seeds=(0,), alphas=(0.0, 0.5, 0.7), n_test=200, n_eval=128)
 
 
 def consistency_checks(seed: int = 0) -> dict:
@@ -90,42 +112,37 @@ def gate_weight_ratio(model, params, batch) -> float:
     return float(share(gated) / share(s))
 
 
-def _world(cfg: dict, seed: int):
-    return make_world(cfg["d"], cfg["M1"], cfg["M2"], cfg["V"], cfg["beta"], rng=np.random.default_rng([seed, 0]))
+def _world(seed: int):
+    """Seed ``seed``'s world of Section 4 (stream [seed, 0])."""
+    return make_world(rng=np.random.default_rng([seed, 0]))
 
 
-def _eval_batch(world, cfg: dict, seed: int):
-    return training_batch(world, cfg["n_eval"], cfg["l_tr"], p_a=cfg["p_a"], K=cfg["K"], kappa_a=cfg["kappa_a"],
+def _eval_batch(world, cfg: GatesSettings, seed: int):
+    return training_batch(world, cfg.n_eval, SECTION4.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=SECTION4.kappa_a,
                           rng=np.random.default_rng([seed, 3]))
 
 
-def train_model(world, cfg: dict, seed: int, model: str, eval_batch, progress: bool = False) -> tuple:
-    """Train ``model`` from its Algorithm 1 init on seed ``seed``'s minibatch stream (the same for
-    every model); record the loss on ``eval_batch``.  Returns (params, history)."""
-    config = TrainConfig(T=cfg["T"], B=cfg["B"], eta=cfg["eta"], l_tr=cfg["l_tr"], p_a=cfg["p_a"], K=cfg["K"],
-                         kappa_a=cfg["kappa_a"], delta=cfg["delta"])
+def train_model(world, cfg: GatesSettings, seed: int, model: str, eval_batch) -> tuple:
+    """Algorithm 1 for ``model`` from its initialisation on seed ``seed``'s minibatch stream (the
+    same for every model); record the loss (eq (4)) on ``eval_batch``.  Returns (params, history)."""
+    config = TrainConfig(T=cfg.T, B=cfg.B, eta=cfg.eta, l_tr=SECTION4.l_tr, p_a=cfg.p_a, K=cfg.K,
+                         kappa_a=SECTION4.kappa_a, delta=SECTION4.delta)
     net = NETWORKS[model]
-    params0 = net.init(world.d, np.random.default_rng([seed, 1]), delta=cfg["delta"])
+    params0 = net.init(world.d, np.random.default_rng([seed, 1]), delta=SECTION4.delta)
 
     def record(step, params):
         loss = float(np.mean(hinge(net.F(params, eval_batch.P), eval_batch.z)))
         scalars = {f: float(getattr(params, f)) for f in ("a", "gamma", "tau") if f in params._fields}
         return {"eval_loss": loss, **scalars}
 
-    bar = Progress(cfg["T"], f"seed {seed} {model}") if progress else False
     return train(world, config, net, rng=np.random.default_rng([seed, 2]), params=params0,
-                 record_every=cfg["record_every"], record=record, progress=bar)
+                 record_every=cfg.record_every, record=record)
 
 
-def train_all(world, cfg: dict, seed: int, progress: bool) -> dict:
-    """Train every model of ``MODELS`` on the same minibatch stream; {model: (params, history)}."""
-    eval_batch = _eval_batch(world, cfg, seed)
-    return {model: train_model(world, cfg, seed, model, eval_batch, progress) for model in MODELS}
-
-
-def _train_unit(cfg: dict, seed: int, model: str) -> tuple:
-    """One unit of ``run``: one model on one seed."""
-    world = _world(cfg, seed)
+def train_unit(cfg: GatesSettings, seed: int, model: str) -> tuple:
+    """One unit of ``run``: ``train_model`` for one model on seed ``seed``'s world, its loss
+    recorded on the seed's fixed training prompts (the same for every model)."""
+    world = _world(seed)
     return train_model(world, cfg, seed, model, _eval_batch(world, cfg, seed))
 
 
@@ -135,28 +152,28 @@ def iterations_to(history: dict, eps: float):
     return int(history["step"][below[0]]) if below.size else None
 
 
-def _test_unit(cfg: dict, seed: int, trained: dict) -> dict:
+def _test_unit(cfg: GatesSettings, seed: int, trained: dict) -> dict:
     """One unit of ``run``: every trained model of one seed on the same testing prompts (Definition 2).
     Returns {model: {"gate_ratio", "clean_error_training_tasks", "clean_error_unseen_tasks",
     "error": {"kappa_a_prime=K/rule": [error per alpha]}}}."""
-    world = _world(cfg, seed)
+    world = _world(seed)
     out = {model: {"error": {}} for model in trained}
-    ratio_batch = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=0.5, K_prime=cfg["K_prime"],
-                                kappa_a_prime=cfg["kappa_a_prime"][0], rng=np.random.default_rng([seed, 5]))
+    ratio_batch = testing_batch(world, cfg.n_test, SECTION4.l_ts, alpha=0.5, K_prime=cfg.K_prime,
+                                kappa_a_prime=cfg.kappa_a_prime[0], rng=np.random.default_rng([seed, 5]))
     for model, params in trained.items():
         out[model]["gate_ratio"] = gate_weight_ratio(model, params, ratio_batch)
     for k, which in enumerate(("training", "unseen")):           # alpha = 0: where clean errors occur
         tasks = world.training_tasks() if which == "training" else world.unseen_tasks()
-        clean = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=0.0, K_prime=cfg["K_prime"],
+        clean = testing_batch(world, cfg.n_test, SECTION4.l_ts, alpha=0.0, K_prime=cfg.K_prime,
                               tasks=tasks, rng=np.random.default_rng([seed, 6, k]))
         for model, params in trained.items():
             out[model][f"clean_error_{which}_tasks"] = zero_one_error(NETWORKS[model].F(params, clean.P), clean.z)
-    for ki, kappa in enumerate(cfg["kappa_a_prime"]):
+    for ki, kappa in enumerate(cfg.kappa_a_prime):
         for li, rule in enumerate(LABELLINGS):
             key = f"kappa_a_prime={kappa:g}/{rule}"
-            for ai, alpha in enumerate(cfg["alphas"]):
-                batch = testing_batch(world, cfg["n_test"], cfg["l_ts"], alpha=alpha, K_prime=cfg["K_prime"],
-                                      kappa_a_prime=kappa, label_rule=rule, target=cfg["target"],
+            for ai, alpha in enumerate(cfg.alphas):
+                batch = testing_batch(world, cfg.n_test, SECTION4.l_ts, alpha=alpha, K_prime=cfg.K_prime,
+                                      kappa_a_prime=kappa, label_rule=rule, target=cfg.target,
                                       rng=np.random.default_rng([seed, 4, ki, li, ai]))
                 for model, params in trained.items():
                     out[model]["error"].setdefault(key, []).append(
@@ -164,7 +181,7 @@ def _test_unit(cfg: dict, seed: int, trained: dict) -> dict:
     return out
 
 
-def run(cfg: dict, jobs: int = 1, progress=True) -> dict:
+def run(cfg: GatesSettings, jobs: int = 1, progress=True) -> dict:
     """The Section 4.1 / Figure 2 protocol for all of ``MODELS``.
 
     Per seed: one world (Section 3.2), every model trained by Algorithm 1 on the same minibatches
@@ -172,21 +189,21 @@ def run(cfg: dict, jobs: int = 1, progress=True) -> dict:
     each kappa_a', labelling and alpha (one unit per seed), ``jobs`` units at a time.
     Returns plain data: errors (seeds, alphas) per key, convergence steps, loss curves, gate ratios.
     """
-    seeds = cfg["seeds"]
-    trained = run_units([Unit((seed, m), f"train {m} seed {seed}", _train_unit, (cfg, seed, m))
+    seeds = cfg.seeds
+    trained = run_units([Unit((seed, m), f"train {m} seed {seed}", train_unit, (cfg, seed, m))
                          for seed in seeds for m in MODELS], jobs, "gates: training", progress)
     tests = [Unit(seed, f"test seed {seed}", _test_unit, (cfg, seed, {m: trained[(seed, m)][0] for m in MODELS}))
              for seed in seeds]
     tested = run_units(tests + [Unit("checks", "consistency checks", consistency_checks)], jobs,
                        "gates: testing", progress)
-    results = {m: {"error": {}, "converge": {str(e): [] for e in cfg["epsilons"]}, "eval_loss": [],
+    results = {m: {"error": {}, "converge": {str(e): [] for e in cfg.epsilons}, "eval_loss": [],
                    "gate_ratio": [], "final_gate_scalars": [], "clean_error_training_tasks": [],
                    "clean_error_unseen_tasks": []} for m in MODELS}
     for seed in seeds:
         for model in MODELS:
             r, (_, history), t = results[model], trained[(seed, model)], tested[seed][model]
             r["eval_loss"].append(history["eval_loss"])
-            for eps in cfg["epsilons"]:
+            for eps in cfg.epsilons:
                 r["converge"][str(eps)].append(iterations_to(history, eps))
             r["final_gate_scalars"].append({k: float(history[k][-1]) for k in ("a", "gamma", "tau") if k in history})
             for field in ("gate_ratio", "clean_error_training_tasks", "clean_error_unseen_tasks"):
@@ -196,7 +213,7 @@ def run(cfg: dict, jobs: int = 1, progress=True) -> dict:
     for r in results.values():
         r["error"] = {key: np.asarray(errors) for key, errors in r["error"].items()}     # (seeds, alphas)
     steps = trained[(seeds[-1], MODELS[-1])][1]["step"]
-    return {"settings": cfg, "steps": steps, "models": results, "checks": tested["checks"]}
+    return {"settings": cfg.to_dict(), "steps": steps, "models": results, "checks": tested["checks"]}
 
 
 def main(argv=None) -> int:
@@ -212,7 +229,7 @@ def main(argv=None) -> int:
     add_jobs_argument(parser)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    cfg = settings(args.quick)
+    cfg = QUICK if args.quick else FULL
     out = Path(args.out or (tempfile.mkdtemp(prefix="gates_quick_") if args.quick else "figures"))
 
     def work(stage):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from ..runs.output import SMOKE, footnote, save_json, smoke_stamp, subplots, write_section
+from ..runs.output import SMOKE, footnote, save_figure, save_json, subplots, write_section
 
 # Okabe-Ito colours and distinct markers, one per model
 STYLE = {
@@ -95,9 +95,7 @@ def plot_error_vs_alpha(result, summary, path: Path, quick: bool = False) -> Pat
                  f"{n} seed(s), {cfg['n_test']} test prompts each; bars: {bars})", fontsize=11)
     footnote(fig, settings_footer(cfg), NOTE)
     fig.tight_layout(rect=(0, 0.05 / len(kappas), 1, 1))
-    smoke_stamp(fig, quick)
-    fig.savefig(path, dpi=110)
-    return path
+    return save_figure(fig, path, quick)
 
 
 def plot_training(result, summary, path: Path, quick: bool = False) -> Path:
@@ -130,9 +128,7 @@ def plot_training(result, summary, path: Path, quick: bool = False) -> Path:
     bx.legend(fontsize=9, loc="lower left")
     footnote(fig, settings_footer(cfg), NOTE)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    smoke_stamp(fig, quick)
-    fig.savefig(path, dpi=110)
-    return path
+    return save_figure(fig, path, quick)
 
 
 def _fmt(mean, half):

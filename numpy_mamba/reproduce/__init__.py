@@ -1,9 +1,10 @@
 """Section 4 of the paper reproduced: ``python -m numpy_mamba reproduce``.
 
-One module per experiment, each with the same interface (settings, step-size rule, training
-units, claims, figures, report part; see ``experiments.py``), and one registry that lists them:
+One module per experiment, each defining its ``EXPERIMENT`` (``experiment.Experiment``: files,
+step-size rule, training units, claims, figures, report part), and one registry that lists them:
 
-    experiments.py  the registry EXPERIMENTS = (fig2, mechanism, depth3) and the interface they share
+    experiment.py   Experiment: what an experiment is, as one value
+    registry.py     the registry EXPERIMENTS = (fig2, mechanism, depth3)
     fig2.py         Figure 2: test error against the outlier fraction alpha (three labellings)
     mechanism.py    Figures 3, 4 and Table 1 from one training run: attention sums, gates, outlier placement
     depth3.py       Section 4.2 with three-layer stacks: Figs 3-4 (layer 1), 5-6 (layers 2-3), Table 1
@@ -11,17 +12,17 @@ units, claims, figures, report part; see ``experiments.py``), and one registry t
 What the experiments build on:
 
     run.py          the command: loops over the registry, writes JSON, figures and REPORT.md's section
-    common.py       settings (the paper's where it gives them, ours otherwise), worlds, training, JSON writing
-                    (eta and delta are chosen per model by the step-size rule of numpy_mamba.runs)
-    ablation.py     the three-layer gap diagnosed: task set, steps, pre-norm, one at a time (`ablation` command)
-    ablation_report.py  its figure and REPORT section, drawn from its JSON
+    common.py       settings (the paper's where it gives them, ours otherwise), training and the
+                    held-out check (eta and delta are chosen per model by the step-size rule of numpy_mamba.runs)
     results.py      reading saved results: task groups and subsets, pooled rates, a layer of a three-layer result
-    claims.py, claims_mechanism.py  the paper's claims, each with the rule (numpy_mamba.measure.verdicts) that decides its verdict
-    report.py       the head of the "reproduce" section (claims table, settings, training, step sizes) and the terminal summary
+    claims.py, claims_mechanism.py  the paper's claims, each with the rule (numpy_mamba.measure) that decides its verdict
+    report.py       the head of the "reproduce" section (claims table, settings, training, step sizes)
     tables.py       number tables in Markdown (Figure 2 in numbers, task groups, Table 1, step sizes)
     report_depth3.py  the three-layer part of that section (delta/eta chosen, training, Table 1)
     plots.py        the shared figure style (colours, settings footer, saving with the smoke stamp) and Figure 2's figures
     figures.py      Figures 3 and 4 and their panels, which the three-layer figures reuse
     figures_table1.py  Table 1 as numbers and image: every setting, task groups, the main setting picked out
     figures_depth3.py  the three-layer figures (fig3_L3, fig4_L3, fig5, fig6, table1_L3)
+
+The ablation of the three-layer gap is a family of its own (``numpy_mamba.ablation``).
 """

@@ -4,15 +4,15 @@
 Every function takes one experiment's JSON-ready result and returns table rows
 [claim, paper, ours, verdict]; verdicts are the words of ``measure.verdicts.WORDS`` ("holds",
 "holds in part", "holds in trend", "does not hold here"), or "not run" for a claim whose experiment
-has no result.  Rules shared with the theory section live in ``numpy_mamba/measure/verdicts.py``.
+has no result.  The rules live in ``numpy_mamba/measure/`` (``verdicts.py``, ``error_verdicts.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .results import point
-from ..measure.verdicts import (BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half, where_it_holds, where_text,
-                       word)
+from ..measure.error_verdicts import BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half
+from ..measure.verdicts import where_it_holds, where_text, word
 
 RULES = ("flip", "target", "random")
 RISE_WINDOW, RISE_MARGIN = 0.2, 0.1
@@ -23,7 +23,7 @@ def _r(e) -> float:
 
 
 def bold_verdict(level: str) -> str:
-    return f"**{word(level, 'reproduce')}**"
+    return f"**{word(level)}**"
 
 
 def counts(res: dict, model: str, rule: str, kappa_a_prime: float, K_prime: float, groups=None):

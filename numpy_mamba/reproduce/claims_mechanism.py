@@ -14,9 +14,9 @@ from .common import TABLE1_MAIN
 from .results import view
 from .figures import clean_rank_curve
 from .figures_table1 import PAPER_TABLE1
-from ..measure.verdicts import (COROLLARY1_RULE, GATE_RATIO_RULE, GROWTH_RULE, PLACES, TABLE1_RULE, corollary1,
-                                corollary1_text, gate_ratio, grows_after_start, table1_pattern, where_it_holds,
-                                where_text)
+from ..measure.error_verdicts import PLACES, TABLE1_RULE, table1_pattern
+from ..measure.verdicts import (COROLLARY1_RULE, GATE_RATIO_RULE, GROWTH_RULE, corollary1, corollary1_text, gate_ratio,
+                                grows_after_start, where_it_holds, where_text)
 
 
 def corollary1_from_fig3(res: dict) -> dict:
@@ -57,7 +57,7 @@ def fig3_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 3",
              "sum over N_1 >= Theta(1); sum over the rest <= Theta((1-p_a)^-1 eps)",
              f"Mamba after training, {len(runs)} seeds x {len(runs[0]['final_same'])} test prompts (alpha = "
              f"{res['alpha']}), by task group of the prompt ({png})",
-             corollary1_text(c, "reproduce") + " (rule, the same in the theory section: "
+             corollary1_text(c) + " (rule, the same in the theory section: "
              + COROLLARY1_RULE.format(r=c["ratio"]) + ")"],
             [f"{fig} ({what}): the gap between the two sums grows during training",
              "\"this gap increases during training\" (Section 4.2)",
@@ -112,7 +112,7 @@ def table1_settings(res: dict) -> dict:
 
 def table1_counts_of(res: dict, rule: str, kappa_a_prime: float) -> dict:
     """{model: {placement: (wrong (S,), n (S,))}} of one setting, summed over task groups: the input
-    of ``measure.verdicts.table1_pattern``."""
+    of ``measure.error_verdicts.table1_pattern``."""
     r, k = res["label_rules"].index(rule), res["settings"]["kappa_a_primes"].index(kappa_a_prime)
     n = np.asarray(res["n_prompts"])[:, r, k].sum(-1)                       # (S, placements)
     return {m: {p: (np.asarray(res["wrong"][m])[:, r, k, q].sum(-1), n[:, q]) for q, p in enumerate(PLACES)}

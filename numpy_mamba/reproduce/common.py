@@ -2,27 +2,27 @@
 
 The paper gives d, M1, M2, V, beta, delta, kappa_a, l_tr = l_ts and p_a; it does not give the
 step size eta, batch B, steps T, K, K' or kappa_a'.  Ours are in ``Settings`` and justified
-in figures/REPORT.md ("reproduce"); eta is chosen per model by the rule of ``step_size.py``.
-Seeds: training seed s uses the world ``default_rng([s, 0])``; every other stream is
-``default_rng([s, k, ...])`` with its own k.  Step-size selection seed k uses worlds and streams
-``default_rng([k, 8, ...])`` (k = 8 is used by no experiment), so it never sees a test prompt.
+in figures/REPORT.md ("reproduce"); eta is chosen per model by the rule of ``runs/step_size.py``.
+Seeds: training seed s trains and tests on ``runs.worlds.world_for(s)`` with streams
+``default_rng([s, k, ...])``, each with its own k; step-size selection seed k on
+``runs.worlds.selection_world(k)`` with streams ``default_rng([k, 8, ...])`` (k = 8 is used by no
+experiment), so the rule never sees a test prompt.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..data import SECTION4, make_world, training_batch
+from ..data import SECTION4, training_batch
 from ..loss import hinge, misclassified
 from ..measure.attention import pattern_scores
 from ..model import PAPER_MODELS
 from ..network import Network, network
-from ..runs.output import save_json
-from ..sgd import TrainConfig, train
 from ..runs.step_size import selection_plan
+from ..runs.worlds import selection_world
+from ..sgd import TrainConfig, train
 
 MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}
@@ -99,19 +99,6 @@ def settings_for(quick: bool, seeds: int | None = None) -> Settings:
     return replace(base, seeds=int(seeds))
 
 
-def world_for(seed: int):
-    """The Section 4 world of patterns for training seed ``seed`` (Section 3.2)."""
-    return make_world(PAPER["d"], PAPER["M1"], PAPER["M2"], PAPER["V"], PAPER["beta"],
-                      rng=np.random.default_rng([seed, 0]))
-
-
-def selection_world(k: int):
-    """The world of step-size selection seed ``k``: a Section 4 world from stream [k, 8, 9], never
-    one of the experiments' worlds."""
-    return make_world(PAPER["d"], PAPER["M1"], PAPER["M2"], PAPER["V"], PAPER["beta"],
-                      rng=np.random.default_rng([k, 8, 9]))
-
-
 def eta_selection(settings: Settings, p_a: float, label: str) -> dict:
     """The rule of ``step_size.py`` for each model at training outlier fraction ``p_a``, as plans
     of independent units: {model: Plan} whose results are selection records with the chosen
@@ -154,15 +141,3 @@ def train_logged(world, settings: Settings, config: TrainConfig, model: str, see
                                  np.random.default_rng([seed, stream, MODELS.index(model), 99])))
     return params, history, summary
 
-
-_FLAT_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+|null|true|false)(?:,\s*(?:-?[\d.eE+-]+|null|true|false))*)\s*\]")
-
-
-def save_result(path, result: dict):
-    """``runs.output.save_json`` (which refuses NaN and inf), then each innermost list of numbers put
-    on one line so the file stays small and diffable.  Same JSON content."""
-    path = save_json(path, result)
-    text = _FLAT_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
-                          path.read_text())
-    path.write_text(re.sub(r"\[\s+\]", "[]", text))
-    return path

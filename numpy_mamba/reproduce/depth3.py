@@ -26,8 +26,10 @@ from ..network import network
 from ..sgd import TrainConfig, train
 from .. import stack
 from . import common, figures_depth3, report_depth3
+from .experiment import Experiment
 from .claims_mechanism import depth3_claims, depth3_not_run
-from .common import MODELS, PAPER, Settings, heldout_check, selection_world, world_for
+from .common import MODELS, PAPER, Settings, heldout_check
+from ..runs.worlds import selection_world, world_for
 from .results import GROUPS
 from .mechanism import fig4_batch, probe_batch, score_sums, summarise_table1, table1_counts
 from ..runs.step_size import selection_plan
@@ -49,13 +51,6 @@ class Depth3Settings(Settings):
                            kappa_a=PAPER["kappa_a"], delta=delta)
 
 
-NAME = "depth3"
-JSON_NAMES = ("depth3",)
-RUNS_LABEL = None        # its training and step sizes are in its own report part
-OUTPUTS = """\
-depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
-                    Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
-                    fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md"""
 # the one-layer test grid (Depth3Settings' defaults are FULL's) with fewer seeds and steps
 SETTINGS = Depth3Settings(seeds=5, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1,
                           record_every=10, n_test=1000, n_probe=256, n_heldout=1024)
@@ -132,7 +127,7 @@ def selection(settings: Depth3Settings) -> dict:
             for m, model in enumerate(MODELS)}
 
 
-def plan(settings: Depth3Settings, selection: dict, names=JSON_NAMES) -> Plan:
+def plan(settings: Depth3Settings, selection: dict, names=("depth3",)) -> Plan:
     """The three-layer experiments as units (one per seed); assembles to {"depth3": JSON-ready result}:
     per layer k, "layers"[k-1] = {"scores": {model: [per seed]}, "gates": [per seed]}, and "table1"."""
     chosen = {m: dict(selection[m]["chosen"]) for m in MODELS}
@@ -172,3 +167,11 @@ def report(results: dict) -> str:
     return report_depth3.section(results["depth3"]) if "depth3" in results else ""
 
 
+# its training and step sizes are in its own report part, so no runs_label
+EXPERIMENT = Experiment(
+    "depth3", ("depth3",),
+    """\
+depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
+                    Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
+                    fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md""",
+    selection, plan, claims, draw, report, settings=settings)

@@ -16,17 +16,13 @@ from ..measure.rates import group_wrong_counts
 from ..measure.tasks import task_groups
 from ..model import output
 from ..runs.jobs import Plan, Unit
-from . import common, plots
+from . import plots
 from .claims import fig2_claims
-from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
+from .common import MODELS, PAPER, Settings, eta_selection, train_logged
+from ..runs.worlds import world_for
+from .experiment import Experiment
 from .results import GROUPS, SUBSETS, summarise
 from .tables import fig2_tables, groups_table, pattern_score_table
-
-NAME = "fig2"
-JSON_NAMES = ("fig2",)
-RUNS_LABEL = ("Fig 2", "Figure 2")
-OUTPUTS = "Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json"
-SETTINGS, QUICK = common.FULL, common.QUICK
 
 
 def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
@@ -71,17 +67,12 @@ def seed_unit(settings: Settings, seed: int, eta: dict) -> dict:
     return {"training": training, "wrong": wrong, "n": n}
 
 
-def settings(one_layer: Settings) -> Settings:
-    """The run's one-layer settings (``--quick``, ``--seeds``) are Figure 2's."""
-    return one_layer
-
-
 def selection(settings: Settings) -> dict:
     """{model: Plan} of the step-size rule at Figure 2's training outlier fraction p_a = 0.6."""
     return eta_selection(settings, settings.p_a_fig2, "fig2")
 
 
-def plan(settings: Settings, selection: dict, names=JSON_NAMES) -> Plan:
+def plan(settings: Settings, selection: dict, names=("fig2",)) -> Plan:
     """Figure 2 as units (one per training seed) for ``runs.jobs.run_plans``; ``selection`` is the
     step-size rule's record per model (``common.eta_selection`` at p_a = 0.6).
 
@@ -134,3 +125,9 @@ def report(results: dict) -> str:
     if "pattern_scores" in res["training"]["mamba"][0]:
         parts += ["", pattern_score_table(res)]
     return "\n".join(parts)
+
+
+EXPERIMENT = Experiment(
+    "fig2", ("fig2",),
+    "Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json",
+    selection, plan, claims, draw, report, runs_label=("Fig 2", "Figure 2"))

@@ -17,9 +17,11 @@ import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
 from ..runs.jobs import Plan, Unit
-from . import common, figures, figures_table1
+from . import figures, figures_table1
 from .claims_mechanism import fig3_claims, fig4_claims, table1_claims
-from .common import MODELS, PAPER, Settings, eta_selection, train_logged, world_for
+from .common import MODELS, PAPER, Settings, eta_selection, train_logged
+from .experiment import Experiment
+from ..runs.worlds import world_for
 from ..measure.attention import score_sums as prompt_score_sums
 from ..measure.gates import gate_profile
 from ..measure.rates import group_wrong_counts, rate_summary
@@ -28,14 +30,7 @@ from .results import GROUPS, subset_counts
 from .tables import table1_markdown, table1_setting_argument
 from ..network import network
 
-NAME = "mechanism"
-JSON_NAMES = PARTS = ("fig3", "fig4", "table1")
-RUNS_LABEL = ("Figs 3-4, Table 1", "Figures 3-4, Table 1")
-OUTPUTS = """\
-Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
-Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
-Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json"""
-SETTINGS, QUICK = common.FULL, common.QUICK
+PARTS = ("fig3", "fig4", "table1")
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}
 
 
@@ -137,11 +132,6 @@ def seed_unit(settings: Settings, parts: tuple, seed: int, eta: dict) -> dict:
     return out
 
 
-def settings(one_layer: Settings) -> Settings:
-    """The run's one-layer settings (``--quick``, ``--seeds``) are these experiments'."""
-    return one_layer
-
-
 def selection(settings: Settings) -> dict:
     """{model: Plan} of the step-size rule at the training outlier fraction p_a = 0.4 of Section 4.2."""
     return eta_selection(settings, settings.p_a_mechanism, "fig3/4,table1")
@@ -237,6 +227,15 @@ def report(results: dict) -> str:
     argument = table1_setting_argument(results["table1"])
     return "\n".join(([argument, ""] if argument else []) + ["### Table 1 (table1.md, table1.png)", "",
                                                              table1_markdown(results["table1"])])
+
+
+EXPERIMENT = Experiment(
+    "mechanism", PARTS,
+    """\
+Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
+Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
+Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json""",
+    selection, plan, claims, draw, report, runs_label=("Figs 3-4, Table 1", "Figures 3-4, Table 1"))
 
 
 def _as_accuracy(e: dict) -> dict:

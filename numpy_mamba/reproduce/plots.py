@@ -4,7 +4,7 @@ What goes where: a drawing helper that several experiments' figures use (colours
 footer ``settings_line``, ``save`` with the smoke stamp, ``training_curves``) lives here; the
 figures of one experiment live in its figures module (Figure 2 here, Figures 3-4 and Table 1 in
 ``figures.py``, whose panels the three-layer figures of ``figures_depth3.py`` reuse); the
-experiment's ``draw`` (``experiments.py``) names the files.
+experiment's ``draw`` (``Experiment.draw``) names the files.
 
 Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying which
 model it shows and with which settings it was made.
@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
+from ..data import SECTION4
 from .common import MODEL_LABEL, MODELS
 from .results import curve
-from ..runs.output import footnote, smoke_stamp, subplots
+from ..runs.output import footnote, save_figure, subplots
 
 COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
 OUTLIER, CLEAN, GREY = "#D55E00", "#009E73", "#555555"
@@ -38,16 +39,12 @@ def _eta(result: dict) -> str:
 def settings_line(result: dict, extra: str = "") -> str:
     s = result["settings"]
     return (f"Training: $p_a$ = {result['p_a']}, {_eta(result)}, B = {s['B']}, T = {s['T']}, K = {s['K']}, "
-            f"$\\kappa_a$ = 2, l = 20; {s['seeds']} seeds. {extra}")
+            f"$\\kappa_a$ = {SECTION4.kappa_a:g}, l = {SECTION4.l_tr}; {s['seeds']} seeds. {extra}")
 
 
 def save(fig, path, result: dict | None = None, tight: bool = False) -> Path:
-    """Save at 110 dpi; a quick run's figure (result["settings"]["quick"]) gets the smoke stamp."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    smoke_stamp(fig, bool(result and result.get("settings", {}).get("quick")))
-    fig.savefig(path, dpi=110, bbox_inches="tight" if tight else None)
-    return path
+    """``runs.output.save_figure``: a quick run's figure (result["settings"]["quick"]) gets the smoke stamp."""
+    return save_figure(fig, path, bool(result and result.get("settings", {}).get("quick")), tight)
 
 
 def _theory_lines(ax, p_a: float) -> None:

@@ -1,45 +1,43 @@
 """The "reproduce" section of figures/REPORT.md, written from the JSON results of
-``python -m numpy_mamba reproduce`` (whatever of them exists), and the short summary the command
-prints at the end.  The head of the section (claims table, settings, training, step sizes) is
-written here; each experiment's own part comes from its ``report`` (``experiments.py``).
+``python -m numpy_mamba reproduce`` (whatever of them exists), and the claim rows the command's
+closing summary counts.  The head of the section (claims table, settings, training, step sizes) is
+written here; each experiment's own part comes from its ``report`` (``experiment.Experiment``).
 
 Each claim of the paper's Section 4 gets: the paper's statement or number, ours, and a verdict
 from a rule stated next to it, so no verdict is typed in by hand.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
+from ..data import SECTION4_TEST_OUTLIERS
 from .common import MODELS, PAPER
-from .experiments import EXPERIMENTS
+from . import registry
 from ..measure.rates import SEED_INTERVAL_RULE
 from ..measure.verdicts import WORDS
 from ..runs.output import SMOKE
 from ..runs.step_size import RULE as STEP_RULE
-from .tables import SHORT, step_size_table, table1_markdown
-
-__all__ = ["build", "claim_rows", "own_results", "table1_markdown"]
+from .tables import SHORT, step_size_table
 
 
 def own_results(experiment, results: dict) -> dict:
     """The part of ``results`` ({JSON name: result}) that ``experiment`` wrote."""
-    return {name: results[name] for name in experiment.JSON_NAMES if name in results}
+    return {name: results[name] for name in experiment.json_names if name in results}
 
 
 def claim_rows(results: dict) -> list:
     """Every row of the claims table: each experiment's rows from its results present, in registry order."""
-    return [row for experiment in EXPERIMENTS for row in experiment.claims(own_results(experiment, results))]
+    return [row for experiment in registry.EXPERIMENTS for row in experiment.claims(own_results(experiment, results))]
 
 
 def training_runs(results: dict) -> list:
-    """[(short label, long label, result)]: one result per experiment with a ``RUNS_LABEL`` (the
+    """[(short label, long label, result)]: one result per experiment with a ``runs_label`` (the
     first of its JSON names present; fig3, fig4 and table1 share one set of training runs)."""
     runs = []
-    for experiment in EXPERIMENTS:
+    for experiment in registry.EXPERIMENTS:
         present = list(own_results(experiment, results).values())
-        if experiment.RUNS_LABEL and present:
-            runs.append((*experiment.RUNS_LABEL, present[0]))
+        if experiment.runs_label and present:
+            runs.append((*experiment.runs_label, present[0]))
     return runs
 
 
@@ -56,12 +54,6 @@ def settings_section(results: dict) -> str:
     if any_result is None:
         return ""
     s = any_result["settings"]
-    p_a = s["p_a_fig2"]
-    B_T = PAPER["M1"] / (1 - p_a) * np.log(100)
-    eta_m = any_result["eta"]["mamba"]
-    T_M = PAPER["M1"] / (eta_m * (1 - p_a) * PAPER["beta"] ** 2)
-    v_lam = np.array([[0.7, 0.6, -0.4], [0.4, 0.7, -0.6], [-0.7, 0.5, 0.5]])
-    L_s = v_lam.sum(1) / np.linalg.norm(v_lam, axis=1)
     lines = [
         "### Settings the paper does not give, and why",
         "",
@@ -71,17 +63,33 @@ def settings_section(results: dict) -> str:
         "\"Three-layer runs\" below); the one-layer analogues stay beside them to show what depth changes.",
         "",
         f"- Paper's settings: d = {PAPER['d']}, M1 = {PAPER['M1']}, M2 = {PAPER['M2']}, V = {PAPER['V']}, "
-        f"beta = {PAPER['beta']:g}, delta = {PAPER['delta']}, kappa_a = {PAPER['kappa_a']:g}, l_tr = l_ts = 20, "
-        f"p_a = {p_a} (Fig 2) and {s['p_a_mechanism']} (Figs 3-4, Table 1), the three test outliers v' of Section 4.",
-        f"- Step size eta, **chosen per model** (never on test settings) by the rule of "
-        f"numpy_mamba/runs/step_size.py: {STEP_RULE}. Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
-        f"(all <= 1, as Theorems 1 and 3 need), {s['select_seeds']} selection seed(s) with their own worlds and "
-        f"streams, the experiments' T = {s['T']}, {s['n_heldout']} held-out prompts per seed; applied separately "
-        f"to each training setting. Chosen: {_eta_text(results)}. Every candidate's held-out loss is in the "
-        "table \"Step size\" below and in the JSON (\"step_size\"). History: the results before this rule used "
-        "eta = 0.1 for both models; a first run of the rule with the grid 0.01-0.2 chose an edge of that grid for "
-        "both models, so the grid was widened to 0.005-1 (1 is the largest eta Theorems 1 and 3 allow) before the "
-        "run reported here; that decision looked at held-out training prompts only, never at test results.",
+        f"beta = {PAPER['beta']:g}, delta = {PAPER['delta']}, kappa_a = {PAPER['kappa_a']:g}, l_tr = l_ts = "
+        f"{PAPER['l_tr']}, p_a = {s['p_a_fig2']} (Fig 2) and {s['p_a_mechanism']} (Figs 3-4, Table 1), the three test "
+        "outliers v' of Section 4.",
+        _step_size_bullet(s, results), *_size_bullets(s, any_result["eta"]["mamba"]), _kappa_bullet(s),
+        *_test_bullets(s)]
+    return "\n".join(lines)
+
+
+def _step_size_bullet(s: dict, results: dict) -> str:
+    """How eta was chosen per model, and what was chosen."""
+    return (f"- Step size eta, **chosen per model** (never on test settings) by the rule of "
+            f"numpy_mamba/runs/step_size.py: {STEP_RULE}. Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
+            f"(all <= 1, as Theorems 1 and 3 need), {s['select_seeds']} selection seed(s) with their own worlds and "
+            f"streams, the experiments' T = {s['T']}, {s['n_heldout']} held-out prompts per seed; applied separately "
+            f"to each training setting. Chosen: {_eta_text(results)}. Every candidate's held-out loss is in the "
+            "table \"Step size\" below and in the JSON (\"step_size\"). History: the results before this rule used "
+            "eta = 0.1 for both models; a first run of the rule with the grid 0.01-0.2 chose an edge of that grid for "
+            "both models, so the grid was widened to 0.005-1 (1 is the largest eta Theorems 1 and 3 allow) before the "
+            "run reported here; that decision looked at held-out training prompts only, never at test results.")
+
+
+def _size_bullets(s: dict, eta_m: float) -> list:
+    """B, T, K and K' against what the theory asks of them (Figure 2's p_a, Mamba's eta)."""
+    p_a = s["p_a_fig2"]
+    B_T = PAPER["M1"] / (1 - p_a) * np.log(100)
+    T_M = PAPER["M1"] / (eta_m * (1 - p_a) * PAPER["beta"] ** 2)
+    return [
         f"- Batch B = {s['B']}: B_T = max(eps^-2, M1 (1-p_a)^-1) log(1/eps) without constants is "
         f"M1/(1-p_a) log 100 = {B_T:.0f} at p_a = {p_a}, eps = 0.01 (the eps^-2 term is a proof artefact "
         "we do not follow).",
@@ -90,17 +98,29 @@ def settings_section(results: dict) -> str:
         "(see the training table and fig2_training.png).",
         f"- K = {s['K']}: the largest value Definition 1 allows (K <= 1/2).",
         f"- K' = {s['main_K_prime']:g} (main; grid {', '.join(f'{k:g}' for k in s['K_primes'])}): "
-        "Definition 2 asks K' > 1; 1.5 is a modest shift, 3 a large one.",
+        "Definition 2 asks K' > 1; 1.5 is a modest shift, 3 a large one."]
+
+
+def _kappa_bullet(s: dict) -> str:
+    """Why the main kappa_a' is the smallest of the grid that meets kappa_a' >= kappa_a / L (eq (11)'s v')."""
+    L_s = SECTION4_TEST_OUTLIERS.sum(1) / np.linalg.norm(SECTION4_TEST_OUTLIERS, axis=1)
+    L = SECTION4_TEST_OUTLIERS.sum(1).min()                 # eq (11)'s L: the smallest coefficient sum of a v'
+    return (
         f"- kappa_a' = {s['main_kappa_a_prime']:g} (main setting of Figure 2 and of the test prompts of Figures 3-4; grid "
         f"{', '.join(f'{k:g}' for k in s['kappa_a_primes'])}, all shown; Table 1's main setting is argued from the "
         "paper's own numbers in \"Table 1: which setting the paper's numbers admit\"): a test outlier is v' = sum_s lambda_s v*_s, and the gate only sees w^T v'. If training "
         "treats the three v*_s alike, w^T v' is proportional to sum_s lambda_s, which is "
-        f"{', '.join(f'{x:.2f}' for x in L_s)} for the three v' of Section 4 (L = 0.3). The proof of Theorem 2 "
+        f"{', '.join(f'{x:.2f}' for x in L_s)} for the three v' of Section 4 (L = {L:g}). The proof of Theorem 2 "
         "carries the term (kappa_a' L - kappa_a) (Appendix, after eq (60)): a test outlier looks to the gate "
-        f"at least as strong as a training one when kappa_a' >= kappa_a / L = {PAPER['kappa_a'] / 0.3:.1f}. "
+        f"at least as strong as a training one when kappa_a' >= kappa_a / L = {PAPER['kappa_a'] / L:.1f}. "
         f"{s['main_kappa_a_prime']:g} is the smallest value of our grid that meets this. Theorem 2's stated "
         "condition only asks kappa_a' >= kappa_a = 2, so the kappa_a' = 2 results below are just as much "
-        "a test of the paper's claim; they are worse, and we report them next to the main ones.",
+        "a test of the paper's claim; they are worse, and we report them next to the main ones.")
+
+
+def _test_bullets(s: dict) -> list:
+    """The test prompts, the seeds and the task groups, and what every interval covers."""
+    return [
         f"- Test prompts: {s['n_test']} per seed and point; {s['seeds']} training seeds (seed s: world "
         "default_rng([s, 0]), independent streams for training and testing). Both models of a seed see "
         "the same test prompts. Tasks: all M1 (M1 - 1) = 30 ordered pairs; 6 are the training tasks T_tr "
@@ -113,9 +133,7 @@ def settings_section(results: dict) -> str:
         "quantiles; the same numbers as scipy.stats.binomtest(...).proportion_ci(method='exact'), checked in "
         "tests/test_reproduce.py) covers test-prompt sampling only; it stays in the JSON (\"ci95\", next to "
         "\"seed_ci95\"). Rules on gate ratios use the t interval over seeds of the log ratio. Figures draw bands "
-        "from the seeds' min to max.",
-    ]
-    return "\n".join(lines)
+        "from the seeds' min to max."]
 
 
 def training_table(results: dict) -> str:
@@ -190,7 +208,7 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
     if steps:
         parts += ["", "### Step size (rule of numpy_mamba/runs/step_size.py)", "",
                   f"Rule: {STEP_RULE}. Held-out hinge loss per selection seed:", steps]
-    for experiment in EXPERIMENTS:
+    for experiment in registry.EXPERIMENTS:
         text = experiment.report(own_results(experiment, results))
         if text:
             parts += ["", text]

@@ -1,8 +1,9 @@
 """``python -m numpy_mamba reproduce``: the experiments of the paper's Section 4 (Figures 2-6 and
-Table 1) in one command, each experiment a module of the registry ``experiments.EXPERIMENTS``;
-what each computes and writes (``--help`` lists every experiment's ``OUTPUTS``):
+Table 1) in one command, each experiment a module of the registry ``registry.EXPERIMENTS``;
+what each computes and writes:
 
-fig2-table1 with the one-layer model of eq (3).  ``--quick`` runs the same pipeline at reduced size.
+fig2, fig3, fig4 and table1 train the one-layer models of eq (3), depth3 the three-layer stacks of
+stack.py.  ``--quick`` runs the same pipeline at reduced size.
 The JSON files are written first; figures and report are drawn from the JSON as saved.
 ``--jobs N`` runs the independent units (step-size candidates, training seeds) N at a time in
 worker processes (same numbers for every N).  Output is all or nothing: files are written into
@@ -18,53 +19,49 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import report as report_text
-from .common import FULL, MODELS, QUICK, save_result, settings_for
-from .experiments import EXPERIMENTS as REGISTRY
+from . import registry, report as report_text
+from .common import FULL, MODELS, QUICK, settings_for
 from ..runs.args import positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
-from ..runs.output import write_section
+from ..runs.output import save_compact_json, write_section
 from ..runs.staging import run_staged
 from ..runs.summary import print_summary
 
-# the --only names, which are also the JSON files a full run writes (NAME.json), in registry order
-EXPERIMENTS = JSON_NAMES = tuple(name for experiment in REGISTRY for name in experiment.JSON_NAMES)
-
-
 def parse_only(values) -> tuple:
-    """``--only`` values (repeatable, comma lists) -> the experiments to run, in a fixed order."""
+    """``--only`` values (repeatable, comma lists) -> the experiments to run, in registry order."""
+    names = registry.json_names()
     if not values:
-        return EXPERIMENTS
+        return names
     chosen = {v.strip() for value in values for v in value.split(",") if v.strip()}
-    unknown = chosen - set(EXPERIMENTS)
+    unknown = chosen - set(names)
     if unknown or not chosen:
-        raise ValueError(f"--only takes {', '.join(EXPERIMENTS)} (repeatable or comma-separated); "
+        raise ValueError(f"--only takes {', '.join(names)} (repeatable or comma-separated); "
                          f"got {sorted(unknown) or values}.")
-    return tuple(e for e in EXPERIMENTS if e in chosen)
+    return tuple(e for e in names if e in chosen)
 
 
 def load_results(out: Path) -> dict:
     """Every experiment JSON present in ``out`` (ours, and any the claims table looks for), as saved."""
     return {name: json.loads((out / f"{name}.json").read_text())
-            for experiment in REGISTRY for name in experiment.JSON_NAMES if (out / f"{name}.json").exists()}
+            for name in registry.json_names() if (out / f"{name}.json").exists()}
 
 
-def compute(settings, only=EXPERIMENTS, jobs: int = 1, progress=True, own_settings=None) -> tuple[dict, dict]:
-    """Run the chosen experiments as independent units, ``jobs`` at a time (same numbers for every
-    ``jobs``): first the step-size rule (one unit per candidate and selection seed), then the
-    training seeds with the chosen step sizes (one unit per seed and experiment).
+def compute(settings, only=None, jobs: int = 1, progress=True) -> tuple[dict, dict]:
+    """Run the chosen experiments (``only``: JSON names, default all) as independent units, ``jobs``
+    at a time (same numbers for every ``jobs``): first the step-size rule (one unit per candidate and
+    selection seed), then the training seeds with the chosen step sizes (one unit per seed and experiment).
 
     ``settings``: the run's one-layer settings; each experiment derives its own from them
-    (``experiment.settings``) unless ``own_settings`` ({experiment NAME: settings}) gives them.
-    Returns ({JSON name: result}, {phase or experiment: seconds of its units, summed}).
+    (``Experiment.settings``).  Returns ({JSON name: result}, {phase or experiment: seconds of its
+    units, summed}).
     """
-    own_settings = own_settings or {}
-    asked = {e: tuple(n for n in e.JSON_NAMES if n in only) for e in reversed(REGISTRY)}   # slowest first
+    only = registry.json_names() if only is None else only
+    asked = {e: tuple(n for n in e.json_names if n in only) for e in reversed(registry.EXPERIMENTS)}   # slowest first
     asked = {e: names for e, names in asked.items() if names}
-    chosen_settings = {e: own_settings.get(e.NAME) or e.settings(settings) for e in asked}
-    selection_plans = {(e.NAME, m): plan for e in asked for m, plan in e.selection(chosen_settings[e]).items()}
+    chosen_settings = {e: e.settings(settings) for e in asked}
+    selection_plans = {(e.name, m): plan for e in asked for m, plan in e.selection(chosen_settings[e]).items()}
     chosen, seconds = run_plans(selection_plans, jobs=jobs, name="reproduce: step sizes", progress=progress)
-    plans = {e.NAME: e.plan(chosen_settings[e], {m: chosen[(e.NAME, m)] for m in MODELS}, names)
+    plans = {e.name: e.plan(chosen_settings[e], {m: chosen[(e.name, m)] for m in MODELS}, names)
              for e, names in asked.items()}
     found, trained = run_plans(plans, jobs=jobs, name="reproduce: training seeds", progress=progress)
     results = {}
@@ -80,10 +77,10 @@ def compute(settings, only=EXPERIMENTS, jobs: int = 1, progress=True, own_settin
 def write_files(results: dict, only, stage_dir: Path, out: Path) -> tuple[list, dict]:
     """Save the JSON into ``stage_dir`` and draw the figures from the JSON as saved; return the
     paths written and every result present (this run's, else ``out``'s), for the report."""
-    written = [save_result(stage_dir / f"{name}.json", result) for name, result in results.items()]
+    written = [save_compact_json(stage_dir / f"{name}.json", result) for name, result in results.items()]
     saved = {**load_results(out), **load_results(stage_dir)}
-    for experiment in REGISTRY:
-        drawn = {name: saved[name] for name in experiment.JSON_NAMES if name in only}
+    for experiment in registry.EXPERIMENTS:
+        drawn = {name: saved[name] for name in experiment.json_names if name in only}
         if drawn:
             written += experiment.draw(drawn, stage_dir)
     return written, saved
@@ -96,9 +93,9 @@ def write_outputs(results: dict, only, stage_dir: Path, out: Path, report: Path,
 
 
 def description() -> str:
-    """The ``--help`` text: this module's docstring with every experiment's OUTPUTS lines after its first paragraph."""
+    """The ``--help`` text: this module's docstring with every experiment's ``outputs`` lines after its first paragraph."""
     head, tail = __doc__.split("\n\n", 1)
-    lines = [line for experiment in REGISTRY for line in experiment.OUTPUTS.splitlines()]
+    lines = [line for experiment in registry.EXPERIMENTS for line in experiment.outputs.splitlines()]
     lines.append('REPORT.md           section "reproduce": paper vs ours, claim by claim')
     return head + "\n\n" + "\n".join("    " + line for line in lines) + "\n\n" + tail
 
@@ -106,12 +103,13 @@ def description() -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numpy_mamba reproduce", description=description(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    own_seeds = "; ".join(f"{e.NAME} keeps its own ({e.SETTINGS.seeds}; quick {e.QUICK.seeds})"
-                          for e in REGISTRY if e.SETTINGS.seeds != FULL.seeds or e.QUICK.seeds != QUICK.seeds)
+    own_seeds = "; ".join(f"{e.name} keeps its own ({e.settings(FULL).seeds}; quick {e.settings(QUICK).seeds})"
+                          for e in registry.EXPERIMENTS
+                          if e.settings(FULL).seeds != FULL.seeds or e.settings(QUICK).seeds != QUICK.seeds)
     parser.add_argument("--quick", action="store_true",
                         help=f"same pipeline at reduced size ({QUICK.seeds} seeds, T = {QUICK.T}, {QUICK.n_test} test "
                              "prompts per point): a smoke run, stamped as such on every output")
-    parser.add_argument("--only", action="append", metavar="|".join(EXPERIMENTS),
+    parser.add_argument("--only", action="append", metavar="|".join(registry.json_names()),
                         help="run only these experiments (repeatable or comma list); default: all")
     parser.add_argument("--seeds", type=positive_int, default=None,
                         help=f"number of training seeds of the one-layer experiments (default {FULL.seeds}; quick "

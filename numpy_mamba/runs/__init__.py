@@ -3,10 +3,13 @@
     jobs.py        ``--jobs``: independent units (seeds, settings) in worker processes, same numbers for every N
     staging.py     all-or-nothing output folders (``run_staged``): --out checked before computing
     interrupts.py  Ctrl-C and SIGTERM: recorded, raised, never swallowed
-    output.py      results on disk: JSON, named sections of REPORT.md, figures without pyplot, the
-                   smoke-run stamp and settings footers of figures; show_figure for the tutorials
+    output.py      results on disk: JSON (compact for large results), named sections of REPORT.md,
+                   figures without pyplot, the smoke-run stamp and settings footers of figures;
+                   show_figure for the tutorials
+    worlds.py      the seeded worlds of training seed s and of step-size selection seed k, which
+                   every experiment command shares
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
     summary.py     the closing lines every experiment command prints: verdicts, files, one elapsed time
     step_size.py   the rule that chooses eta (or delta, or any training field) per model on held-out
-                   training prompts, never on test settings; reproduce and theory both use it
+                   training prompts, never on test settings; reproduce, theory and ablation use it
 """

@@ -3,7 +3,7 @@ figures drawn without pyplot (so a command never changes the caller's matplotlib
 smoke-run stamp and the settings footer every figure carries, and ``show_figure`` for the
 tutorials (a window, or a PNG whose path is printed when none can open).
 
-Each command (``reproduce``, ``theory``, ``gates``) owns one section of REPORT.md, delimited
+Each command (``reproduce``, ``theory``, ``ablation``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
 
 All-or-nothing output folders (``run_staged``) are in ``staging.py``.
@@ -50,6 +50,19 @@ def save_json(path, obj) -> Path:
     return path
 
 
+_FLAT_LIST = re.compile(r"\[\s*((?:-?[\d.eE+-]+|null|true|false)(?:,\s*(?:-?[\d.eE+-]+|null|true|false))*)\s*\]")
+
+
+def save_compact_json(path, obj) -> Path:
+    """``save_json`` (which refuses NaN and inf), then each innermost list of numbers put on one
+    line, so a large result file stays small and diffable.  Same JSON content."""
+    path = save_json(path, obj)
+    text = _FLAT_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+                          path.read_text())
+    path.write_text(re.sub(r"\[\s+\]", "[]", text))
+    return path
+
+
 SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)\n<!-- END \1 -->\n?", re.S)
 
 
@@ -77,6 +90,16 @@ def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
     from matplotlib.figure import Figure                    # only when drawing: workers never do
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def save_figure(fig, path, quick: bool, tight: bool = False) -> Path:
+    """Save ``fig`` at 110 dpi into ``path`` (its folder made if needed); a quick run's figure gets
+    the smoke stamp (``smoke_stamp``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    smoke_stamp(fig, quick)
+    fig.savefig(path, dpi=110, bbox_inches="tight" if tight else None)
+    return path
 
 
 def smoke_stamp(fig, quick: bool) -> None:

@@ -1,5 +1,5 @@
-"""Training settings the paper does not give (the step size eta; later also delta) chosen per
-model by a stated rule on held-out *training-distribution* prompts, never on test settings.
+"""Training settings the paper does not give (the step size eta, and delta where a grid holds it)
+chosen per model by a stated rule on held-out *training-distribution* prompts, never on test settings.
 
 The rule (``choose``), written before any run it is applied to:
 
@@ -22,8 +22,9 @@ The rule (``choose``), written before any run it is applied to:
 ``choose`` takes the training-and-scoring step as a callable, so the same rule serves any model
 (e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
 for any ``Network`` (``network.py``): the one-layer models of eq (3), the stacks of ``stack.py``
-with or without pre-norm, an Appendix E.6 gate.  ``selection_plan`` runs the same rule as independent units (one per candidate and selection
-seed, ``heldout_loss`` each) for ``runs.jobs.run_plans``.
+with or without pre-norm, an Appendix E.6 gate.  ``selection_plan`` runs the same rule as
+independent units (one per candidate and selection seed, ``heldout_loss`` each) for
+``runs.jobs.run_plans``.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 Corollary 1 (attention sums, eq (16)), Corollary 2 (gates, eqs (17), (18)), Lemmas 4-5
 (projections of w and w^T p, eqs (33)-(38)) and Lemma 6 (eq (39)).
 
-As in claims.py, each experiment returns a ``Plan`` of independent units and their assembly.
+As in theorems.py, each experiment returns a ``Plan`` of independent units and their assembly,
+and its verdicts are computed where the results are assembled.
 """
 from __future__ import annotations
 
@@ -18,17 +19,18 @@ from ..measure.tasks import task_group_names, task_groups
 from ..measure.verdicts import corollary1, gate_ratio, where_it_holds, where_text, word
 from ..network import network
 from ..sgd import TrainConfig, train
-from .claims import trained
+from .settings import GatesVsM1, Tolerance, Trajectory
+from .theorems import trained
 from .measure import fit_slope, lemma6_sum, projections
 
 
-def _attention_run(world: World, s: dict, seed: int):
+def _attention_run(world: World, s: Tolerance, seed: int):
     """One unit of ``attention_sums``: the Mamba of ``tolerated_alpha`` at p_a = ``cor1_p_a``
     (trained again from the same seed stream, so the same parameters) on testing prompts."""
-    params, _ = trained(world, s, "mamba", s["cor1_p_a"], seed)
+    params, _ = trained(world, s, "mamba", s.cor1_p_a, seed)
     if params is None:
         return None
-    batch = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 11]))
+    batch = testing_batch(world, s.B_test, s.l_ts, alpha=s.alpha, rng=np.random.default_rng([seed, 11]))
     same, diff = score_sums(params, batch)
     a, b = batch.task[:, 0], batch.task[:, 1]
     dist = np.minimum((a - b) % world.M1, (b - a) % world.M1)
@@ -41,20 +43,20 @@ def _attention_run(world: World, s: dict, seed: int):
             "fraction_different_below_tenth_of_median_same": float(np.mean(diff <= 0.1 * np.median(same)))}
 
 
-def attention_sums(world: World, s: dict) -> Plan:
+def attention_sums(world: World, s: Tolerance) -> Plan:
     """Corollary 1, eq (16): per testing prompt, the sum of attention scores over same-pattern
     examples (claim >= Theta(1)) and over different-pattern examples (claim <= Theta((1-p_a)^-1
     eps), a signed upper bound).  The different-pattern sums are split by how far the two
     patterns of the prompt's task are apart on the cycle of training tasks (Condition 1):
     distance 1 = they form a training task (Lemma 3 (26): pushed negative), >= 2 = they do not
     (Lemma 3 (25): claimed untouched)."""
-    seeds = s["seeds"] if s["cor1_p_a"] in s["p_a_train"]["mamba"] else []
+    seeds = s.seeds if s.cor1_p_a in s.p_a_train["mamba"] else []
     return Plan([Unit(seed, f"Corollary 1 seed {seed}", _attention_run, (world, s, seed)) for seed in seeds],
                 partial(_attention_sums, s, world.M1))
 
 
-def _attention_sums(s: dict, M1: int, measured: dict) -> dict:
-    out = {"settings": s, "runs": [r for r in measured.values() if r is not None]}
+def _attention_sums(s: Tolerance, M1: int, measured: dict) -> dict:
+    out = {"settings": s.to_dict(), "runs": [r for r in measured.values() if r is not None]}
     if out["runs"]:
         judge_attention(out, M1)
     return out
@@ -73,63 +75,61 @@ def judge_attention(out: dict, M1: int) -> dict:
     return out
 
 
-def _M1_run(s: dict, M1: int, seed: int) -> dict:
-    """One unit of ``gates_vs_M1``: train Mamba on a world with M1 relevant patterns (step size
-    s["eta"][str(M1)], chosen by ``gates_step_size_plans``, or one number for every M1 in the
-    JSON of earlier runs), measure its gates."""
-    world = make_world(d=s["d"], M1=M1, M2=s["M2"], V=s["V"], beta=s["beta"], rng=s["world_seed"])
-    eta = s["eta"][str(M1)] if isinstance(s["eta"], dict) else s["eta"]
-    config = TrainConfig(T=s["T"], B=s["B"], eta=eta, l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"])
+def _M1_run(s: GatesVsM1, M1: int, seed: int) -> dict:
+    """One unit of ``gates_vs_M1``: train Mamba on a world with M1 relevant patterns at the step
+    size the rule chose for that M1 (s.eta[str(M1)], ``step_sizes.gates_step_size_plans``), measure its gates."""
+    world = make_world(d=s.d, M1=M1, M2=s.M2, V=s.V, beta=s.beta, rng=s.world_seed)
+    config = TrainConfig(T=s.T, B=s.B, eta=s.eta[str(M1)], l_tr=s.l_tr, p_a=s.p_a, delta=s.delta)
     params, _ = train(world, config, network("mamba"), rng=np.random.default_rng([seed, 4, M1]))
-    test = testing_batch(world, s["B_test"], s["l_ts"], alpha=s["alpha"], rng=np.random.default_rng([seed, 12]))
-    tr = training_batch(world, s["B_test"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([seed, 13]))
+    test = testing_batch(world, s.B_test, s.l_ts, alpha=s.alpha, rng=np.random.default_rng([seed, 12]))
+    tr = training_batch(world, s.B_test, s.l_tr, p_a=s.p_a, rng=np.random.default_rng([seed, 13]))
     profile = gate_profile(params, test)
     return {"M1": M1, "seed": seed, "test": gate_statistics(params, test), "train": gate_statistics(params, tr),
             "test_by_position": {k: profile[k] for k in ("outlier_mean", "clean_mean")}}
 
 
-def gates_vs_M1(s: dict) -> Plan:
+def gates_vs_M1(s: GatesVsM1) -> Plan:
     """Corollary 2 and Lemma 5 across M1: train Mamba on a world with M1 relevant patterns and
     measure, on testing prompts, the mean gate on outlier examples (claim O(poly(M1)^-1)), the
     gate of the j-th closest clean example (claim >= Theta(2^-(j-1))), and on training prompts
     w^T p with outliers (claim <~ -log M1) and without (claim >~ -Theta(1)).  One unit per (M1, seed)."""
     units = [Unit((M1, seed), f"Corollary 2 M1={M1} seed {seed}", _M1_run, (s, M1, seed))
-             for M1 in s["M1_grid"] for seed in s["seeds"]]
+             for M1 in s.M1_grid for seed in s.seeds]
     return Plan(units, partial(_gates_vs_M1, s))
 
 
-def _gates_vs_M1(s: dict, measured: dict) -> dict:
-    out = {"settings": s, "M1": s["M1_grid"], "runs": list(measured.values())}
+def _gates_vs_M1(s: GatesVsM1, measured: dict) -> dict:
+    out = {"settings": s.to_dict(), "M1": list(s.M1_grid), "runs": list(measured.values())}
     runs = out["runs"]
     G_out = [r["test"]["G_outlier"] for r in runs]
     slope_G = fit_slope([r["M1"] for r in runs], G_out)[0]
-    per_seed = [fit_slope(s["M1_grid"], [r["test"]["G_outlier"] for r in runs if r["seed"] == seed])[0]
-                for seed in s["seeds"]]
+    per_seed = [fit_slope(s.M1_grid, [r["test"]["G_outlier"] for r in runs if r["seed"] == seed])[0]
+                for seed in s.seeds]
     slope_sigma = fit_slope([r["M1"] for r in runs], [r["test"]["sigma_outlier"] for r in runs])[0]
     # decay of gates on the j-th closest clean example: fit log2 G_{h(j)} = a - c (j - 1), j <= J
-    J = s["decay_J"]
+    J = s.decay_J
     decay = []
     for r in runs:
         g = np.asarray([v for v in r["test"]["clean_rank_gate"][:J] if v is not None and v > 0])
         decay.append(-np.polyfit(np.arange(len(g)), np.log2(g), 1)[0])
-    logit_out = {M1: float(np.mean([r["train"]["logit_outlier"] for r in runs if r["M1"] == M1])) for M1 in s["M1_grid"]}
-    logit_clean = {M1: float(np.mean([r["train"]["logit_clean"] for r in runs if r["M1"] == M1])) for M1 in s["M1_grid"]}
+    logit_out = {M1: float(np.mean([r["train"]["logit_outlier"] for r in runs if r["M1"] == M1])) for M1 in s.M1_grid}
+    logit_clean = {M1: float(np.mean([r["train"]["logit_clean"] for r in runs if r["M1"] == M1])) for M1 in s.M1_grid}
     out.update({
         "slope_G_outlier_vs_M1": slope_G, "slope_G_outlier_vs_M1_per_seed": per_seed,
         "slope_sigma_outlier_vs_M1": slope_sigma,
         "gate_ratio_outlier_to_clean": {M1: round(float(np.mean([r["test"]["G_outlier"] / r["test"]["G_clean"]
                                                                  for r in runs if r["M1"] == M1])), 3)
-                                        for M1 in s["M1_grid"]},
+                                        for M1 in s.M1_grid},
         "decay_rate_per_rank": {"mean": float(np.mean(decay)), "sd": float(np.std(decay)), "per_run": decay,
                                 "claim": "<= 1 (gates decay no faster than 2^-(j-1))"},
         "logit_outlier_by_M1": logit_out, "logit_clean_by_M1": logit_clean,
-        "minus_log_M1": {M1: -float(np.log(M1)) for M1 in s["M1_grid"]},
-        "slope_logit_outlier_vs_log_M1": float(np.polyfit(np.log(s["M1_grid"]), list(logit_out.values()), 1)[0]),
+        "minus_log_M1": {M1: -float(np.log(M1)) for M1 in s.M1_grid},
+        "slope_logit_outlier_vs_log_M1": float(np.polyfit(np.log(s.M1_grid), list(logit_out.values()), 1)[0]),
     })
     out["verdict"] = {
         "cor2_outlier_gates": word("full" if max(per_seed) < 0 and slope_sigma < 0 else "trend" if slope_G < 0 else "none"),
         "cor2_local_bias": word("full" if np.mean(decay) <= 1.0 + 2 * np.std(decay) else "none"),
-        "lemma5_outlier_logits": word("full" if all(logit_out[M] <= -np.log(M) for M in s["M1_grid"]) else
+        "lemma5_outlier_logits": word("full" if all(logit_out[M] <= -np.log(M) for M in s.M1_grid) else
                                       "trend" if all(v < 0 for v in logit_out.values()) else "none"),
         "lemma5_clean_logits": word("full" if np.ptp(list(logit_clean.values())) < 1.0 else "trend"),
     }
@@ -140,14 +140,11 @@ def _gates_vs_M1(s: dict, measured: dict) -> dict:
 def judge_gate_ratio(out: dict) -> dict:
     """Corollary 2 (i) at each M1 by the rule shared with the reproduce section
     (``measure.verdicts.gate_ratio``: outlier gate <= clean gate / M1 at every position, seeds
-    judged by their spread); holds at an M1 if at every position there.  Runs of earlier code
-    without per-position gates are left unjudged.  Adds out["gate_ratio"] and its verdict."""
-    runs = [r for r in out["runs"] if "test_by_position" in r]
-    if not runs:
-        return out
+    judged by their spread); holds at an M1 if at every position there.  Adds out["gate_ratio"]
+    and its verdict."""
     by_M1 = {}
     for M1 in out["settings"]["M1_grid"]:
-        mine = [r["test_by_position"] for r in runs if r["M1"] == M1]
+        mine = [r["test_by_position"] for r in out["runs"] if r["M1"] == M1]
         by_M1[M1] = gate_ratio([r["outlier_mean"] for r in mine], [r["clean_mean"] for r in mine], M1)
     cases = {f"M1 = {M1}": r["level"] == "full" for M1, r in by_M1.items()}
     w = where_it_holds(cases)
@@ -162,11 +159,11 @@ def judge_gate_ratio(out: dict) -> dict:
     return out
 
 
-def _trajectory_run(world: World, s: dict) -> dict:
+def _trajectory_run(world: World, s: Trajectory) -> dict:
     """The one unit of ``training_trajectory``: the training run and its record."""
-    held = training_batch(world, s["B_held"], s["l_tr"], p_a=s["p_a"], rng=np.random.default_rng([s["seed"], 21]))
-    l6 = {l: training_batch(world, s["B_held"], l, p_a=s["p_a"], rng=np.random.default_rng([s["seed"], 22, l]))
-          for l in s["lemma6_l_grid"]}
+    held = training_batch(world, s.B_held, s.l_tr, p_a=s.p_a, rng=np.random.default_rng([s.seed, 21]))
+    l6 = {l: training_batch(world, s.B_held, l, p_a=s.p_a, rng=np.random.default_rng([s.seed, 22, l]))
+          for l in s.lemma6_l_grid}
     mask_out = np.zeros(held.P.shape[::2], bool)
     mask_out[:, :-1] = held.outlier
     mask_clean = np.zeros_like(mask_out)
@@ -182,14 +179,13 @@ def _trajectory_run(world: World, s: dict) -> dict:
             rec[f"lemma6_mean_l{l}"], rec[f"lemma6_p95_l{l}"] = float(v.mean()), float(np.quantile(v, 0.95))
         return rec
 
-    config = TrainConfig(T=s["T"], B=s["B"], eta=s["eta"], l_tr=s["l_tr"], p_a=s["p_a"], delta=s["delta"],
-                         kappa_a=s.get("kappa_a", 2.0))
-    _, hist = train(world, config, network("mamba"), rng=np.random.default_rng([s["seed"], 20]),
-                    record_every=s["record_every"], record=record)
-    return {"settings": s, "history": {k: np.asarray(v).tolist() for k, v in hist.items()}}
+    config = TrainConfig(T=s.T, B=s.B, eta=s.eta, l_tr=s.l_tr, p_a=s.p_a, delta=s.delta, kappa_a=s.kappa_a)
+    _, hist = train(world, config, network("mamba"), rng=np.random.default_rng([s.seed, 20]),
+                    record_every=s.record_every, record=record)
+    return {"settings": s.to_dict(), "history": {k: np.asarray(v).tolist() for k, v in hist.items()}}
 
 
-def training_trajectory(world: World, s: dict) -> Plan:
+def training_trajectory(world: World, s: Trajectory) -> Plan:
     """Lemmas 4-6 along one training run: projections of w on v*_s, mu_j, nu_k; mean w^T p on a
     fixed batch for examples with / without outliers and the query; and the Lemma 6 sum
     sum_i G_{i,l+1}(w)(l - i + 1) on fixed batches of several context lengths l."""
@@ -223,7 +219,7 @@ def _phases(step, y) -> dict:
 def lemma6_window(s: dict, M1: int, beta: float, V: int) -> float:
     """The range of t in Lemma 6 with every constant set to 1:
     min{eta^-1 beta^-2 kappa_a^-1 (1-p_a)^-1 V, eta^-1 M1^(2/3) ((1-p_a) beta)^(-2/3) (kappa_a (1-p_a))^(-1/3) V^(1/3)}."""
-    eta, p, kappa = s["eta"], s["p_a"], s.get("kappa_a", 2.0)
+    eta, p, kappa = s["eta"], s["p_a"], s["kappa_a"]
     return float(min(V / (eta * beta ** 2 * kappa * (1 - p)),
                      M1 ** (2 / 3) * ((1 - p) * beta) ** (-2 / 3) * (kappa * (1 - p)) ** (-1 / 3) * V ** (1 / 3) / eta))
 
@@ -254,10 +250,10 @@ def analyse_trajectory(out: dict, M1: int, beta: float = 3.0, V: int = 3) -> dic
     whole = [x["max_mean_whole_run"] for x in l6.values()]
     growth = whole[-1] / whole[0]                     # largest l against smallest l, whole run
     out["verdict"] = {
-        "lemma4_signs": "holds" if signs else "does not hold here",
-        "lemma4_5_two_phases": ("holds" if two_phase else "holds in trend" if v[-1] < 0 and ph.get("phase2_log_slope", 0) < 0
-                                else "does not hold here"),
-        "lemma6_in_window": "holds" if max(in_window) <= 3.0 and np.ptp(in_window) <= 1.0 else "does not hold here",
+        "lemma4_signs": word("full" if signs else "none"),
+        "lemma4_5_two_phases": word("full" if two_phase else "trend" if v[-1] < 0 and ph.get("phase2_log_slope", 0) < 0
+                                    else "none"),
+        "lemma6_in_window": word("full" if max(in_window) <= 3.0 and np.ptp(in_window) <= 1.0 else "none"),
         "lemma6_outside_window": (f"not claimed there; stays Theta(1) (at most {max(whole):.2f})"
                                   if max(whole) <= 3.0 and growth <= 2.0 else
                                   f"not claimed there; grows with l (max {whole[0]:.2f} at l = {s['lemma6_l_grid'][0]}, "

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data import SECTION4
 from ..runs.output import subplots
-from ..runs.output import footnote, smoke_stamp
+from ..runs.output import footnote, save_figure
 
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 COLOR = {"mamba": BLUE, "linear_transformer": ORANGE}
@@ -49,9 +50,7 @@ def _finish(fig, path: Path, settings: dict, footer: str, bottom: float = 0.13) 
     """Footer with the settings, layout, the smoke stamp of a quick run, save."""
     footnote(fig, footer, NOTE)
     fig.tight_layout(rect=(0, bottom, 1, 0.95))
-    smoke_stamp(fig, bool(settings.get("quick")))
-    fig.savefig(path, dpi=110)
-    return path
+    return save_figure(fig, path, bool(settings.get("quick")))
 
 
 def _scatter_T(ax, x, T_by_seed, color, label, T_max=None, jitter=0.0):
@@ -114,7 +113,7 @@ def convergence(res_p, res_l, path: Path) -> Path:
     for a in axes[1:]:
         a.set_xticks(res_l["l_tr"], [str(v) for v in res_l["l_tr"]])
     footer = (f"Left: p_a in {sp['p_a_grid']}, l_tr = {sp['l_tr']}. Middle, right: l_tr in {sl_['l_tr_grid']}, "
-              f"p_a = {sl_['p_a']}. Both: eta = {sp['eta']}, delta = {sp['delta']}, B = {sp['B']}, kappa_a = 2, "
+              f"p_a = {sl_['p_a']}. Both: eta = {sp['eta']}, delta = {sp['delta']}, B = {sp['B']}, kappa_a = {SECTION4.kappa_a:g}, "
               f"eps = {sp['eps']} on 128 fixed held-out training prompts (checked before every step); step caps "
               f"Mamba {sp['T_max']['mamba']}, linear Transformer {sp['T_max']['linear_transformer']}; "
               f"{len(sp['seeds'])} seeds (points), line: median over the seeds that reached eps.")
@@ -169,7 +168,7 @@ def tolerated(res, lt_need, path: Path) -> Path:
            ylabel=rf"smallest $l_{{ts}}$ with error <= {s['threshold']}", title=r"Theorem 4 (d): context needed as $\alpha \to 1/2$")
     ax.legend(fontsize=8.5)
     _plain_log_ticks(ax)
-    footer = (f"Training: T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, l_tr = {s['l_tr']}, kappa_a = 2; "
+    footer = (f"Training: T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, l_tr = {s['l_tr']}, kappa_a = {SECTION4.kappa_a:g}; "
               f"p_a: Mamba {s['p_a_train']['mamba']}, linear Transformer {s['p_a_train']['linear_transformer']}; "
               f"{len(s['seeds'])} seeds. Test (Definition 2): kappa_a' in {s['kappa_a_prime']}, K' = 1.5, Section 4's v', "
               f"flipped outlier labels, {s['B_test']} prompts per point, l_ts in {s['l_ts_grid']}; alpha grid step "
@@ -246,7 +245,7 @@ def gates(res, path: Path) -> Path:
     fig.suptitle(rf"Corollary 2 and Lemma 5: Mamba trained at $p_a$ = {s['p_a']}, tested at $\kappa_a'$ = 2, "
                  rf"$\alpha$ = {s['alpha']} (reproduce's fig4: $p_a$ = 0.4, $\kappa_a'$ = 8, so its values differ)")
     footer = (f"Training: p_a = {s['p_a']}, T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, "
-              f"l_tr = {s['l_tr']}, kappa_a = 2, M1 in {s['M1_grid']} (one world each), {len(s['seeds'])} seeds. "
+              f"l_tr = {s['l_tr']}, kappa_a = {SECTION4.kappa_a:g}, M1 in {s['M1_grid']} (one world each), {len(s['seeds'])} seeds. "
               f"Test (Definition 2): kappa_a' = 2, K' = 1.5, flipped labels, alpha = {s['alpha']}, l_ts = {s['l_ts']}, "
               f"{s['B_test']} prompts per run; w^T p on {s['B_test']} training prompts.")
     return _finish(fig, path, s, footer)

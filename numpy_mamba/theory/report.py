@@ -1,15 +1,16 @@
-"""The "theory" section of figures/REPORT.md: measured numbers and a verdict per claim."""
+"""The "theory" section of figures/REPORT.md, one function per part: measured numbers and the
+verdict per claim that the results carry (judged where they were computed, never here)."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 
-from .claims import convergence_verdict, judge_tolerated
-from .step_sizes import eta_for
+from ..data import SECTION4
 from ..measure.verdicts import COROLLARY1_RULE, GATE_RATIO_RULE, corollary1_text
 from ..runs.output import SMOKE
 from ..runs.step_size import RULE as STEP_RULE, table_rows
+from ..sgd import TrainConfig
 
 
 def _d(mapping, nd=2) -> str:
@@ -37,7 +38,7 @@ def _floor(p, sp) -> str:
 def _cor1(att) -> str:
     """Corollary 1 by the rule shared with the reproduce section, and why distance-2 pairs fail."""
     c = att["corollary1"]
-    text = corollary1_text(c, "theory") + " (rule, the same as in the reproduce section: " + \
+    text = corollary1_text(c) + " (rule, the same as in the reproduce section: " + \
         COROLLARY1_RULE.format(r=c["ratio"]) + ")."
     if "distance_2" in c["by_group"] and c["by_group"]["distance_2"]["median_different"] > c["threshold"]:
         text += (" Pairs two steps apart never form a task, yet their sums are large and positive: W_B^T W_C composes "
@@ -75,28 +76,15 @@ def _alpha_table(res) -> list[str]:
     return rows
 
 
-def rejudge(results) -> dict:
-    """Apply the current verdict rules of Theorems 1-4 and Remark 5 to the saved raw numbers
-    (idempotent; lets ``theory --replot`` of an older run use them)."""
-    p = results["convergence_p_a"]
-    for model in p["T"]:
-        p["verdict"][model], p.setdefault("verdict_detail", {})[model] = convergence_verdict(
-            p["settings"]["p_a_grid"], p["T"][model], p["slope"][model])
-    judge_tolerated(results["alpha"], results.get("lt_context"))
-    return results
-
-
 def _etas(sa) -> str:
     """The step sizes of the "alpha" experiments, per model and training p_a."""
-    return "; ".join(f"{model} at p_a = {p_a}: eta = {eta_for(sa, model, p_a):g}"
+    return "; ".join(f"{model} at p_a = {p_a}: eta = {sa['eta'][model][str(p_a)]:g}"
                      for model, grid in sa["p_a_train"].items() for p_a in grid)
 
 
 def _M1_etas(g) -> str:
     """The step size at each M1 of the gates experiment, and how it was chosen."""
     s = g["settings"]
-    if not isinstance(s.get("eta"), dict):
-        return f"eta = {s['eta']} at every M1."
     held = {M1: min(r["mean"] for r in sel["candidates"] if r["mean"] is not None) for M1, sel in g["step_size"].items()}
     return (f"eta chosen at each M1 by the same step-size rule ({len(s['select_seeds'])} selection seed(s), worlds of "
             f"that M1 of their own, {s['n_heldout']} held-out training prompts; every candidate's loss is in "
@@ -118,52 +106,39 @@ def _step_table(step_size) -> list[str]:
     return lines
 
 
-def summary(results) -> dict:
-    """The headline numbers and verdicts, one entry per claim (also saved as JSON)."""
-    rejudge(results)
-    p, l, a = results["convergence_p_a"], results["convergence_l_tr"], results["alpha"]
-    g, t = results["gates"], results["trajectory"]
-    return {
-        "thm1_slope_T_M_vs_inv_1_minus_p_a": p["slope"]["mamba"], "thm1_verdict": p["verdict"]["mamba"],
-        "thm3_slope_T_T_vs_inv_1_minus_p_a": p["slope"]["linear_transformer"],
-        "thm3_verdict": p["verdict"]["linear_transformer"],
-        "slope_T_M_vs_l_tr": l["slope"]["mamba"], "slope_T_T_vs_l_tr": l["slope"]["linear_transformer"],
-        "slope_ratio_vs_l_tr": l["slope"]["ratio"], "ratio_verdict": l["verdict"]["ratio"],
-        "thm1_detail": p.get("verdict_detail", {}).get("mamba"),
-        "thm3_detail": p.get("verdict_detail", {}).get("linear_transformer"),
-        "thm2_fraction_meeting_bound": a["mamba_fraction_meeting_bound"], "thm2_verdict": a["verdict"]["mamba"],
-        "thm2_detail": a.get("verdict_detail", {}).get("mamba"),
-        "remark5_verdict": a["verdict"].get("remark5"), "remark5_detail": a.get("verdict_detail", {}).get("remark5"),
-        "step_size_chosen": a["settings"].get("eta"),
-        "thm4_max_alpha_star": a["lt_alpha_star_max"], "thm4_verdict": a["verdict"]["linear_transformer"],
-        "thm4_detail": a.get("verdict_detail", {}).get("linear_transformer"),
-        "thm4d_slope": results["lt_context"]["slope"], "thm4d_verdict": results["lt_context"]["verdict"],
-        "cor1_verdict": results["attention"].get("verdict"),
-        "cor1_by_task_group": results["attention"].get("corollary1"),
-        "thm1_slope_low_p_a": p["slope"].get("mamba_low_p_a"), "thm3_slope_low_p_a": p["slope"].get("linear_transformer_low_p_a"),
-        "cor2_slope_G_outlier_vs_M1": g["slope_G_outlier_vs_M1"], "cor2_decay_bits_per_rank": g["decay_rate_per_rank"]["mean"],
-        "cor2_lemma5_verdicts": g["verdict"], "cor2_gate_ratio_detail": g.get("verdict_detail", {}).get("cor2_gate_ratio"),
-        "lemma4_6_verdicts": t["verdict"],
-    }
+def markdown(results: dict, timings: dict, common: dict, files: dict) -> str:
+    """The "theory" section from measured (or saved) results, already judged: one part per claim
+    group.  ``common``: what every JSON of the run records ({"world", "world_seed", "command"});
+    ``files``: {part: path of its figure}."""
+    lines = (_head(timings, common) + _convergence(results, files) + _tolerance(results, files)
+             + _corollary1(results, files) + _gates(results, files) + _lemmas(results, files)
+             + ["Run times (s): " + ", ".join(f"{k}: {v}" for k, v in timings.items()) + "."])
+    return "\n".join(lines)
 
 
-def markdown(results, timings, settings, files) -> str:
-    rejudge(results)
-    p, l, a, lt = results["convergence_p_a"], results["convergence_l_tr"], results["alpha"], results["lt_context"]
-    att, g, t = results["attention"], results["gates"], results["trajectory"]
-    cmd = settings.get("command", "python -m numpy_mamba theory")
-    sp, sa = settings["p_a"], a["settings"]
+def _head(timings: dict, common: dict) -> list:
+    """The section's title, the smoke stamp of a quick run, and how it was made."""
+    cmd = common["command"]
     smoke = "--quick" in cmd
-    lines = [
+    world = ", ".join(f"{name} = {value:g}" for name, value in common["world"].items())
+    return [
         f"## Theory checks ({cmd})" + (f" -- {SMOKE}" if smoke else ""), "",
         *([f"**{SMOKE}.** Tiny grids that only show the pipeline runs; do not read any number or verdict below as a "
            "result.", ""] if smoke else []),
-        f"Generated by `{cmd}` in {timings['total']} s (--jobs {timings.get('workers (--jobs)', 1)}). World of Section 4 (d = 30, M1 = 6, "
-        "M2 = 10, V = 3, beta = 3, kappa_a = 2, K = 0.5), world seed 0. Every setting is in the JSON next "
+        f"Generated by `{cmd}` in {timings['total']} s (--jobs {timings.get('workers (--jobs)', 1)}). World of Section 4 ({world}, "
+        f"kappa_a = {SECTION4.kappa_a:g}, K = {TrainConfig.K}), world seed {common['world_seed']}. Every setting is in the JSON next "
         "to each figure. The theorems hold up to constants; each verdict below is computed from the "
         "numbers by the rule stated with it (code: `numpy_mamba/theory/claims.py`, `numpy_mamba/theory/mechanism.py`; "
         "rules shared with the reproduce section: `numpy_mamba/measure/verdicts.py`). Where a claim holds only in "
         "some settings, the verdict names them.", "",
+    ]
+
+
+def _convergence(results: dict, files: dict) -> list:
+    """Theorems 1 and 3: steps to converge against p_a and l_tr."""
+    p, l = results["convergence_p_a"], results["convergence_l_tr"]
+    sp = p["settings"]
+    return [
         "### Theorems 1 and 3: iterations to converge",
         f"![convergence]({files['convergence'].name})", "",
         f"Steps until the hinge loss on a fixed held-out batch of 128 training prompts first falls below "
@@ -183,9 +158,17 @@ def markdown(results, timings, settings, files) -> str:
         f"linear Transformer {_pm(p['slope'].get('linear_transformer_low_p_a'))}.",
         f"- Median T over seeds by p_a = {sp['p_a_grid']}: Mamba {_medians(p['T']['mamba'])}, linear Transformer "
         f"{_medians(p['T']['linear_transformer'])}.",
-        f"- Against l_tr at p_a = {settings['l_tr']['p_a']}: slope of log T_M {_pm(l['slope']['mamba'])} (Theorem 1: 0), "
+        f"- Against l_tr at p_a = {l['settings']['p_a']}: slope of log T_M {_pm(l['slope']['mamba'])} (Theorem 1: 0), "
         f"log T_T {_pm(l['slope']['linear_transformer'])} (Theorem 3: -1), "
         f"log(T_M/T_T) **{_pm(l['slope']['ratio'])}** (claim 1, Remark 4) -> {l['verdict']['ratio']}.", "",
+    ]
+
+
+def _tolerance(results: dict, files: dict) -> list:
+    """Theorems 2 and 4, Remark 5: the tolerated outlier fraction, and the step sizes chosen."""
+    a, lt = results["alpha"], results["lt_context"]
+    sa = a["settings"]
+    return [
         "### Theorems 2 and 4: tolerated outlier fraction",
         f"![alpha]({files['alpha'].name})", "",
         f"Models trained with Algorithm 1 (T = {sa['T']}, delta = {sa['delta']}, l_tr = {sa['l_tr']}) at a step size "
@@ -217,16 +200,31 @@ def markdown(results, timings, settings, files) -> str:
         f"- Theorem 4 (d), eq (15): smallest l_ts with error <= {sa['threshold']} for alpha in {sa['lt_alphas']}: "
         f"{json.dumps([r['l_ts_needed'] for r in lt['runs']])} (per seed; null = not reached by l_ts = {sa['lt_l_ts_grid'][-1]}). "
         f"Slope of log l_ts on log((1/2 - alpha)^-2 alpha): **{_pm(lt['slope'])}** (claim 1) -> {lt['verdict']}.", "",
+    ]
+
+
+def _corollary1(results: dict, files: dict) -> list:
+    """Corollary 1: attention sums by task group."""
+    att, sa = results["attention"], results["alpha"]["settings"]
+    return [
         "### Corollary 1: attention concentrates on same-pattern examples",
         f"![attention]({files['attention'].name})", "",
         f"Trained Mamba (p_a = {sa['cor1_p_a']}), test prompts with l_ts = {sa['l_ts']}, alpha = {sa['alpha']}, "
         f"kappa_a' = 2, K' = 1.5, flipped labels, {len(att['runs'])} seeds x {sa['B_test']} prompts, grouped by the "
         "prompt's task: training partner (a training task), reversed pair (same patterns, labels swapped), "
         "patterns 2 or 3 steps apart on the cycle of training tasks. " + _cor1(att), "",
+    ]
+
+
+def _gates(results: dict, files: dict) -> list:
+    """Corollary 2 and Lemma 5 across M1."""
+    g = results["gates"]
+    s = g["settings"]
+    return [
         "### Corollary 2 and Lemma 5: gates",
         f"![gates]({files['gates'].name})", "",
-        f"Mamba trained for T = {settings['M1']['T']} steps on worlds with M1 in "
-        f"{settings['M1']['M1_grid']}, {len(settings['M1']['seeds'])} seeds each; " + _M1_etas(g), "",
+        f"Mamba trained for T = {s['T']} steps on worlds with M1 in "
+        f"{s['M1_grid']}, {len(s['seeds'])} seeds each; " + _M1_etas(g), "",
         f"- (17): slope of log(mean gate on outlier test examples) on log M1: {g['slope_G_outlier_vs_M1']:.2f} "
         f"(per seed {[round(x, 2) for x in g['slope_G_outlier_vs_M1_per_seed']]}; of mean sigma(w^T p) on them: "
         f"{g['slope_sigma_outlier_vs_M1']:.2f}) (claim: decreasing, O(poly(M1)^-1)) -> {g['verdict']['cor2_outlier_gates']}. "
@@ -239,7 +237,7 @@ def markdown(results, timings, settings, files) -> str:
            f"**{g['verdict']['cor2_gate_ratio']}** ({g['verdict_detail']['cor2_gate_ratio']})."]
           if "gate_ratio" in g else []),
         f"- (18): gates on the j-th closest clean example decay by {g['decay_rate_per_rank']['mean']:.2f} ± "
-        f"{g['decay_rate_per_rank']['sd']:.2f} bits per rank for j <= {settings['M1']['decay_J']} (claim: at most 1 bit, "
+        f"{g['decay_rate_per_rank']['sd']:.2f} bits per rank for j <= {s['decay_J']} (claim: at most 1 bit, "
         f"i.e. no faster than 2^-(j-1)) -> {g['verdict']['cor2_local_bias']}.",
         f"- (37): mean w^T p on training examples with outliers by M1: "
         f"{_d(g['logit_outlier_by_M1'])} vs -log M1 "
@@ -247,10 +245,18 @@ def markdown(results, timings, settings, files) -> str:
         f"(slope of w^T p on log M1: {g.get('slope_logit_outlier_vs_log_M1', float('nan')):.2f}; -log M1 has slope -1).",
         f"- (38): mean w^T p on clean examples: {_d(g['logit_clean_by_M1'])} "
         f"(claim >~ -Theta(1), not growing with M1) -> {g['verdict']['lemma5_clean_logits']}.", "",
+    ]
+
+
+def _lemmas(results: dict, files: dict) -> list:
+    """Lemmas 4-6 along one training run."""
+    t = results["trajectory"]
+    s = t["settings"]
+    return [
         "### Lemmas 4-6 along training",
         f"![lemmas]({files['trajectory'].name})", "",
-        f"One Mamba run (eta = {settings['trajectory']['eta']}, T = {settings['trajectory']['T']}, p_a = "
-        f"{settings['trajectory']['p_a']}), recorded every {settings['trajectory']['record_every']} steps.", "",
+        f"One Mamba run (eta = {s['eta']}, T = {s['T']}, p_a = "
+        f"{s['p_a']}), recorded every {s['record_every']} steps.", "",
         f"- Lemma 4 signs (v*_s^T w < 0, mu_j^T w < 0, |nu_k^T w| smaller): final mean v*^T w = {t['final']['v_star']:.2f}, "
         f"(mu/beta)^T w = {t['final']['mu']:.2f}, |nu/beta^T w| = {t['final']['abs_nu']:.3f} -> {t['verdict']['lemma4_signs']}.",
         f"- Two phases: v*^T w falls slowly, then fast (steepest at t* = {t['phases']['v_star']['t_star']:.0f}), then slowly. "
@@ -264,12 +270,10 @@ def markdown(results, timings, settings, files) -> str:
         f"{t['final']['wp_clean']:.2f}.",
         f"- Lemma 6 (eq (39): sum_i G_i (l - i + 1) <= Theta(1) for t below the lemma's range, t <= "
         f"{t['lemma6']['window_t']:.0f} with all constants 1). **Checked only in that window: the first "
-        f"{t['lemma6']['window_t']:.0f} of {settings['trajectory']['T']} training steps "
+        f"{t['lemma6']['window_t']:.0f} of {s['T']} training steps "
         f"({t['lemma6'].get('checked_steps', 'n/a')} recorded points).** Largest mean there by l: "
         f"{_d({k: v['max_mean_in_window'] for k, v in t['lemma6']['by_l'].items()})} -> **{t['verdict']['lemma6_in_window']}** "
         f"in the window (rule: at most 3 and spread over l at most 1). Outside the window (the rest of the run, which "
         f"the lemma does not claim): {_d({k: v['max_mean_whole_run'] for k, v in t['lemma6']['by_l'].items()})} -> "
         f"{t['verdict'].get('lemma6_outside_window', t['verdict'].get('lemma6_whole_run'))}.", "",
-        "Run times (s): " + ", ".join(f"{k}: {v}" for k, v in timings.items()) + ".",
     ]
-    return "\n".join(lines)

@@ -12,11 +12,11 @@ to be read.  ``--jobs N`` runs the independent training runs N at a time in work
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..data import make_world
@@ -24,58 +24,12 @@ from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_json, write_section
 from ..runs.staging import run_staged
 from ..runs.summary import print_summary
-from .claims import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
-from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
-from .step_sizes import chosen_by_M1, chosen_steps, gates_step_size_plans, step_size_plans
 from . import plots, report as report_text
-
-# World of Section 4: d = 30, M1 = 6, M2 = 10, V = 3, beta = 3, kappa_a = 2.
-WORLD = {"d": 30, "M1": 6, "M2": 10, "V": 3, "beta": 3.0}
-# Convergence (Theorems 1, 3): small delta so the linear Transformer does not start below eps,
-# small eta so the step counts have resolution; both are ours (the paper gives neither).
-CONVERGENCE = {"eta": 0.01, "delta": 0.02, "eps": 0.1, "B": 64,
-               "T_max": {"mamba": 8000, "linear_transformer": 1500}, "seeds": [0, 1, 2, 3, 4]}
-SETTINGS = {
-    "world_seed": 0,
-    "p_a": dict(CONVERGENCE, p_a_grid=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8], l_tr=20, low_p_a_max=0.4),
-    "l_tr": dict(CONVERGENCE, l_tr_grid=[5, 10, 20, 40, 80], p_a=0.4),
-    # eta per model and training p_a by the step-size rule of the reproduce section (runs/step_size.py),
-    # on selection seeds with worlds and streams of their own; delta = 0.2 as in Section 4
-    "alpha": {"T": 1500, "B": 64, "eta_grid": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], "select_seeds": [0, 1, 2],
-              "n_heldout": 2048, "delta": 0.2, "l_tr": 20, "seeds": [0, 1, 2, 3, 4],
-              "p_a_train": {"mamba": [0.3, 0.6], "linear_transformer": [0.6]},
-              "kappa_a_prime": [2.0, 8.0], "l_ts_grid": [10, 20, 40, 80],
-              "alphas": [round(0.05 * k, 2) for k in range(20)], "threshold": 0.25, "B_test": 1000,
-              "lt_p_a": 0.6, "lt_alphas": [0.2, 0.3, 0.35, 0.4, 0.425, 0.45, 0.475],
-              "lt_l_ts_grid": [5, 7, 10, 14, 20, 28, 40, 57, 80, 113, 160, 226, 320, 453, 640],
-              "cor1_p_a": 0.6, "l_ts": 20, "alpha": 0.3},
-    "M1": {"d": 30, "M2": 10, "V": 3, "beta": 3.0, "world_seed": 0, "M1_grid": [2, 3, 4, 6, 9, 12, 17],
-           "seeds": [0, 1, 2, 3], "T": 1500, "B": 64, "delta": 0.2, "l_tr": 20, "p_a": 0.6,
-           # eta per M1 by the step-size rule, as for the "alpha" experiments (one selection seed per M1)
-           "eta_grid": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0], "select_seeds": [0], "n_heldout": 2048,
-           "B_test": 1000, "l_ts": 20, "alpha": 0.3, "decay_J": 6},
-    "trajectory": {"T": 2000, "B": 64, "eta": 0.02, "delta": 0.2, "l_tr": 20, "p_a": 0.6, "kappa_a": 2.0, "seed": 0,
-                   "B_held": 256, "record_every": 10, "lemma6_l_grid": [10, 20, 40, 80]},
-}
-
-
-def quick_settings() -> dict:
-    """The same experiments on tiny grids: one seed, few points, larger step sizes."""
-    s = copy.deepcopy(SETTINGS)
-    for key in ("p_a", "l_tr"):
-        s[key].update(eta=0.05, seeds=[0], T_max={"mamba": 600, "linear_transformer": 200})
-    s["p_a"]["p_a_grid"] = [0.0, 0.4, 0.6]
-    s["l_tr"]["l_tr_grid"] = [5, 10, 20]
-    s["alpha"].update(T=150, seeds=[0], kappa_a_prime=[2.0], l_ts_grid=[10, 20], B_test=100,
-                      eta_grid=[0.05, 0.2], select_seeds=[0], n_heldout=128,
-                      alphas=[0.0, 0.3, 0.6, 0.9], p_a_train={"mamba": [0.6], "linear_transformer": [0.6]},
-                      lt_alphas=[0.2, 0.3, 0.4], lt_l_ts_grid=[5, 20, 80])
-    s["M1"].update(M1_grid=[2, 4], seeds=[0], T=100, B_test=100, eta_grid=[0.05, 0.2], n_heldout=128)
-    s["trajectory"].update(T=100, B_held=64, record_every=10, lemma6_l_grid=[10, 20])
-    for part in ("p_a", "l_tr", "alpha", "M1", "trajectory"):   # figures and report stamp a smoke run
-        s[part]["quick"] = True
-    return s
-
+from .claims import judge, summary
+from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
+from .settings import FULL, QUICK, WORLD, TheorySettings
+from .step_sizes import chosen_by_M1, chosen_steps, gates_step_size_plans, step_size_plans
+from .theorems import convergence_vs_l_tr, convergence_vs_p_a, lt_context_needed, tolerated_alpha
 
 # the experiments, in the order their results are reported; their names in the timings
 EXPERIMENTS = {"step_size": "step sizes (rule of runs/step_size.py)",
@@ -85,48 +39,51 @@ EXPERIMENTS = {"step_size": "step sizes (rule of runs/step_size.py)",
                "trajectory": "Lemmas 4-6 trajectory"}
 
 
-def run(settings: dict, jobs: int = 1, progress=True) -> tuple[dict, dict]:
+def run(settings: TheorySettings, jobs: int = 1, progress=True) -> tuple[dict, dict]:
     """Run every check (``jobs`` training runs at a time); return (results, timings in seconds:
-    per experiment its units' compute time summed, "total" the wall time).
+    per experiment its units' compute time summed, "total" the wall time).  Every result carries
+    its settings and its verdicts (``claims.judge`` once all are in: Theorem 4 reads two experiments).
 
     First the step-size rule picks eta per model for the "alpha" experiments (Theorems 2 and 4,
-    Remark 5, Corollary 1) and for Mamba at each M1 (Corollary 2, Lemma 5); its choices go into
-    settings["alpha"]["eta"] ({model: {p_a: eta}}) and settings["M1"]["eta"] ({M1: eta}), and
+    Remark 5, Corollary 1) and for Mamba at each M1 (Corollary 2, Lemma 5); the experiments run
+    with those choices (settings.alpha.eta = {model: {p_a: eta}}, settings.M1.eta = {M1: eta}), and
     results["step_size"] and results["gates"]["step_size"] hold every candidate's held-out loss.
     The convergence and trajectory experiments keep one small eta for both models: their claims
     are step counts, which scale as 1/eta (eqs (9), (14); Lemma 6's window), so eta is part of
     what they compare and small eta gives the counts resolution."""
-    world = make_world(**WORLD, rng=settings["world_seed"])
+    world = make_world(**WORLD, rng=settings.world_seed)
     t0 = time.perf_counter()
-    records, step_seconds = run_plans({**step_size_plans(world, settings["alpha"]), **gates_step_size_plans(settings["M1"])},
+    records, step_seconds = run_plans({**step_size_plans(world, settings.alpha), **gates_step_size_plans(settings.M1)},
                                       jobs=jobs, name="theory step size", progress=progress)
-    settings["alpha"]["eta"], step_size = chosen_steps(settings["alpha"], records)
-    settings["M1"]["eta"], step_size_M1 = chosen_by_M1(settings["M1"], records)
-    plans = {"convergence_p_a": convergence_vs_p_a(world, settings["p_a"]),
-             "convergence_l_tr": convergence_vs_l_tr(world, settings["l_tr"]),
-             "alpha": tolerated_alpha(world, settings["alpha"]),
-             "lt_context": lt_context_needed(world, settings["alpha"]),
-             "attention": attention_sums(world, settings["alpha"]),
-             "gates": gates_vs_M1(settings["M1"]),
-             "trajectory": training_trajectory(world, settings["trajectory"])}
+    eta, step_size = chosen_steps(settings.alpha, records)
+    eta_M1, step_size_M1 = chosen_by_M1(settings.M1, records)
+    alpha, M1 = replace(settings.alpha, eta=eta), replace(settings.M1, eta=eta_M1)
+    plans = {"convergence_p_a": convergence_vs_p_a(world, settings.p_a),
+             "convergence_l_tr": convergence_vs_l_tr(world, settings.l_tr),
+             "alpha": tolerated_alpha(world, alpha),
+             "lt_context": lt_context_needed(world, alpha),
+             "attention": attention_sums(world, alpha),
+             "gates": gates_vs_M1(M1),
+             "trajectory": training_trajectory(world, settings.trajectory)}
     results, seconds = run_plans(plans, jobs=jobs, name="theory", progress=progress)
     results["step_size"] = step_size
     results["gates"]["step_size"] = step_size_M1
     seconds["step_size"] = round(sum(step_seconds.values()), 1)
-    report_text.rejudge(results)               # Theorem 4 uses the error curves of two experiments
+    judge(results)
     timings = {EXPERIMENTS[k]: seconds[k] for k in EXPERIMENTS}
     timings.update({"total": round(time.perf_counter() - t0, 1), "workers (--jobs)": jobs})
     return results, timings
 
 
-def write_outputs(results: dict, timings: dict, settings: dict, out: Path, report: Path | None,
+def write_outputs(results: dict, timings: dict, common: dict, out: Path, report: Path | None,
                   start: float | None = None) -> None:
-    """Figures, JSON and the report section from measured ``results`` (also used by --replot).
-    With ``start`` (a time.perf_counter() reading), timings["total"] is taken once the figures
-    are drawn: the one elapsed time the JSON, the report and the terminal state."""
+    """Figures, JSON and the report section from judged ``results`` (also used by --replot).
+    ``common``: what every JSON records ({"world", "world_seed", "command"}).  With ``start`` (a
+    time.perf_counter() reading), timings["total"] is taken once the figures are drawn: the one
+    elapsed time the JSON, the report and the terminal state."""
     files = {
         "convergence": plots.convergence(results["convergence_p_a"], results["convergence_l_tr"],
-                                                out / "theory_convergence.png"),
+                                         out / "theory_convergence.png"),
         "alpha": plots.tolerated(results["alpha"], results["lt_context"], out / "theory_alpha.png"),
         "attention": plots.attention(results["attention"], out / "theory_attention.png"),
         "gates": plots.gates(results["gates"], out / "theory_gates.png"),
@@ -134,7 +91,6 @@ def write_outputs(results: dict, timings: dict, settings: dict, out: Path, repor
     }
     if start is not None:
         timings["total"] = round(time.perf_counter() - start, 1)
-    common = {"world": WORLD, "world_seed": settings["world_seed"], "command": settings.get("command", "")}
     save_json(out / "theory_convergence.json", dict(common, p_a=results["convergence_p_a"], l_tr=results["convergence_l_tr"]))
     save_json(out / "theory_alpha.json", dict(common, alpha=results["alpha"], lt_context=results["lt_context"],
                                               step_size=results.get("step_size")))
@@ -142,27 +98,25 @@ def write_outputs(results: dict, timings: dict, settings: dict, out: Path, repor
     save_json(out / "theory_gates.json", dict(common, **results["gates"]))
     save_json(out / "theory_lemmas.json", dict(common, **results["trajectory"]))
     save_json(out / "theory_summary.json", dict(common, timings_seconds=timings,
-                                                 summary=report_text.summary(results)))
+                                                 summary=summary(results)))
     if report is not None:
-        write_section(report, "theory", report_text.markdown(results, timings, settings, files))
+        write_section(report, "theory", report_text.markdown(results, timings, common, files))
 
 
 def replot(out: Path, dest: Path, report: Path | None) -> None:
-    """Redraw the figures and the report section into ``dest`` from the JSON of an earlier run in ``out``."""
-    load = lambda name: json.loads((out / f"theory_{name}.json").read_text())
+    """Redraw the figures and the report section into ``dest`` from the JSON of an earlier run in
+    ``out``: its raw numbers judged by the rules of ``claims.judge`` and ``analyse_trajectory``."""
+    load = lambda name: json.loads((out / f"theory_{name}.json").read_text())   # noqa: E731
     try:
-        conv, alpha, summary = load("convergence"), load("alpha"), load("summary")
+        conv, alpha, saved_summary = load("convergence"), load("alpha"), load("summary")
         results = {"convergence_p_a": conv["p_a"], "convergence_l_tr": conv["l_tr"], "alpha": alpha["alpha"],
                    "lt_context": alpha["lt_context"], "step_size": alpha.get("step_size"),
                    "attention": load("attention"), "gates": load("gates"),
                    "trajectory": analyse_trajectory(load("lemmas"), WORLD["M1"], WORLD["beta"], WORLD["V"])}
     except (FileNotFoundError, KeyError) as exc:
         raise SystemExit(f"--replot needs the theory_*.json files of an earlier run in {out}: {exc}") from None
-    settings = {"p_a": results["convergence_p_a"]["settings"], "l_tr": results["convergence_l_tr"]["settings"],
-                "alpha": results["alpha"]["settings"], "M1": results["gates"]["settings"],
-                "trajectory": results["trajectory"]["settings"], "world_seed": conv["world_seed"],
-                "command": conv["command"]}
-    write_outputs(results, summary["timings_seconds"], settings, dest, report)
+    common = {"world": conv["world"], "world_seed": conv["world_seed"], "command": conv["command"]}
+    write_outputs(judge(results), saved_summary["timings_seconds"], common, dest, report)
 
 
 # what each sub-verdict of the summary checks, for the terminal
@@ -192,8 +146,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-report", action="store_true", help="do not touch the report")
     add_jobs_argument(parser)
     args = parser.parse_args(argv)
-    settings = quick_settings() if args.quick else copy.deepcopy(SETTINGS)
-    settings["command"] = "python -m numpy_mamba theory" + (" --quick" if args.quick else "")
+    settings = QUICK if args.quick else FULL
+    command = "python -m numpy_mamba theory" + (" --quick" if args.quick else "")
     out = Path(args.out or (tempfile.mkdtemp(prefix="theory_quick_") if args.quick else "figures"))
     report = Path(args.report) if args.report else None
     start = time.perf_counter()
@@ -205,7 +159,8 @@ def main(argv=None) -> int:
             return replot(out, stage.dir, section)
         results, timings = run(settings, jobs=args.jobs)
         print(f"[theory] writing figures, JSON and the report section of {out}", file=sys.stderr, flush=True)
-        write_outputs(results, timings, settings, stage.dir, section, start)
+        common = {"world": WORLD, "world_seed": settings.world_seed, "command": command}
+        write_outputs(results, timings, common, stage.dir, section, start)
         elapsed["seconds"] = timings["total"]       # the report's, the JSON's and the terminal's time
 
     code = run_staged("theory", out, work, report=report)

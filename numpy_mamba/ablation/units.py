@@ -1,0 +1,134 @@
+"""The ablation as independent units for ``runs.jobs``: the step-size rule per model and arm (delta
+= 0.2 first, the next delta only where every eta diverged) and one training run per (seed, model,
+arm, task set), which records accuracy per task group at every checkpoint and layer 1's mechanism
+terms (``terms.pattern_terms``) along training.
+
+Streams: selection as ``reproduce``'s three-layer runs (default_rng([k, 8, 40, model + 1, n_layers,
+...])); seed s's world is ``runs.worlds.world_for(s)``, training default_rng([s, 11, 0, model]) (the
+same minibatch stream at every depth and factor), test prompts default_rng([s, 11, 1, setting]) (the
+same prompts for every model, depth and factor: paired).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import SECTION4, testing_batch
+from ..loss import misclassified
+from ..measure.tasks import task_group_names, task_groups
+from ..model import PAPER_MODELS as MODELS
+from ..network import Network
+from ..runs.jobs import Plan, Unit, run_plans
+from ..runs.step_size import RULE, choose, heldout_loss
+from ..runs.worlds import selection_world, world_for
+from ..sgd import DivergenceError, train
+from .results import assemble
+from .settings import ARMS, STREAM, TESTS, TRACKED, AblationSettings, arm_network
+from .terms import pattern_terms
+
+
+def prompts_for(world, settings: AblationSettings, seed: int) -> dict:
+    """Seed ``seed``'s test prompts of every setting in TESTS: {name: (Batch, task group (n,))}."""
+    out = {}
+    for i, (name, test) in enumerate(TESTS.items()):
+        b = testing_batch(world, settings.n_test, SECTION4.l_ts, K_prime=settings.K_prime,
+                          kappa_a_prime=settings.kappa_a_prime, label_rule="target", target=settings.target,
+                          rng=np.random.default_rng([seed, STREAM, 1, i]), **test)
+        out[name] = (b, task_groups(b.task, world.M1))
+    return out
+
+
+def group_counts(net: Network, params, tests: dict, n_groups: int) -> dict:
+    """{test: {"wrong": (G,), "n": (G,)}} misclassified prompts (eq (5)) per task group."""
+    out = {}
+    for name, (batch, group) in tests.items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            wrong = misclassified(net.F(params, batch.P), batch.z)
+        out[name] = {"wrong": np.bincount(group[wrong], minlength=n_groups).tolist(),
+                     "n": np.bincount(group, minlength=n_groups).tolist()}
+    return out
+
+
+def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks: str, step: dict) -> dict:
+    """Train ``model`` (arm: depth and architecture; tasks: "cycle" or "all") on seed ``seed``'s world
+    with step = {"delta", "eta"}: T_long steps on the cycle for the residual arms (checkpoints give
+    the baseline and "long"), T_short otherwise.  Records accuracy per task group at every
+    checkpoint and the mechanism terms of layer 1 every ``record_every`` steps; a diverged run keeps
+    what it recorded before and says at which step it diverged."""
+    world, net = world_for(seed), arm_network(model, arm)
+    T = settings.T_long if tasks == "cycle" and not ARMS[arm][1] else settings.T_short
+    config = settings.config(step["eta"], step["delta"], T, tasks)
+    tests, n_groups = prompts_for(world, settings, seed), len(task_group_names(world.M1))
+    checkpoints = {}
+
+    def record(t, params):
+        first = net.layers(params)[0]
+        terms = pattern_terms(world, first.W_B, first.W_C, config.delta)
+        if t % settings.checkpoint_every == 0:
+            checkpoints[t] = {**group_counts(net, params, tests, n_groups), "terms": terms}
+        return {f"terms_{k}": terms[k] for k in TRACKED}
+
+    diverged_at = None
+    try:
+        _, history = train(world, config, net, rng=np.random.default_rng([seed, STREAM, 0, MODELS.index(model)]),
+                           record_every=settings.record_every, record=record)
+    except DivergenceError as exc:
+        history, diverged_at = exc.history, exc.step
+    return {"seed": seed, "model": model, "arm": arm, "tasks": tasks, "T": T, **step, "diverged_at": diverged_at,
+            "checkpoints": {str(t): c for t, c in checkpoints.items()},
+            "trajectory": {k: np.round(np.asarray(v, dtype=float), 6).tolist() for k, v in history.items()}}
+
+
+def selection_plan(settings: AblationSettings, model: str, arm: str, delta: float) -> Plan:
+    """step_size.py's rule over ``eta_grid`` at one delta, scored by ``step_size.heldout_loss`` (held-out
+    hinge loss and margin of the arm's own Network): assembles to its record, or to {"chosen": None, ...}
+    when every eta diverged (then the next delta is tried)."""
+    n_layers, prenorm = ARMS[arm]
+    stream = (8, round(100 * settings.p_a), MODELS.index(model) + 1, n_layers) + ((2,) if prenorm else ())
+    seeds = range(settings.select_seeds)
+    units = [Unit((eta, s), f"step size {model} {arm} delta = {delta:g}, eta = {eta:g}", heldout_loss,
+                  (selection_world, settings.config(eta, delta, settings.T_short), arm_network(model, arm),
+                   settings.n_heldout, stream, {}, s))
+             for eta in settings.eta_grid for s in seeds]
+
+    def assemble(found):
+        try:
+            record = choose({"eta": settings.eta_grid}, lambda f, s: found[(f["eta"], s)], seeds)
+        except ValueError:                               # every eta diverged at this delta
+            record = {"rule": RULE, "grid": {"eta": list(settings.eta_grid)}, "seeds": list(seeds), "chosen": None,
+                      "candidates": [{"fields": {"eta": e}, "losses": [None] * len(seeds), "diverged": True,
+                                      "mean": None} for e in settings.eta_grid]}
+        return {"delta": delta, **record}
+
+    return Plan(units, assemble)
+
+
+def choose_steps(settings: AblationSettings, jobs: int, progress=True) -> dict:
+    """{model: {arm: {"delta", "eta", "tried": [record per delta tried]}}}: delta = 0.2 first, the next
+    delta of ``settings.deltas`` only where every eta diverged.  Raises ValueError if none trains."""
+    tried = {(m, a): [] for m in MODELS for a in ARMS}
+    pending = list(tried)
+    for delta in settings.deltas:
+        found, _ = run_plans({key: selection_plan(settings, *key, delta) for key in pending}, jobs=jobs,
+                             name=f"ablation: step size at delta = {delta:g}", progress=progress)
+        for key, record in found.items():
+            tried[key].append(record)
+        pending = [key for key in pending if found[key]["chosen"] is None]
+        if not pending:
+            break
+    if pending:
+        raise ValueError(f"no eta of {settings.eta_grid} trains at any delta of {settings.deltas} for {pending}.")
+    return {m: {a: {"delta": tried[m, a][-1]["delta"], "eta": tried[m, a][-1]["chosen"]["eta"], "tried": tried[m, a]}
+                for a in ARMS} for m in MODELS}
+
+
+def plan(settings: AblationSettings, steps: dict) -> Plan:
+    """Every (seed, model, arm, task set) run as a unit, slowest first; assembles to the "ablation" JSON."""
+    keys = [(s, m, a, tasks) for s in range(settings.seeds) for m in MODELS for a in ARMS
+            for tasks in (("cycle",) if ARMS[a][1] else ("cycle", "all"))]
+    cost = {"mamba": 2.0, "linear_transformer": 1.0}        # relative cost of a three-layer step; orders units only
+    keys.sort(key=lambda k: -(cost[k[1]] if ARMS[k[2]][0] > 1 else 0.05)
+              * (settings.T_long if k[3] == "cycle" and not ARMS[k[2]][1] else settings.T_short))
+    units = [Unit(k, f"seed {k[0] + 1}/{settings.seeds} {k[1]} {k[2]} tasks={k[3]}", run_unit,
+                  (settings, k[0], k[1], k[2], k[3], {"delta": steps[k[1]][k[2]]["delta"], "eta": steps[k[1]][k[2]]["eta"]}))
+             for k in keys]
+    return Plan(units, lambda found: assemble(settings, steps, [found[k] for k in sorted(found)]))

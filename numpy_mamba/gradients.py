@@ -26,16 +26,8 @@ from scipy.special import expit
 from ._checks import check_labels, check_prompts
 from .fast import eq3_backward, eq3_forward
 from .loss import mean_hinge_slope
-from .model import Params, check_model, check_params, forward_terms, gate_logits
+from .model import Params, check_model, check_params, checked_inputs, confirmed, forward_terms, gate_logits
 from .numerics import running_sum
-
-
-def _checked(params, P, z, model):
-    check_model(model)
-    params = check_params(params)
-    P, _ = check_prompts(P, params.W_B.shape[1])
-    z = check_labels(z, P.shape[0])
-    return params, P, z
 
 
 def gradients(params, P, z, model: str = "mamba") -> Params:
@@ -45,8 +37,11 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
     the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).
     Paper: eqs (93), (118), (135), (19).
     """
-    params, P, z = _checked(params, P, z, model)
-    return eq3_step(model, params, P, z)[1]
+    params_, P_, z_, _ = checked_inputs(params, P, model, z)
+    with np.errstate(invalid="ignore"):             # an inf makes NaNs on its way to F: ``confirmed`` names it
+        F, grads = eq3_step(model, params_, P_, z_)
+        confirmed(F, params, P, model, z)
+    return grads
 
 
 def eq3_step(model: str, params: Params, P, z) -> tuple:
@@ -133,7 +128,10 @@ def gradients_literal(params, P, z, model: str = "mamba") -> Params:
 
     Slow on purpose: Python loops over prompts n and tokens i.  Use ``gradients`` to run.
     """
-    params, P, z = _checked(params, P, z, model)
+    check_model(model)
+    params = check_params(params)
+    P, _ = check_prompts(P, params.W_B.shape[1])
+    z = check_labels(z, P.shape[0])
     W_B, W_C, w = params
     B, _, n_tokens = P.shape
     l = n_tokens - 1

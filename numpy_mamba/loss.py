@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_labels, check_prompts
-from .model import check_model, check_params, output
+from .model import checked_inputs, confirmed, output
 
 
 def hinge(F, z) -> np.ndarray:
@@ -33,11 +32,10 @@ def hinge_loss(params, P, z, model: str = "mamba") -> float:
 
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,) in {-1, +1}.
     """
-    check_model(model)
-    params = check_params(params)
-    P, _ = check_prompts(P, params.W_B.shape[1])
-    z = check_labels(z, P.shape[0])
-    return float(np.mean(hinge(output(model, params, P), z)))
+    params_, P_, z_, _ = checked_inputs(params, P, model, z)
+    with np.errstate(invalid="ignore"):             # an inf makes NaNs on its way to F: ``confirmed`` names it
+        F = confirmed(output(model, params_, P_), params, P, model, z)
+    return float(np.mean(hinge(F, z_)))
 
 
 def zero_one_error(F, z) -> float:

@@ -2,9 +2,12 @@
 
     eq3_forward(model, W_B, W_C, w, P) -> (F, cache)       eq (3)                  reads P once
     eq3_backward(dF, cache) -> (dW_B, dW_C, dw, dP)        eqs (118), (93), (135)  reads P once more
+    top_layer_forward(X, layer, model) -> (o, cache)       a stack's top layer, as far as F reads it
+    top_layer_backward(do, cache) -> (dX, grads)           its backward
 
-The reading forms are ``model.forward_terms`` and ``gradients.eq3_value_and_gradients``.  What
-changes here is only how the same sums are taken:
+The reading forms are ``model.forward_terms`` and ``gradients.eq3_value_and_gradients``; the
+stack's other layers run ``layer.layer_forward_fused``.  What changes here is only how the same
+sums are taken:
 
 - eq (3) reads P in two passes, the fewest its equations allow: the forward pass takes the
   scores s_i = u^T p_i (u = W_B^T W_C p_query) and the gate logits a_i = w^T p_i together, the
@@ -14,7 +17,9 @@ changes here is only how the same sums are taken:
 - The gates are running products of 1 - sigma(a_j) in [0, 1] (``numerics.sigmoid_pair``: one
   exp per token for sigma and 1 - sigma), not exp of running sums of log-sigmoids: a product of
   numbers in [0, 1] neither overflows nor cancels, and it underflows to 0 where exp(log G) does.
-- ``eq3_backward(..., input_gradient=True)`` also gives dL/dP, for an input that is not a prompt.
+- F reads one entry of a stack's top layer, o_{l+1,d+1}, which is eq (3) of that layer's input
+  with w = W[:, -1] (the one-layer identity of ``stack.py``): the top layer runs as eq (3), with
+  the gradient for its input (``eq3_backward(..., input_gradient=True)``).
 
 tests/test_speed_paths.py and tests/test_stack.py prove each equal to its reading form to 1e-12
 on l = 1, l = 10,000, saturated gates (|w^T p| ~ 50) and prompts on the flat side of the hinge.
@@ -25,6 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .layer import LayerParams
 from .numerics import sigmoid_pair
 
 LONG_PROMPT = 512     # from this many tokens on, each prompt's block is read twice while in cache
@@ -137,3 +143,33 @@ def _column_products(P, g, q=None):
             np.dot(P[n], q[n], out=one)
             total += one
     return k if q is None else (k, total)
+
+
+class TopLayerCache(NamedTuple):
+    """``top_layer_forward``'s cache: X (N, B, D), the layer, and eq (3)'s cache of its input."""
+
+    X: np.ndarray
+    layer: LayerParams
+    eq3: Eq3Cache
+
+    @property
+    def H(self) -> np.ndarray:
+        """The layer's input as ``layer.LayerCache`` holds it, (B, D, N) (eq (3)'s P, laid out as P is)."""
+        return self.eq3.P
+
+
+def top_layer_forward(X, layer: LayerParams, model: str = "mamba"):
+    """o_{l+1,d+1} of the stack's top layer, the one entry of its output that F reads: X (N, B, D)
+    -> ((B,), TopLayerCache).  It is eq (3) of the layer's input with w = W[:, -1] (the one-layer
+    identity of ``stack.py``), so the top layer costs what eq (3) costs."""
+    o, cache = eq3_forward(model, layer.W_B, layer.W_C, layer.W[:, -1], np.ascontiguousarray(X.transpose(1, 2, 0)))
+    return o, TopLayerCache(X, layer, cache)
+
+
+def top_layer_backward(do, cache: TopLayerCache, input_gradient: bool = True):
+    """dL/do (B,) -> (dL/dX (N, B, D) or None, LayerParams): only the column W[:, -1] of dW is not 0."""
+    dW_B, dW_C, dw, dP = eq3_backward(do, cache.eq3, input_gradient)
+    dW = np.zeros_like(cache.layer.W)
+    if dw is not None:
+        dW[:, -1] = dw
+    return None if dP is None else dP.transpose(2, 0, 1), LayerParams(dW_B, dW_C, dW)

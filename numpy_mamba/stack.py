@@ -32,10 +32,10 @@ Code: ``init_stack`` (Algorithm 1's initialisation for every layer), ``forward``
 gates, for plots); ``sgd.train`` trains a stack given ``network(model, n_layers=L)``.  ``layer.py``
 is one layer, CS231n style: ``layer_forward(H, layer, model) -> (O, cache)`` and
 ``layer_backward(dO, cache) -> (dH, LayerParams)``, the backward written by hand below the
-forward (the reading form, which holds the gates as a (B, D, N, N) tensor), and
-``layer_forward_factored`` / ``layer_backward_factored``, the same Mamba layer as matmuls,
-which training runs (falling back to the reading form when a channel's gates decay by more
-than e^600 across a prompt).  tests/test_stack.py checks every O^(k) against
+forward (the reading form, which holds the gates as a (B, D, N, N) tensor); training runs
+``layer_forward_fused`` / ``layer_backward_fused``, the same layer without that tensor
+(falling back to the reading form when a channel's gates decay by more than e^600 across a
+prompt), and the top layer as eq (3) (``fast.top_layer_forward``: F reads o_{l+1,d+1} only).  tests/test_stack.py checks every O^(k) against
 ``scan.scan_outputs``, the one-layer identity, the two forms against each other, a two-layer
 stack computed by hand, and every gradient against central finite differences.
 """
@@ -47,8 +47,9 @@ import numpy as np
 
 from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
 from .data import SECTION4
-from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_factored,  # noqa: F401
-                    layer_forward, layer_forward_factored)
+from .fast import TopLayerCache, top_layer_backward, top_layer_forward
+from .layer import LayerCache, LayerParams, gates, layer_backward, layer_backward_fused, layer_forward  # noqa: F401
+from .layer import layer_forward_fused
 from .loss import hinge, mean_hinge_slope
 from .model import PAPER_MODELS, init_params
 from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
@@ -131,41 +132,75 @@ def stack_forward(layers, P, model: str = "mamba", factored: bool = True, prenor
     """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [cache of each layer]).
     Each layer is the eq (1) scan in closed form; H^(k) = H^(k-1) + O^(k) (Section 4.2, our architecture).
 
-    ``factored``: Mamba layers run ``layer_forward_factored`` (same O, no (B, D, N, N) gate
-    tensor, what training runs; it falls back to ``layer_forward`` on its own when the gates
-    decay too fast); False: every layer runs ``layer_forward`` and caches its gates G.
-    ``prenorm``: the pre-norm variant (not the paper's, an ablation), H^(k) = H^(k-1) +
-    O^(k)(RMSNorm(H^(k-1))) with ``rmsnorm.py``; each cache is then a PreNormCache.
+    ``factored``: every layer runs ``layer_forward_fused`` (same O, tokens outermost, no (B, D, N, N)
+    gate tensor, what training runs; a Mamba layer whose gates decay too fast runs ``layer_forward``
+    on its own); False: every layer runs ``layer_forward`` and caches its gates G.  Every cache's
+    ``H`` is the layer's input, (B, D, N).  ``prenorm``: the pre-norm variant (not the paper's, an
+    ablation), H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1))) with ``rmsnorm.py``; each cache is then a
+    PreNormCache.
     """
+    if factored:
+        return _fused_forward(layers, P, model, prenorm)
     H, caches = P, []
     for layer in layers:
         X, norm = rms_norm_forward(H) if prenorm else (H, None)    # the layer's input X^(k)
-        if factored and model == "mamba":
-            O, cache = layer_forward_factored(X, layer)
-        else:
-            O, cache = layer_forward(X, layer, model)
+        O, cache = layer_forward(X, layer, model)
         H = H + O                                     # residual: H^(k) = H^(k-1) + O^(k)
         caches.append(cache if norm is None else PreNormCache(cache, norm))
     return H[:, -1, -1], caches                       # F = H^(L)[d+1, l+1]
 
 
 def stack_backward(dF, caches) -> list:
-    """Unchecked backward through the stack: dF = dL/dF (B,) -> [LayerParams of gradients].
-    The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k): dL/dH^(k-1) = dL/dH^(k) + (layer k's dH).
-    Each cache picks its own backward (``layer_backward_factored`` hands a LayerCache on)."""
-    last = caches[-1]
-    dH = np.zeros_like(last.norm.X if isinstance(last, PreNormCache) else last.H)
-    dH[:, -1, -1] = dF                                # F = e_{d+1}^T H^(L) e_{l+1}
+    """Unchecked backward through the stack of ``stack_forward``: dF = dL/dF (B,) -> [LayerParams of
+    gradients].  The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k): dL/dH^(k-1) = dL/dH^(k) +
+    (layer k's dH).  Caches of ``factored=False`` (LayerCache) run ``layer_backward``, the others
+    ``layer_backward_fused`` and, for the top layer, ``fast.top_layer_backward``, tokens outermost
+    (N, B, D)."""
+    inner = [cache.layer if isinstance(cache, PreNormCache) else cache for cache in caches]
+    fused = not isinstance(inner[0], LayerCache)
+    dH = np.zeros_like(inner[-1].X if fused else inner[-1].H)
+    (dH[-1, :, -1] if fused else dH[:, -1, -1])[...] = dF    # F = e_{d+1}^T H^(L) e_{l+1}
     grads = []
-    for cache in reversed(caches):
-        if isinstance(cache, PreNormCache):           # O^(k) reads X^(k) = RMSNorm(H^(k-1))
-            dX, grad = layer_backward_factored(dH, cache.layer)
-            dH_in = rms_norm_backward(dX, cache.norm)
-        else:
-            dH_in, grad = layer_backward_factored(dH, cache)   # dO^(k) = dH^(k): H^(k) = H^(k-1) + O^(k)
-        dH = dH + dH_in                               # residual path plus the layer's own paths
+    for k in range(len(caches) - 1, -1, -1):
+        if not fused:
+            dX, grad = layer_backward(dH, inner[k])
+        elif isinstance(inner[k], TopLayerCache):     # F reads o^(L)_{l+1, d+1} only
+            dX, grad = top_layer_backward(dF, inner[k], input_gradient=k > 0)
+        else:                                         # nothing needs dL/dH^(0) = dL/dP
+            dX, grad = layer_backward_fused(dH, inner[k], input_gradient=k > 0)
         grads.append(grad)
+        if k == 0 and fused:
+            break
+        if isinstance(caches[k], PreNormCache):       # O^(k) reads X^(k) = RMSNorm(H^(k-1))
+            dX = _norm_backward(dX, caches[k].norm) if fused else rms_norm_backward(dX, caches[k].norm)
+        dH = dH + dX                                  # residual path plus the layer's own paths
     return grads[::-1]
+
+
+def _fused_forward(layers, P, model: str, prenorm: bool):
+    """``stack_forward`` with ``layer.layer_forward_fused``, every H^(k) tokens outermost, (N, B, D);
+    the top layer only as far as F reads it (``fast.top_layer_forward``)."""
+    H, caches = np.ascontiguousarray(P.transpose(2, 0, 1)), []
+    for k, layer in enumerate(layers, start=1):
+        X, norm = _norm_forward(H) if prenorm else (H, None)
+        if k < len(layers):
+            O, cache = layer_forward_fused(X, layer, model)
+            H = H + O
+        else:
+            o, cache = top_layer_forward(X, layer, model)
+            F = H[-1, :, -1] + o                      # F = H^(L-1)[d+1, l+1] + o^(L)_{l+1, d+1}
+        caches.append(cache if norm is None else PreNormCache(cache, norm))
+    return F, caches
+
+
+def _norm_forward(H):
+    """``rms_norm_forward`` of H (N, B, D): (X (N, B, D), its NormCache, which holds (B, D, N))."""
+    X, norm = rms_norm_forward(H.transpose(1, 2, 0))
+    return X.transpose(2, 0, 1), norm
+
+
+def _norm_backward(dX, norm):
+    return rms_norm_backward(dX.transpose(1, 2, 0), norm).transpose(2, 0, 1)
 
 
 def output(model: str, layers, P, prenorm: bool = False) -> np.ndarray:

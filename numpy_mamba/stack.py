@@ -244,9 +244,23 @@ def gradients(layers, P, z, model: str = "mamba") -> list:
     return value_and_gradients(model, layers, P, z)[1]
 
 
+CACHE_BYTES = 2 ** 18     # a large batch runs in parts whose hidden states (N, part, D) fit in a core's cache
+
+
 def value_and_gradients(model: str, layers, P, z, prenorm: bool = False) -> tuple:
     """Unchecked (F (B,), gradients of the mean hinge loss, eqs (4), (19)) for P (B, d+1, l+1),
     z (B,): the stack's ``Network.F_and_gradients``, which ``sgd.train`` runs at every step;
-    ``prenorm``: the pre-norm stack of ``stack_forward``."""
-    F, caches = stack_forward(layers, P, model, prenorm=prenorm)
-    return F, stack_backward(mean_hinge_slope(F, z), caches)
+    ``prenorm``: the pre-norm stack of ``stack_forward``.  A batch of more than twice
+    ``CACHE_BYTES`` of prompts runs in parts, whose gradients add up to the batch's."""
+    B = P.shape[0]
+    part = max(1, CACHE_BYTES // P[0].nbytes)
+    if B <= 2 * part:
+        F, caches = stack_forward(layers, P, model, prenorm=prenorm)
+        return F, stack_backward(mean_hinge_slope(F, z), caches)
+    Fs, total = [], None
+    for start in range(0, B, part):
+        F, caches = stack_forward(layers, P[start:start + part], model, prenorm=prenorm)
+        grads = stack_backward(mean_hinge_slope(F, z[start:start + part], B), caches)    # (1/B) of the whole batch
+        total = grads if total is None else [LayerParams(*map(np.add, a, b)) for a, b in zip(total, grads)]
+        Fs.append(F)
+    return np.concatenate(Fs), total

@@ -18,8 +18,9 @@ from numpy_mamba.layer import GateTensorCache, LayerFusedCache, layer_backward_f
 from numpy_mamba.layer import LayerCache
 from numpy_mamba.loss import hinge, mean_hinge_slope
 from numpy_mamba.model import output
+from numpy_mamba import stack as stack_module
 from numpy_mamba.scan import scan_outputs
-from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss,
+from numpy_mamba.stack import (LayerParams, value_and_gradients, forward, forward_with_caches, gradients, hinge_loss,
                                init_stack, layer_backward, layer_forward,
                                stack_backward, stack_forward)
 
@@ -505,3 +506,19 @@ def test_exercise_solution_equals_the_package_layer_backward():
         np.testing.assert_allclose(dH, dH_ref, rtol=0, atol=1e-12 * np.abs(dH_ref).max(), err_msg=kind)
         for name, a, b in zip(LayerParams._fields, grads, grads_ref):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max(), err_msg=f"{kind}: {name}")
+
+
+@pytest.mark.parametrize("model", ["mamba", "linear_transformer"])
+def test_a_large_batch_in_parts_has_the_whole_batch_gradient(model, monkeypatch):
+    # If this fails, value_and_gradients (what training runs) gives a large batch, which it runs in
+    # parts of CACHE_BYTES, another F or gradient than the whole batch at once: a part's mean taken
+    # over the part, or a part dropped or counted twice.
+    layers, P, z = _problem("generic", model, 3, seed=11, B=7)
+    F, caches = stack_forward(layers, P, model)
+    whole = stack_backward(mean_hinge_slope(F, z), caches)
+    monkeypatch.setattr(stack_module, "CACHE_BYTES", 2 * P[0].nbytes)        # parts of 2, 2, 2 and 1 prompts
+    F_parts, parts = value_and_gradients(model, layers, P, z)
+    np.testing.assert_allclose(F_parts, F, rtol=0, atol=1e-13 * np.abs(F).max())   # BLAS may block a part otherwise
+    for a, b in zip(parts, whole):
+        for name, x, y in zip(LayerParams._fields, a, b):
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-13 * max(np.abs(y).max(), 1e-300), err_msg=name)

@@ -9,11 +9,11 @@ The reading forms are ``model.forward_terms`` and ``gradients.eq3_value_and_grad
 stack's other layers run ``layer.layer_forward_fused``.  What changes here is only how the same
 sums are taken:
 
-- eq (3) reads P in two passes, the fewest its equations allow: the forward pass takes the
-  scores s_i = u^T p_i (u = W_B^T W_C p_query) and the gate logits a_i = w^T p_i together, the
-  backward pass k = sum_i dL/ds_i p_i (eqs (118), (93)) and sum_i c_i p_i (eq (135)) together;
-  between them everything is a (B, l+1) array.  A long prompt is read twice while it is in
-  cache (``_row_products``, ``_column_products``).
+- eq (3) needs four products with P and nothing else of its size: the forward pass the scores
+  s_i = u^T p_i (u = W_B^T W_C p_query) and the gate logits a_i = w^T p_i, the backward pass
+  k = sum_i dL/ds_i p_i (eqs (118), (93)) and sum_i c_i p_i (eq (135)); between them everything
+  is a (B, l+1) array.  Each pair is taken prompt by prompt for a long prompt, so that its
+  second product reads the prompt from cache (``_row_products``, ``_column_products``).
 - The gates are running products of 1 - sigma(a_j) in [0, 1] (``numerics.sigmoid_pair``: one
   exp per token for sigma and 1 - sigma), not exp of running sums of log-sigmoids: a product of
   numbers in [0, 1] neither overflows nor cancels, and it underflows to 0 where exp(log G) does.
@@ -58,7 +58,7 @@ class Eq3Cache(NamedTuple):
 
 
 def eq3_forward(model: str, W_B, W_C, w, P) -> tuple:
-    """F of eq (3) for P (B, D, l+1) -> (F (B,), Eq3Cache), unchecked, in one pass over P.
+    """F of eq (3) for P (B, D, l+1) -> (F (B,), Eq3Cache), unchecked, from two products with P.
 
     F = sum_i G_i y_i s_i with G_i = sigma_i prod_{j>i} (1 - sigma_j); G = 1 for the linear
     Transformer.  Same F as ``model.forward_terms``; a query label slot that is not 0 (the input
@@ -82,8 +82,8 @@ def eq3_forward(model: str, W_B, W_C, w, P) -> tuple:
 
 
 def eq3_backward(dF, cache: Eq3Cache, input_gradient: bool = False) -> tuple:
-    """(dW_B, dW_C, dw, dP) of a loss with dL/dF = dF (B,), in one more pass over P; dw is None for
-    the linear Transformer, dP = dL/dP (B, D, l+1) is computed only with ``input_gradient``.
+    """(dW_B, dW_C, dw, dP) of a loss with dL/dF = dF (B,), from two more products with P; dw is
+    None for the linear Transformer, dP = dL/dP (B, D, l+1) is computed only with ``input_gradient``.
 
     The sums of ``gradients.eq3_value_and_gradients``, taken the same way: dL/ds_i = dF G_i y_i,
     k = sum_i dL/ds_i p_i, K = sum_n k p_query^T, dW_B = W_C K^T (118), dW_C = W_B K (93);
@@ -109,11 +109,11 @@ def _input_gradient(dF, cache: Eq3Cache, dL_ds, dL_da, k):
     """dL/dP (B, D, l+1) of eq (3): p_i enters s_i = p_i^T u (as key), a_i = w^T p_i and y_i (its
     last entry), and p_query every s_i (as query: W_C^T W_B k)."""
     P, p_query, W_B, W_C, w, u, s, G, Gy, Gys, sigma = cache
-    dP = u[:, :, None] * dL_ds[:, None, :]
+    dP = u[:, :, None] * dL_ds[:, None, :]                   # as key: ds_i/dp_i = u: (B, D, l+1)
     if dL_da is not None:
-        dP += w[:, None] * dL_da[:, None, :]
-    dP[:, -1, :] += dF[:, None] * (s if G is None else G * s)
-    dP[:, :, -1] += k @ (W_B.T @ W_C)
+        dP += w[:, None] * dL_da[:, None, :]                 # da_i/dp_i = w
+    dP[:, -1, :] += dF[:, None] * (s if G is None else G * s)     # dF/dy_i = G_i s_i
+    dP[:, :, -1] += k @ (W_B.T @ W_C)                        # as query: sum_i dL/ds_i W_C^T W_B p_i
     return dP
 
 

@@ -14,7 +14,7 @@ their upper limit, but the query's label y_{l+1} is 0, so they agree.
 Read ``gradients_literal`` first: one prompt and one term at a time, as the equations read.
 ``eq3_value_and_gradients`` is the batched form: no Python loop over prompts or tokens, every
 sum over the columns p_i one matrix-vector pass over P, and the double sum of (135) one prefix
-sum.  ``gradients`` runs ``eq3_step``, the same sums fused into two passes over P (``fast.py``).
+sum.  ``gradients`` runs ``eq3_step``, the same sums fused (``fast.py``: four products with P).
 tests/test_gradients.py proves them equal to 1e-12 and checks them against central finite
 differences.
 """
@@ -23,10 +23,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ._checks import check_labels, check_prompts
 from .fast import eq3_backward, eq3_forward
 from .loss import mean_hinge_slope
-from .model import Params, check_model, check_params, checked_inputs, confirmed, forward_terms, gate_logits
+from .model import Params, checked_inputs, confirmed, exact_inputs, forward_terms, gate_logits
 from .numerics import running_sum
 
 
@@ -46,7 +45,7 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
 
 def eq3_step(model: str, params: Params, P, z) -> tuple:
     """``eq3_value_and_gradients`` fused (``fast.eq3_forward``, ``fast.eq3_backward``): the same F (B,)
-    and Params(dW_B, dW_C, dw) for P (B, d+1, l+1), z (B,), in two passes over P.  What ``sgd.train``
+    and Params(dW_B, dW_C, dw) for P (B, d+1, l+1), z (B,), from four products with P.  What ``sgd.train``
     runs at every step, through ``network("mamba").F_and_gradients``; tests/test_speed_paths.py
     proves it equal to ``eq3_value_and_gradients``."""
     F, cache = eq3_forward(model, *params, P)
@@ -128,10 +127,7 @@ def gradients_literal(params, P, z, model: str = "mamba") -> Params:
 
     Slow on purpose: Python loops over prompts n and tokens i.  Use ``gradients`` to run.
     """
-    check_model(model)
-    params = check_params(params)
-    P, _ = check_prompts(P, params.W_B.shape[1])
-    z = check_labels(z, P.shape[0])
+    params, P, z, _ = exact_inputs(params, P, model, z)
     W_B, W_C, w = params
     B, _, n_tokens = P.shape
     l = n_tokens - 1

@@ -35,9 +35,10 @@ is one layer, CS231n style: ``layer_forward(H, layer, model) -> (O, cache)`` and
 forward (the reading form, which holds the gates as a (B, D, N, N) tensor); training runs
 ``layer_forward_fused`` / ``layer_backward_fused``, the same layer without that tensor
 (falling back to the reading form when a channel's gates decay by more than e^600 across a
-prompt), and the top layer as eq (3) (``fast.top_layer_forward``: F reads o_{l+1,d+1} only).  tests/test_stack.py checks every O^(k) against
-``scan.scan_outputs``, the one-layer identity, the two forms against each other, a two-layer
-stack computed by hand, and every gradient against central finite differences.
+prompt), and the top layer as eq (3) (``fast.top_layer_forward``: F reads o_{l+1,d+1} only).
+tests/test_stack.py checks every O^(k) against ``scan.scan_outputs``, the one-layer identity,
+the two forms against each other, a two-layer stack computed by hand, and every gradient
+against central finite differences.
 """
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ import numpy as np
 from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
 from .data import SECTION4
 from .fast import TopLayerCache, top_layer_backward, top_layer_forward
-from .layer import LayerCache, LayerParams, gates, layer_backward, layer_backward_fused, layer_forward  # noqa: F401
-from .layer import layer_forward_fused
+from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_fused, layer_forward,  # noqa: F401
+                    layer_forward_fused)
 from .loss import hinge, mean_hinge_slope
 from .model import PAPER_MODELS, init_params
 from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
@@ -159,7 +160,10 @@ def stack_backward(dF, caches) -> list:
     inner = [cache.layer if isinstance(cache, PreNormCache) else cache for cache in caches]
     fused = not isinstance(inner[0], LayerCache)
     dH = np.zeros_like(inner[-1].X if fused else inner[-1].H)
-    (dH[-1, :, -1] if fused else dH[:, -1, -1])[...] = dF    # F = e_{d+1}^T H^(L) e_{l+1}
+    if fused:
+        dH[-1, :, -1] = dF                            # F = H^(L)[d+1, l+1]; tokens outermost
+    else:
+        dH[:, -1, -1] = dF
     grads = []
     for k in range(len(caches) - 1, -1, -1):
         if not fused:

@@ -3,7 +3,7 @@
 ``model.forward_terms`` and ``gradients.eq3_value_and_gradients`` are the batched reading forms
 (gate logits and scores in matrix-vector passes, log-space gates); ``fast.eq3_forward`` and
 ``fast.eq3_backward`` (what ``forward``, ``gradients`` and ``sgd.train`` run) fuse the same sums
-into two passes over P with the gates as running products.  Here every quantity is recomputed
+into four products with P and the gates into running products.  Here every quantity is recomputed
 the plain way, one einsum per equation with scipy's log_expit and the exclusive prefix-sum form
 of eq (135) (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i, where the others use the inclusive one),
 and all must agree to 1e-12 of the largest value on awkward problems: l = 1, saturated gates

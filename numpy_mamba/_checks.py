@@ -97,7 +97,7 @@ def prompts_fit(P, d0: int) -> bool:
 
 def labels_fit(z, B: int) -> bool:
     """True if ``check_labels(z, B)`` accepts z as it is, in O(B): a float64 ndarray (B,) of +-1."""
-    return type(z) is np.ndarray and z.dtype == np.float64 and z.shape == (B,) and bool((z * z == 1.0).all())
+    return type(z) is np.ndarray and z.dtype == np.float64 and z.shape == (B,) and np.count_nonzero(z * z - 1.0) == 0
 
 
 def check_labels(z, B: int) -> np.ndarray:

@@ -1,12 +1,21 @@
-"""Every attack on the grader, each a student file of tests/student_files/, graded as one class
-next to an honest classmate: each is refused cleanly (a FAIL or an import error with its reason,
-0 points), nothing outside the children's working directories is touched, and the run completes
-with its CSV.  A failure here means a submission earned marks it did not, harmed the
-instructor (files, secrets, the terminal, the grader's process) or crashed the class run.
+"""A class of honest submissions with every attack on the grader among them, graded as one run
+(each student in a folder of their own, as an LMS exports a class): every honest file gets the
+grade it gets alone, every attack is refused with its reason (0 points), nothing outside the
+children's working directories is touched, and the run ends with its CSV.  Then the attacks that
+need a file made here: a flat class folder, a file too large to read, names no terminal should
+print, and results.json of a submission that writes Markdown.
+
+A failure here means a submission earned marks it did not, harmed the instructor (files,
+secrets, memory, the terminal, the spreadsheet, the grader's processes) or a classmate, or
+stopped the class run.
 """
 import csv
+import ctypes
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +28,9 @@ STUDENTS = ROOT / "tests" / "student_files"
 SOLUTIONS = ROOT / "tutorials" / "solutions"
 VICTIM = Path("/tmp/numpy_mamba_grader_victim")         # the folder the harmful files aim at
 SECRET = "NUMPY_MAMBA_INSTRUCTOR_SECRET"
+HELPERS = ("_repo.py", "_pipes.py", "_spawn.py", "_common.py", "_gates_common.py", "_stack_common.py")
+ESCAPED_NAME = "\x1b[2J\x1b]0;pwned\x07report.py"          # a name that would clear the screen and retitle it
+LATIN1_NAME = b"ren\xe9e.py"                              # not UTF-8
 
 # file -> (the graded function whose hint, or the file's error, says why; words in it)
 ATTACKS = {
@@ -34,7 +46,8 @@ ATTACKS = {
     "cheat_outlive.py": ("grad_W_C", "Operation not permitted (_spawn.py"),
     "cheat_finite_differences.py": ("grad_w", "close to the analytic answer but not equal to it"),
     "cheat_stack_finite_differences.py": ("dW", "close to the analytic answer but not equal to it"),
-    "cheat_autograd.py": ("error", "No module named 'torch'"),
+    "cheat_stack_complex_step.py": ("dH", "used more than its CPU budget on the paper-size problem"),
+    "cheat_autograd.py": ("error", "torch"),
     # harm to the instructor
     "cheat_exfiltrate.py": ("grad_W_C", "Permission denied: '/etc/passwd'"),
     "cheat_rmtree_outside.py": ("grad_W_C", "Permission denied"),
@@ -43,77 +56,173 @@ ATTACKS = {
     "cheat_kill_grader.py": ("grad_W_C", "Operation not permitted"),
     "cheat_stop_grader.py": ("grad_W_C", "Operation not permitted"),
     "cheat_tty_escape.py": ("grad_W_C", "Permission denied: '/dev'"),
+    "cheat_memfd.py": ("grad_W_C", "PermissionError: [Errno 1] Operation not permitted"),
+    "cheat_shm.py": ("grad_W_C", "System V shared memory refused"),
+    "cheat_threads.py": ("grad_W_C", "can't start new thread"),
+    "cheat_keep_alive.py": ("grad_W_C", "prctl refused"),
+    "cheat_renice_grader.py": ("grad_W_C", "PermissionError: [Errno 1] Operation not permitted"),
+    "cheat_csv_formula.py": ("error", "'=HYPERLINK("),
     # crashing the class run
     "cheat_nested_json.py": ("grad_W_C", "JSON nested deeper than"),
     "cheat_forged_setup_error.py": ("grad_W_C", "unexpected event 'setup_error'"),
     "cheat_deep_tree.py": ("grad_W_C", "all zeros"),
 }
-HELPERS = ("_repo.py", "_pipes.py", "_spawn.py", "_common.py", "_gates_common.py", "_stack_common.py")
+# file (graded under another name when given) -> (status, points): what it gets alone
+HONEST = {
+    "alice.py": ("gradients_solution.py", "passed", "10"), "gina.py": ("gating_solution.py", "passed", "10"),
+    "erin.py": ("stack_solution.py", "passed", "10"), "correct_common.py": (None, "passed", "10"),
+    "correct_from_the_paper.py": (None, "passed", "10"), "correct_stack.py": (None, "passed", "10"),
+    "correct_gates_log_space.py": (None, "passed", "10"), "broken_sign.py": (None, "failed", "0"),
+    "broken_no_suffix.py": (None, "failed", "0"), "broken_stack_residual.py": (None, "failed", "6"),
+}
+
+
+def _student(folder: Path, name: str, source: Path) -> None:
+    """A student's folder holding ``source`` as ``name``, with every helper a student file uses."""
+    home = folder / Path(name).stem
+    home.mkdir()
+    shutil.copy(source, home / name)
+    for helper in HELPERS:
+        shutil.copy(STUDENTS / helper, home / helper)
+
+
+def _shm_segments() -> set:
+    with open("/proc/sysvipc/shm") as f:
+        return {line.split()[1] for line in f.readlines()[1:]}
 
 
 @pytest.fixture(scope="module")
 def class_run(tmp_path_factory):
-    """The attacks and alice (the solution) in one folder, a symlink to the solution, and the
-    victim folder; graded once with --csv.  Returns (exit status, CSV rows, stdout+stderr)."""
+    """The class above, a symlink to the solution, a 3 GB file, two hostile names, a System V
+    segment of the grader's user holding a value, and the victim folder; graded once with --csv.
+    Returns (exit status, CSV rows, the run's output, the segment's value after the run, ...)."""
     folder = tmp_path_factory.mktemp("class") / "submissions"
     folder.mkdir()
-    for name in list(ATTACKS) + list(HELPERS):
-        shutil.copy(STUDENTS / name, folder / name)
-    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "alice.py")
-    (folder / "mallory.py").symlink_to(SOLUTIONS / "gradients_solution.py")
+    for name in ATTACKS:
+        _student(folder, name, STUDENTS / name)
+    for name, (source, _, _) in HONEST.items():
+        _student(folder, name, (SOLUTIONS / source) if source else STUDENTS / name)
+    _student(folder, "cheat_complex_step.py", STUDENTS / "cheat_complex_step.py")
+    (folder / "mallory").mkdir()
+    (folder / "mallory" / "mallory.py").symlink_to(SOLUTIONS / "gradients_solution.py")
+    (folder / "huge").mkdir()
+    with open(folder / "huge" / "gradients.py", "wb") as f:       # 3 GB, sparse: never read whole
+        f.truncate(3 * 2**30)
+    (folder / "ines").mkdir()
+    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "ines" / ESCAPED_NAME)
+    os.mkdir(os.fsencode(folder) + b"/rene")
+    shutil.copy(SOLUTIONS / "gradients_solution.py", os.fsencode(folder) + b"/rene/" + LATIN1_NAME)
     shutil.rmtree(VICTIM, ignore_errors=True)
     VICTIM.mkdir()
     (VICTIM / "keep.txt").write_text("the instructor's file")
-    alice = (folder / "alice.py").read_text()
-    before = {p.name for p in Path("/tmp").glob("numpy_mamba_grade_*")}
-    grades = tmp_path_factory.mktemp("out") / "grades.csv"
-    os.environ[SECRET] = "s3cret-value"
-    try:
-        status = main([str(folder), "--csv", str(grades), "--time-limit", "5", "--memory-limit", "512"])
-    finally:
-        del os.environ[SECRET]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(0, 4096, 0o1600)                       # the grader's user keeps something here
+    address = libc.shmat(segment, None, 0)
+    ctypes.memmove(address, b"kept", 4)
+    segments, nice = _shm_segments(), os.getpriority(os.PRIO_PROCESS, 0)
+    grades, temporary = tmp_path_factory.mktemp("out") / "grades.csv", tmp_path_factory.mktemp("tmp")
+    done = subprocess.run([sys.executable, "-m", "numpy_mamba", "grade", str(folder), "--csv", str(grades),
+                           "--time-limit", "5", "--memory-limit", "512"], capture_output=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(temporary), **{SECRET: "s3cret-value"}))
     time.sleep(1.0)                                      # a process that outlived the run would act now
+    kept = ctypes.string_at(address, 4)
+    libc.shmdt(ctypes.c_void_p(address))
+    libc.shmctl(segment, 0, None)                                # IPC_RMID
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
-    after = {p.name for p in Path("/tmp").glob("numpy_mamba_grade_*")}
-    yield status, rows, folder, alice, after - before
+    yield dict(status=done.returncode, rows=rows, grades=grades, left=list(temporary.iterdir()), text=grades.read_text(),
+               printed=done.stdout + done.stderr, kept=kept, segments=_shm_segments() - segments,
+               nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)))
     shutil.rmtree(VICTIM, ignore_errors=True)
 
 
-def test_the_class_run_completes_with_its_csv(class_run):
-    status, rows, *_ = class_run
-    assert status == 1
-    assert set(rows) == set(ATTACKS) | {"alice.py", "mallory.py"}
-    assert rows["alice.py"]["status"] == "passed" and rows["alice.py"]["points"] == "10"
+def test_the_class_run_completes_with_its_csv_and_says_where(class_run):
+    assert class_run["status"] == 1, class_run["printed"][-2000:]
+    assert len(class_run["rows"]) == len(ATTACKS) + len(HONEST) + 5
+    assert f"wrote {class_run['grades']} ({len(class_run['rows'])} submissions)".encode() in class_run["printed"]
+
+
+@pytest.mark.parametrize("filename", sorted(HONEST))
+def test_every_honest_file_gets_its_own_grade(class_run, filename):
+    """What it gets graded alone (its status and points), whatever its classmates did."""
+    _, status, points = HONEST[filename]
+    row = class_run["rows"][filename]
+    assert (row["status"], row["points"]) == (status, points), row
 
 
 @pytest.mark.parametrize("filename", sorted(ATTACKS))
 def test_each_attack_is_refused_with_its_reason(class_run, filename):
-    _, rows, *_ = class_run
-    row, (column, words) = rows[filename], ATTACKS[filename]
+    row, (column, words) = class_run["rows"][filename], ATTACKS[filename]
     text = row["error"] if column == "error" else row[f"{column}_hint"]
     assert words in text, (filename, row)
     assert row["points"] == "0" and row["status"] != "passed", (filename, row)
 
 
-def test_a_symlink_leaving_the_folder_is_not_graded(class_run):
-    _, rows, *_ = class_run
+def test_complex_step_is_stopped_by_the_budget_where_a_budget_can_stop_it(class_run):
+    """Exact to rounding, so only the budget stops it: on W_B and W_C (961 coordinates at the
+    paper's size); w has 31 coordinates, which no budget tells from a derivation
+    (tutorials/INSTRUCTORS.md): its 4 points stand."""
+    row = class_run["rows"]["cheat_complex_step.py"]
+    for name in ("grad_W_C", "grad_W_B"):
+        assert row[f"{name}_status"] == "FAIL" and "used more than its CPU budget" in row[f"{name}_hint"], row
+    assert row["grad_w_status"] == "pass" and row["points"] == "4"
+
+
+def test_files_the_parent_cannot_read_or_name_each_get_a_row(class_run):
+    """A symlink out, a 3 GB file (measured, never read), a name with escape sequences and one
+    that is not UTF-8: each its row, the last two graded as any other file."""
+    rows = class_run["rows"]
     assert "symbolic link to a file outside" in rows["mallory.py"]["error"] and rows["mallory.py"]["points"] == "0"
+    assert rows["gradients.py"]["status"] == "not graded" and "larger than 1 MB" in rows["gradients.py"]["error"]
+    escaped = [r for name, r in rows.items() if "report.py" in name]
+    assert len(escaped) == 1 and escaped[0]["points"] == "10" and "\\x1b[2J" in escaped[0]["submission"]
+    latin = [r for name, r in rows.items() if name == "ren\\xe9e.py"]
+    assert len(latin) == 1 and latin[0]["points"] == "10" and "ren\\xe9e.py" in latin[0]["submission"]
 
 
 def test_nothing_outside_is_touched(class_run):
-    """The victim folder keeps its file and gets none; alice's file is unchanged; every
-    temporary folder of the run is gone (the deep tree and read-only files included)."""
-    _, rows, folder, alice, left = class_run
+    """The victim folder keeps its file and gets none; every temporary folder of the run is gone;
+    the grader's user's shared memory keeps its value and gets no segment; its priority stands."""
     assert sorted(p.name for p in VICTIM.iterdir()) == ["keep.txt"]
-    assert (folder / "alice.py").read_text() == alice
-    assert left == set(), f"temporary folders left behind: {left}"
+    assert class_run["left"] == [], f"temporary folders left behind: {class_run['left']}"
+    assert class_run["kept"] == b"kept" and class_run["segments"] == set()
+    assert class_run["nice"][0] == class_run["nice"][1]
 
 
-def test_no_secret_and_no_control_character_reaches_the_csv(class_run):
-    _, rows, folder, *_ = class_run
-    text = "\n".join(v for r in rows.values() for v in r.values())
+def test_no_secret_no_control_character_and_no_formula_reaches_the_csv_or_the_terminal(class_run):
+    text, printed = class_run["text"], class_run["printed"]
     assert "s3cret-value" not in text and SECRET not in text and "root:x:0:0" not in text
-    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    for character in ("\x1b", "\u202e", "\x07"):
+        assert character not in text, character
+        assert character.encode() not in printed, printed[max(0, printed.find(character.encode()) - 300):][:600]
+    cells = [cell for row in csv.reader(text.splitlines()) for cell in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], "a formula reached the CSV"
+
+
+def test_a_flat_class_folder_gives_each_helper_to_its_own_submission_only(tmp_path):
+    """alice's _alice_core.py, mallory importing it, and 20 junk helpers: alice passes, mallory
+    cannot import it."""
+    for name in ("alice.py", "_alice_core.py", "mallory.py"):
+        shutil.copy(STUDENTS / "flat" / name, tmp_path / name)
+    for k in range(20):
+        (tmp_path / f"_junk{k:02d}.py").write_text("X = 1\n")
+    grades = tmp_path / "out" / "grades.csv"
+    assert main([str(tmp_path), "--csv", str(grades)]) == 1
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
+    assert rows["alice.py"]["points"] == "10"
+    assert rows["mallory.py"]["points"] == "0" and "No module named '_alice_core'" in rows["mallory.py"]["error"]
+
+
+def test_results_json_keeps_a_submissions_markdown_inert(tmp_path, capsys):
+    """A message that closes the code block and writes a fake "All tests passed", a link and an
+    image stays inside a code block longer than any run of backticks in it."""
+    shutil.copy(STUDENTS / "cheat_markdown.py", tmp_path / "gradients.py")
+    results = tmp_path / "results.json"
+    assert main([str(tmp_path / "gradients.py"), "--json", str(results)]) == 1
+    for text in [t["output"] for t in json.loads(results.read_text())["tests"]]:
+        fence = text.split("\n", 1)[0]
+        assert set(fence) == {"`"} and text.endswith("\n" + fence) and text.count(fence) == 2
+        assert all(len(run) < len(fence) for run in text[len(fence):-len(fence)].split("\n") if set(run) == {"`"})
 
 
 def test_a_file_defining_every_exercise_is_graded_as_one(tmp_path, capsys):

@@ -225,10 +225,12 @@ def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submi
     if out.defined is None:
         graded.import_error = out.import_error
         return graded
-    if prepared.budget in wanted:
+    if prepared.budget in wanted:                           # entries with a part passing the small problems
         limits = session.budget_limits(exercise)
         for entry in [e for e in exercise.entries if out.defined.get(e) == "function"]:
-            if all(out.calls.get((entry, k)) is not None and out.calls[(entry, k)].returned for k in small):
+            calls = {k: out.calls.get((entry, k)) for k in small}
+            if any(grade_function(prepared, f.name, calls, small, 0.0).status == "pass"
+                   for f in exercise.functions if f.called == entry):
                 extra = _run(job_of, [entry], [prepared.budget], folder, session, limits, sub)
                 out.calls.update({key: replace(c, error=_budget_message(c.error, limits))
                                   for key, c in extra.calls.items()})
@@ -238,13 +240,15 @@ def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submi
 
 def _shares(prepared, f, wanted: list) -> list:
     """[(group, problem indices, points)] of function ``f``: its points split between the public
-    and the hidden problems by their numbers ("" when none is hidden)."""
+    and the hidden problems by their numbers ("" when none is hidden); the paper-size problem's
+    budget counts in both, so that no share is earned over it."""
     if not any(prepared.hidden):
         return [("", wanted, float(f.points))]
     hidden = round(f.points * sum(prepared.hidden) / len(prepared.problems), 2)
+    budget = [prepared.budget] if prepared.budget in wanted else []    # a budget holds in both groups
     groups = [("public", [k for k in wanted if not prepared.hidden[k]], f.points - hidden),
               ("hidden", [k for k in wanted if prepared.hidden[k]], hidden)]
-    return [g for g in groups if g[1]]
+    return [(g, ks + budget if g == "hidden" else ks, p) for g, ks, p in groups if ks]
 
 
 def _results(prepared, f, out: _Calls, wanted: list) -> list:

@@ -150,7 +150,7 @@ def class_table(subs, names: list, flags: dict | None = None) -> str:
             lines += textwrap.wrap(clean(f"{label}: {name}: {hint}", 400), 110, subsequent_indent="    ")
     for label, s in zip(labels, subs):
         if flags and flags.get(s.path):
-            lines.append(f"similar code (for you, not a score): {label}: {flags[s.path]}")
+            lines.append(f"similar code (for you, not a score): {label}: {clean(flags[s.path], 400)}")
     return "\n".join(lines)
 
 

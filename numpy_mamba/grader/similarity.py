@@ -21,6 +21,8 @@ import keyword
 import tokenize
 from functools import lru_cache
 
+from .sandbox import shown
+
 WINDOW = 16                     # tokens per window
 REFERENCE_FLAG = 0.5            # share of a submission's windows found in the package's reference
 PAIR_FLAG = 0.8                 # share of the smaller file's windows two submissions have in common
@@ -101,7 +103,7 @@ def flags(subs) -> dict:
             for j, other in enumerate(sets):
                 smaller = mine if len(mine) <= len(other) else other
                 if j != i and smaller and len(mine & other) / len(smaller) >= PAIR_FLAG:
-                    notes.append(f"{members[j].path.name} {len(mine & other) / len(smaller):.2f}")
+                    notes.append(f"{shown(members[j].path.name)} {len(mine & other) / len(smaller):.2f}")
             if notes:
                 found[s.path] = "; ".join(notes)
     return found

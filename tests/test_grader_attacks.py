@@ -1,9 +1,9 @@
-"""A class of honest submissions with every attack on the grader among them, graded as one run
-(each student in a folder of their own, as an LMS exports a class): every honest file gets the
-grade it gets alone, every attack is refused with its reason (0 points), nothing outside the
-children's working directories is touched, and the run ends with its CSV.  Then the attacks that
-need a file made here: a flat class folder, a file too large to read, names no terminal should
-print, and results.json of a submission that writes Markdown.
+"""A class of honest submissions with every cheat file of tests/student_files/ among them, graded
+as one run (each student in a folder of their own, as an LMS exports a class): every honest file
+gets the grade it gets alone, every attack earns no marks and is refused with its reason, nothing
+outside the children's working directories is touched, and the run ends with its CSV.  The same
+replay runs at every tier in tests/test_grader_tiers.py.  Then the attacks that need a file made
+here: a flat class folder, and results.json of a submission that writes Markdown.
 
 A failure here means a submission earned marks it did not, harmed the instructor (files,
 secrets, memory, the terminal, the spreadsheet, the grader's processes) or a classmate, or
@@ -77,32 +77,30 @@ HONEST = {
 }
 
 
+# every cheat file earns 0, but for its honest parts: cheat_exit_call's grad_W_B, and the 4 points
+# of grad_w that no budget tells from complex step (tutorials/INSTRUCTORS.md)
+HONEST_PARTS = {"cheat_exit_call.py": "3", "cheat_complex_step.py": "4"}
+CHEATS = sorted(p.name for p in STUDENTS.glob("cheat_*.py"))
+SPECIAL = 4                                              # a symlink out, a 3 GB file, two hostile names
+
+
 def _student(folder: Path, name: str, source: Path) -> None:
-    """A student's folder holding ``source`` as ``name``, with every helper a student file uses."""
+    """A student's folder holding ``source`` as ``name`` (a symlink stays one), with every helper a
+    student file uses."""
     home = folder / Path(name).stem
     home.mkdir()
-    shutil.copy(source, home / name)
+    shutil.copy(source, home / name, follow_symlinks=False)
     for helper in HELPERS:
         shutil.copy(STUDENTS / helper, home / helper)
 
 
-def _shm_segments() -> set:
-    with open("/proc/sysvipc/shm") as f:
-        return {line.split()[1] for line in f.readlines()[1:]}
-
-
-@pytest.fixture(scope="module")
-def class_run(tmp_path_factory):
-    """The class above, a symlink to the solution, a 3 GB file, two hostile names, a System V
-    segment of the grader's user holding a value, and the victim folder; graded once with --csv.
-    Returns (exit status, CSV rows, the run's output, the segment's value after the run, ...)."""
-    folder = tmp_path_factory.mktemp("class") / "submissions"
-    folder.mkdir()
-    for name in ATTACKS:
+def build_class(folder: Path) -> None:
+    """Every cheat file, the honest files, a symlink to the solution, a 3 GB file and two hostile
+    names, each student in a folder of their own under ``folder``."""
+    for name in CHEATS:
         _student(folder, name, STUDENTS / name)
     for name, (source, _, _) in HONEST.items():
         _student(folder, name, (SOLUTIONS / source) if source else STUDENTS / name)
-    _student(folder, "cheat_complex_step.py", STUDENTS / "cheat_complex_step.py")
     (folder / "mallory").mkdir()
     (folder / "mallory" / "mallory.py").symlink_to(SOLUTIONS / "gradients_solution.py")
     (folder / "huge").mkdir()
@@ -112,6 +110,25 @@ def class_run(tmp_path_factory):
     shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "ines" / ESCAPED_NAME)
     os.mkdir(os.fsencode(folder) + b"/rene")
     shutil.copy(SOLUTIONS / "gradients_solution.py", os.fsencode(folder) + b"/rene/" + LATIN1_NAME)
+
+
+def _shm_segments() -> set:
+    with open("/proc/sysvipc/shm") as f:
+        return {line.split()[1] for line in f.readlines()[1:]}
+
+
+def _run(command: list, env: dict):
+    return subprocess.run(command, capture_output=True, timeout=900, env=env)
+
+
+def replay(folder: Path, out: Path, command: list, env: dict, runner=_run) -> dict:
+    """Grade ``folder`` with ``command`` (the grade command up to its paths) into out/grades.csv,
+    TMPDIR out/tmp, next to a victim folder and a System V segment of the grader's user holding a
+    value; ``runner(command, env)`` runs it.  Returns what the run did and what it left."""
+    grades, temporary = out / "grades.csv", out / "tmp"
+    temporary.mkdir(parents=True)
+    for reached in (out, temporary):                             # the sandbox user reaches its folder there
+        os.chmod(reached, 0o711)
     shutil.rmtree(VICTIM, ignore_errors=True)
     VICTIM.mkdir()
     (VICTIM / "keep.txt").write_text("the instructor's file")
@@ -121,24 +138,58 @@ def class_run(tmp_path_factory):
     address = libc.shmat(segment, None, 0)
     ctypes.memmove(address, b"kept", 4)
     segments, nice = _shm_segments(), os.getpriority(os.PRIO_PROCESS, 0)
-    grades, temporary = tmp_path_factory.mktemp("out") / "grades.csv", tmp_path_factory.mktemp("tmp")
-    done = subprocess.run([sys.executable, "-m", "numpy_mamba", "grade", str(folder), "--csv", str(grades),
-                           "--time-limit", "5", "--memory-limit", "512"], capture_output=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(temporary), **{SECRET: "s3cret-value"}))
-    time.sleep(1.0)                                      # a process that outlived the run would act now
-    kept = ctypes.string_at(address, 4)
-    libc.shmdt(ctypes.c_void_p(address))
-    libc.shmctl(segment, 0, None)                                # IPC_RMID
-    rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
-    yield dict(status=done.returncode, rows=rows, grades=grades, left=list(temporary.iterdir()), text=grades.read_text(),
-               printed=done.stdout + done.stderr, kept=kept, segments=_shm_segments() - segments,
-               nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)))
-    shutil.rmtree(VICTIM, ignore_errors=True)
+    try:
+        done = runner(command + [str(folder), "--csv", str(grades), "--time-limit", "5", "--memory-limit", "512"],
+                      dict(env, TMPDIR=str(temporary), **{SECRET: "s3cret-value"}))
+        time.sleep(1.0)                                  # a process that outlived the run would act now
+        kept = ctypes.string_at(address, 4)
+        victim = sorted(p.name for p in VICTIM.iterdir())
+    finally:
+        libc.shmdt(ctypes.c_void_p(address))
+        libc.shmctl(segment, 0, None)                            # IPC_RMID
+        shutil.rmtree(VICTIM, ignore_errors=True)
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())} if grades.exists() else {}
+    return dict(status=done.returncode, rows=rows, grades=grades, left=list(temporary.iterdir()),
+                text=grades.read_text() if grades.exists() else "", printed=done.stdout + done.stderr,
+                kept=kept, segments=_shm_segments() - segments, nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)),
+                victim=victim)
 
 
-def test_the_class_run_completes_with_its_csv_and_says_where(class_run):
-    assert class_run["status"] == 1, class_run["printed"][-2000:]
-    assert len(class_run["rows"]) == len(ATTACKS) + len(HONEST) + 5
+def assert_no_marks_and_no_harm(run: dict) -> None:
+    """The replay's verdict at any tier: the run ended with every row; each honest file has its
+    grade, each cheat file no marks; nothing outside was touched; no secret, control character or
+    formula reached the CSV or the terminal."""
+    rows, text, printed = run["rows"], run["text"], run["printed"]
+    assert run["status"] == 1 and len(rows) == len(CHEATS) + len(HONEST) + SPECIAL, printed[-3000:]
+    for name, (_, status, points) in HONEST.items():
+        assert (rows[name]["status"], rows[name]["points"]) == (status, points), rows[name]
+    for name in CHEATS:
+        assert rows[name]["points"] == HONEST_PARTS.get(name, "0") and rows[name]["status"] != "passed", rows[name]
+    assert run["victim"] == ["keep.txt"] and run["left"] == [] and run["kept"] == b"kept" and not run["segments"]
+    assert run["nice"][0] == run["nice"][1]
+    assert "s3cret-value" not in text and SECRET not in text
+    for character in ("\x1b", "\u202e", "\x07"):
+        assert character not in text and character.encode() not in printed, character
+    cells = [cell for row in csv.reader(text.splitlines()) for cell in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], "a formula reached the CSV"
+
+
+@pytest.fixture(scope="module")
+def class_run(tmp_path_factory):
+    """The class, graded once at this machine's full tier (Landlock ABI 7, root)."""
+    folder = tmp_path_factory.mktemp("class") / "submissions"
+    folder.mkdir()
+    build_class(folder)
+    return replay(folder, tmp_path_factory.mktemp("out"), [sys.executable, "-m", "numpy_mamba", "grade"],
+                  dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_no_marks_and_no_harm_at_the_full_tier(class_run):
+    assert_no_marks_and_no_harm(class_run)
+    assert "root:x:0:0" not in class_run["text"]                # Landlock: not even /etc/passwd
+
+
+def test_the_class_run_says_where_it_wrote(class_run):
     assert f"wrote {class_run['grades']} ({len(class_run['rows'])} submissions)".encode() in class_run["printed"]
 
 
@@ -178,25 +229,6 @@ def test_files_the_parent_cannot_read_or_name_each_get_a_row(class_run):
     assert len(escaped) == 1 and escaped[0]["points"] == "10" and "\\x1b[2J" in escaped[0]["submission"]
     latin = [r for name, r in rows.items() if name == "ren\\xe9e.py"]
     assert len(latin) == 1 and latin[0]["points"] == "10" and "ren\\xe9e.py" in latin[0]["submission"]
-
-
-def test_nothing_outside_is_touched(class_run):
-    """The victim folder keeps its file and gets none; every temporary folder of the run is gone;
-    the grader's user's shared memory keeps its value and gets no segment; its priority stands."""
-    assert sorted(p.name for p in VICTIM.iterdir()) == ["keep.txt"]
-    assert class_run["left"] == [], f"temporary folders left behind: {class_run['left']}"
-    assert class_run["kept"] == b"kept" and class_run["segments"] == set()
-    assert class_run["nice"][0] == class_run["nice"][1]
-
-
-def test_no_secret_no_control_character_and_no_formula_reaches_the_csv_or_the_terminal(class_run):
-    text, printed = class_run["text"], class_run["printed"]
-    assert "s3cret-value" not in text and SECRET not in text and "root:x:0:0" not in text
-    for character in ("\x1b", "\u202e", "\x07"):
-        assert character not in text, character
-        assert character.encode() not in printed, printed[max(0, printed.find(character.encode()) - 300):][:600]
-    cells = [cell for row in csv.reader(text.splitlines()) for cell in row]
-    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], "a formula reached the CSV"
 
 
 def test_a_flat_class_folder_gives_each_helper_to_its_own_submission_only(tmp_path):

@@ -10,6 +10,8 @@ import json
 import os
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,50 @@ def test_a_dead_fork_server_is_replaced():
     SERVER.process.kill()
     SERVER.process.wait()
     assert grade_submission(SOLUTIONS / "gating_solution.py", session).passed
+
+
+def test_a_fork_that_fails_fails_one_submission_and_keeps_the_server():
+    """The fork server's next fork refused (a pids cgroup of one process: EAGAIN, as under a
+    thread or process limit): that submission fails as the grader's error, and the next one is
+    graded by the same server, which was not reset."""
+    from numpy_mamba.grader.grade import Limits, Session, grade_submission
+    from numpy_mamba.grader.sandbox.parent import SERVER
+    session = Session(0, Limits(5.0, 512))
+    assert grade_submission(SOLUTIONS / "gating_solution.py", session).passed
+    server, pids = SERVER.process.pid, Path("/sys/fs/cgroup/pids")
+    group = pids / f"numpy_mamba_test_{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "cgroup.procs").write_text(str(server))
+        (group / "pids.max").write_text("1")
+        refused = grade_submission(SOLUTIONS / "gating_solution.py", session)
+        assert "could not start a process for this submission: Resource temporarily unavailable" in refused.grader_error
+        assert refused.points == 0 and not refused.passed
+        (group / "pids.max").write_text("max")
+        assert grade_submission(SOLUTIONS / "gating_solution.py", session).passed and SERVER.process.pid == server
+    finally:
+        (pids / "cgroup.procs").write_text(str(server))
+        group.rmdir()
+
+
+def test_a_full_disk_fails_the_submission_it_stops_and_the_class_goes_on(tmp_path):
+    """The temporary folders on a 512 KB file system (a mount namespace: nothing else sees it):
+    a 700 KB submission cannot be copied and fails with the reason; its classmate is graded; the
+    CSV is written."""
+    folder = tmp_path / "class"
+    for name in ("alice", "bloated"):
+        (folder / name).mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "alice" / "alice.py")
+    padding = "# " + "x" * 98 + "\n"
+    (folder / "bloated" / "bloated.py").write_text((SOLUTIONS / "gradients_solution.py").read_text() + padding * 7000)
+    small = tmp_path / "small"
+    small.mkdir()
+    script = 'mount -t tmpfs -o size=512k tmpfs "$1" && shift && exec "$@"'
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script, "x", str(small),
+                           sys.executable, "-m", "numpy_mamba", "grade", str(folder), "--jobs", "1", "--csv",
+                           str(tmp_path / "grades.csv")], capture_output=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(small)))
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert done.returncode == 1, done.stderr
+    assert rows["alice.py"]["points"] == "10"
+    assert rows["bloated.py"]["status"] == "not graded" and "No space left on device" in rows["bloated.py"]["error"]

@@ -38,14 +38,20 @@ CORRECT = [SOLUTIONS / "gating_solution.py", SOLUTIONS / "gradients_solution.py"
            SOLUTIONS / "stack_solution.py", STUDENTS / "correct_stack.py", STUDENTS / "correct_from_the_paper.py"]
 
 
-def test_correct_implementations_pass(session):
+@pytest.fixture(scope="module")
+def correct(session):
+    """Every correct file graded (correct_naive.py, which defines two exercises, once as each)."""
+    subs = grade_many(CORRECT + [STUDENTS / "correct_naive.py"], session, jobs=2)
+    return subs + [grade_submission(STUDENTS / "correct_naive.py", session, "gating"),
+                   grade_submission(STUDENTS / "correct_naive.py", session, "gradients")]
+
+
+def test_correct_implementations_pass(correct):
     """A failure means the grader fails a mathematically correct function, or the sandbox took
     away a helper the hand-out allows (numpy_mamba.gating, model.scores, a helper module; for the
     stack, layer_forward, LayerParams and numpy_mamba.layer.gates).  correct_naive.py defines two
     exercises, so it is graded once as each."""
-    subs = grade_many(CORRECT + [STUDENTS / "correct_naive.py"], session, jobs=2)
-    subs += [grade_submission(STUDENTS / "correct_naive.py", session, "gating"),
-             grade_submission(STUDENTS / "correct_naive.py", session, "gradients")]
+    subs = correct
     assert "several exercises (gating, gradients)" in subs[len(CORRECT)].problem
     for sub in subs[:len(CORRECT)] + subs[len(CORRECT) + 1:]:
         defined = [r for r in sub.results if r.defined]
@@ -102,9 +108,15 @@ EXPECTED = [
 ]
 
 
+# exact to rounding on the small problems, so only the budget stops them
+PER_COORDINATE = {"cheat_linear_differences.py": ("grad_W_C", "grad_W_B"),
+                  "cheat_complex_step.py": ("grad_W_C", "grad_W_B"), "cheat_dual_numbers.py": ("grad_W_C", "grad_W_B"),
+                  "cheat_stack_complex_step.py": ("dH", "dW_B", "dW_C", "dW")}
+
+
 @pytest.fixture(scope="module")
 def graded(session):
-    files = sorted({STUDENTS / f for f, *_ in EXPECTED})
+    files = sorted({STUDENTS / f for f, *_ in EXPECTED} | {STUDENTS / f for f in PER_COORDINATE})
     before = (STUDENTS / "correct_common.py").read_text()
     subs = {sub.path.name: sub for sub in grade_many(files, session, jobs=2)}
     assert (STUDENTS / "correct_common.py").read_text() == before, "a submission changed another's file"
@@ -231,3 +243,26 @@ def test_helpers_next_to_a_copied_submission_and_paths_with_spaces(session, tmp_
     shutil.copy(STUDENTS / "_common.py", folder / "_common.py")
     shutil.copy(STUDENTS / "correct_common.py", folder / "my gradients.py")
     assert grade_submission(folder / "my gradients.py", session).passed
+
+
+def _budget_rows(sub) -> dict:
+    """{function: its row on the paper-size problem (public group)}."""
+    return {r.name: row for r in sub.results if r.group == "public" for row in r.rows if "CPU budget" in row.problem}
+
+
+def test_the_budget_passes_every_derivation_and_stops_every_per_coordinate_method(correct, graded):
+    """At the paper's size (d = 30, B = 64, l = 20; 961 coordinates in W_B and in W_C, 41,664 in
+    the stack's dH), every analytic file we have is within its CPU budget (Python loops over the
+    batch included) and differences with a large step (exact where F is linear in the
+    parameter), complex step and dual numbers, which need a forward pass per coordinate, are not.  No time is asserted: each row
+    says pass or over the budget; ``pytest -s`` prints the CPU seconds."""
+    for sub in correct[:len(CORRECT)] + correct[len(CORRECT) + 1:]:
+        for name, row in _budget_rows(sub).items():
+            print(f"{sub.path.name:<28}{name:<10} CPU {row.cpu:.3f} s (ok)")
+            assert row.ok and row.cpu > 0, (sub.path.name, name, row)
+    for filename, names in PER_COORDINATE.items():
+        results = _results(graded[filename])
+        for name in names:
+            assert results[name].status == "FAIL" and "used more than its CPU budget" in results[name].hint, (
+                filename, name, results[name].hint)
+            print(f"{filename:<28}{name:<10} over the budget: {results[name].hint[:60]}")

@@ -221,3 +221,50 @@ def test_a_broken_declaration_is_the_graders_failure_exit_3(tmp_path, capsys):
         assert "internal error" in capsys.readouterr().err
     finally:
         EXERCISES.pop("broken_declaration", None)
+
+
+def _notebook(*cells) -> str:
+    """An .ipynb of ("markdown" | "code", source) cells, as Jupyter saves it (sources as lists of lines)."""
+    return json.dumps({"cells": [{"cell_type": kind, "metadata": {}, "source": text.splitlines(keepends=True),
+                                  **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+                                 for kind, text in cells],
+                       "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebook_is_graded_exactly_as_its_code_and_ipython_lines_are_refused_by_cell(tmp_path, capsys):
+    """The .ipynb of a solution (its code split over cells, markdown between them) gets the .py's
+    report; a magic or a shell line is refused, naming its cell; a file that is not a notebook says so."""
+    solution = (SOLUTIONS / "gradients_solution.py").read_text()
+    head, tail = solution.split("\ndef grad_W_B", 1)
+    (tmp_path / "gradients.ipynb").write_text(_notebook(("markdown", "# My answers\n$G_i$"), ("code", head),
+                                                        ("markdown", "next"), ("code", "def grad_W_B" + tail)))
+    assert main([str(tmp_path / "gradients.ipynb")]) == 0
+    from_notebook = capsys.readouterr().out
+    assert main([str(SOLUTIONS / "gradients_solution.py")]) == 0
+    from_py = capsys.readouterr().out
+    assert from_notebook.splitlines()[1:] == from_py.splitlines()[1:] and "ALL PASSED" in from_notebook
+    (tmp_path / "gradients.ipynb").write_text(_notebook(("code", "import numpy as np\n!pip install torch"),
+                                                        ("code", solution)))
+    assert main([str(tmp_path / "gradients.ipynb")]) == 2
+    assert "cell 1 (starting 'import numpy as np') holds IPython syntax, not Python: '!pip install torch'" in \
+        capsys.readouterr().err
+    (tmp_path / "gradients.ipynb").write_text("not json")
+    assert main([str(tmp_path / "gradients.ipynb")]) == 2
+    assert "not a Jupyter notebook" in capsys.readouterr().err
+
+
+def test_a_students_run_grades_the_public_problems_and_counts_the_hidden(capsys):
+    """By default the kink and saturated problems are hidden: a student's own run leaves them out
+    and says how many the autograder adds; --all-problems and --hidden none show them."""
+    assert main([str(SOLUTIONS / "gradients_solution.py")]) == 0
+    out = capsys.readouterr().out
+    assert "hinge's kink" not in out and "saturated" not in out and "adds 2 hidden problems" in out
+    assert main([str(SOLUTIONS / "gradients_solution.py"), "--all-problems"]) == 0
+    out = capsys.readouterr().out
+    assert "hinge's kink" in out and "(hidden problems)" in out and "points: 10 / 10" in out
+    assert main([str(SOLUTIONS / "gradients_solution.py"), "--hidden", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "hinge's kink" in out and "hidden" not in out and "points: 10 / 10" in out
+    with pytest.raises(SystemExit):
+        main([str(SOLUTIONS / "gradients_solution.py"), "--hidden", "nope"])
+    assert "expected problem-name prefixes" in capsys.readouterr().err

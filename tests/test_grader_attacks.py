@@ -77,9 +77,10 @@ HONEST = {
 }
 
 
-# every cheat file earns 0, but for its honest parts: cheat_exit_call's grad_W_B, and the 4 points
-# of grad_w that no budget tells from complex step (tutorials/INSTRUCTORS.md)
-HONEST_PARTS = {"cheat_exit_call.py": "3", "cheat_complex_step.py": "4"}
+# every cheat file earns 0, but for what the grader cannot tell from a derivation
+# (tutorials/INSTRUCTORS.md): cheat_exit_call's grad_W_B, which is honest; complex step on w's 31
+# coordinates; differences over every coordinate at once, vectorised, within the budget
+UNSTOPPED = {"cheat_exit_call.py": "3", "cheat_complex_step.py": "4", "cheat_vectorized_differences.py": "6"}
 CHEATS = sorted(p.name for p in STUDENTS.glob("cheat_*.py"))
 SPECIAL = 4                                              # a symlink out, a 3 GB file, two hostile names
 
@@ -164,7 +165,8 @@ def assert_no_marks_and_no_harm(run: dict) -> None:
     for name, (_, status, points) in HONEST.items():
         assert (rows[name]["status"], rows[name]["points"]) == (status, points), rows[name]
     for name in CHEATS:
-        assert rows[name]["points"] == HONEST_PARTS.get(name, "0") and rows[name]["status"] != "passed", rows[name]
+        assert rows[name]["points"] == UNSTOPPED.get(name, "0"), rows[name]
+        assert rows[name]["status"] != "passed" or name in UNSTOPPED, rows[name]
     assert run["victim"] == ["keep.txt"] and run["left"] == [] and run["kept"] == b"kept" and not run["segments"]
     assert run["nice"][0] == run["nice"][1]
     assert "s3cret-value" not in text and SECRET not in text

@@ -28,7 +28,7 @@ from numpy_mamba.grader.grade import Limits, Session, grade_submission
 from numpy_mamba.grader.kit import build
 from numpy_mamba.grader.registry import all_exercises
 from numpy_mamba.grader.sandbox import kernel, seccomp
-from numpy_mamba.grader.sandbox.parent import readable_paths
+from numpy_mamba.grader.sandbox.kernel import readable_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = ROOT / "numpy_mamba" / "grader" / "sandbox" / "child.py"

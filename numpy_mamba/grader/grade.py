@@ -20,20 +20,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import sandbox
+from .children import Calls, SandboxFailed, budget_message, run_calls
 from .compare import Result, grade_function
 from .files import helpers_of, inside, source_of
 from .problems import forward_seconds
 from .registry import all_exercises, identify, prepare, top_level_names
-from .sandbox import Call, StagingError, read_source, shown
+from .sandbox import StagingError, read_source, shown
 
 
 class GraderError(Exception):
     """The grader itself could not grade (an exercise could not be prepared): not the student's fault."""
-
-
-class SandboxFailed(Exception):
-    """A child could not be started for one file (a fork refused, a confinement the kernel
-    would not apply): that file fails, as the grader's failure, and the others are graded."""
 
 
 @dataclass(frozen=True)
@@ -137,78 +133,6 @@ def _syntax_message(exc: SyntaxError) -> str:
     return f"SyntaxError: {exc.msg} (line {exc.lineno}: {line})" if exc.lineno else f"SyntaxError: {exc.msg}"
 
 
-def _stopped(run, limits: sandbox.Limits, doing: str = "running it") -> str:
-    if run.ended == "time limit":
-        return (f"did not finish within the time limit ({limits.cpu:g} s of CPU time for importing the file and "
-                f"every call) while {doing}: an endless loop?")
-    if run.ended.startswith("malformed"):
-        return f"the grader stopped the process while {doing}: it wrote to the grader's result channel ({run.ended})"
-    if run.ended in ("wall-clock limit", "output limit", "disk limit"):
-        return f"the grader stopped the process while {doing}: it passed its {run.ended}"
-    return f"the process ended while {doing} ({run.ended}): os._exit, a signal, or a crash"
-
-
-def _note(run) -> str:
-    return "time limit" if run.ended == "time limit" else "stopped" if run.ended else "process ended"
-
-
-@dataclass
-class _Calls:
-    """What the children of one exercise run did: {(entry, problem index): Call}, which entries
-    the file defines (None until it imported), its import error, its output."""
-
-    calls: dict = field(default_factory=dict)
-    defined: dict | None = None
-    import_error: str = ""
-
-
-def _run(job_of, todo: list, indices: list, folder, session: Session, limits, sub: Submission) -> _Calls:
-    """Run ``todo`` (entries) on problems ``indices``, a fresh child whenever a call ends one."""
-    out = _Calls()
-
-    def finished(name):
-        mine = [out.calls.get((name, k)) for k in indices]
-        return any(c is not None and not c.returned for c in mine) or all(c is not None for c in mine)
-
-    for _ in range(len(todo) + 1):                          # each child finishes >= 1 function
-        run = sandbox.run(job_of(todo, indices), folder, session.isolation, limits)
-        sub.output += run.output.decode("utf-8", "replace")
-        sub.output_bytes += run.output_bytes
-        if run.setup_error or run.ended == "setup time limit" or not run.ready:
-            raise SandboxFailed(f"the grader could not start the sandbox: {run.setup_error or run.ended}")
-        if not run.imported:
-            out.import_error = run.import_error or _stopped(run, limits, "importing the file")
-            break
-        out.defined = out.defined or run.defined
-        todo = [name for name in todo if out.defined.get(name) == "function"]
-        for (name, k), call in run.calls.items():
-            if "MemoryError" in call.error:
-                call = replace(call, error=call.error + f" [a submission may allocate at most {limits.memory_mb} MB]")
-            out.calls[(name, indices[k])] = replace(call, cpu=run.cpu) if len(indices) == 1 else call
-        if run.running is not None:
-            name, k = run.running
-            out.calls[(name, indices[k])] = Call(error=_stopped(run, limits), note=_note(run), cpu=run.cpu)
-        remaining = [name for name in todo if not finished(name)]
-        if remaining and len(remaining) == len(todo):       # no progress: do not start it again
-            for name in remaining:
-                k = next(k for k in indices if (name, k) not in out.calls)
-                out.calls[(name, k)] = Call(error=_stopped(run, limits, "between calls"), note=_note(run))
-            remaining = []
-        todo = remaining
-        if not todo:
-            break
-    return out
-
-
-def _budget_message(error: str, limits: sandbox.Limits) -> str:
-    if "time limit" not in error:
-        return error
-    return (f"used more than its CPU budget on the paper-size problem ({limits.cpu:.2f} s here, a few times what "
-            "an analytic solution with loops over the batch needs): a per-coordinate method (finite differences, "
-            "complex step, dual numbers) needs one forward pass per parameter; derive the gradient instead, and "
-            "vectorise over the batch if yours is analytic")
-
-
 def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submission) -> Graded:
     prepared = session.prepared(exercise)
     exercise = prepared.exercise
@@ -221,7 +145,7 @@ def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submi
         calls, arrays = prepared.calls(entries, indices)
         return sandbox.Job(staged, exercise.name, exercise.allowed, prepared.kit.source, prepared.kit.modules,
                            tuple(entries), calls, arrays)
-    out = _run(job_of, list(exercise.entries), small, folder, session, session.limits.child(), sub)
+    out = run_calls(job_of, list(exercise.entries), small, folder, session.isolation, session.limits.child(), sub)
     if out.defined is None:
         graded.import_error = out.import_error
         return graded
@@ -231,8 +155,8 @@ def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submi
             calls = {k: out.calls.get((entry, k)) for k in small}
             if any(grade_function(prepared, f.name, calls, small, 0.0).status == "pass"
                    for f in exercise.functions if f.called == entry):
-                extra = _run(job_of, [entry], [prepared.budget], folder, session, limits, sub)
-                out.calls.update({key: replace(c, error=_budget_message(c.error, limits))
+                extra = run_calls(job_of, [entry], [prepared.budget], folder, session.isolation, limits, sub)
+                out.calls.update({key: replace(c, error=budget_message(c.error, limits))
                                   for key, c in extra.calls.items()})
     graded.results = [r for f in exercise.functions for r in _results(prepared, f, out, wanted)]
     return graded
@@ -251,7 +175,7 @@ def _shares(prepared, f, wanted: list) -> list:
     return [(g, ks + budget if g == "hidden" else ks, p) for g, ks, p in groups if ks]
 
 
-def _results(prepared, f, out: _Calls, wanted: list) -> list:
+def _results(prepared, f, out: Calls, wanted: list) -> list:
     """The Results of function ``f``: one per group of problems (public, hidden) this run graded."""
     shares = _shares(prepared, f, wanted)
     state = (out.defined or {}).get(f.called, "missing")

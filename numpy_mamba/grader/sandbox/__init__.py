@@ -47,8 +47,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import image, kernel
-from .kernel import Isolation
-from .parent import Limits, readable_paths, run_child
+from .kernel import Isolation, readable_paths
+from .parent import Limits, run_child
 from .protocol import Call, ChildRun, Items, Other, arguments
 from .staging import MAX_HELPERS, MAX_SOURCE, Folder, StagingError, read_source, remove_tree, shown
 

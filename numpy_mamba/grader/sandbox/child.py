@@ -125,8 +125,8 @@ def _describe(exc: BaseException, directory: str) -> str:
 
 def _read_request(protocol) -> tuple:
     stream = protocol.FrameStream(0)
-    request = stream.json()
-    arrays = [stream.array() for _ in range(request["n_arrays"])]
+    request = stream.read(b"J")
+    arrays = [stream.read(b"A") for _ in range(request["n_arrays"])]
     os.close(0)
     return request, arrays
 

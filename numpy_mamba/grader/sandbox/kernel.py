@@ -26,7 +26,9 @@ import resource
 import signal
 import struct
 import sys
+import sysconfig
 from dataclasses import dataclass
+from functools import lru_cache
 
 try:                                                   # in the grader: a package
     from . import landlock, seccomp
@@ -37,6 +39,7 @@ FILE_LIMIT = 64 * 2**20         # RLIMIT_FSIZE: no file written by a submission 
 OPEN_FILES = 64                 # RLIMIT_NOFILE: descriptors (and so pipes) a child may hold
 SANDBOX_UID = 61000             # children run as SANDBOX_UID + slot (and that group) in the user tier
 MAX_ABI = "NUMPY_MAMBA_SANDBOX_MAX_ABI"
+PACKAGES_DIRS = ("site-packages", "dist-packages")
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
 
 
@@ -169,6 +172,30 @@ def _become(uid: int) -> None:
     os.setresuid(uid, uid, uid)
     if os.getuid() != uid or os.getgroups():
         raise OSError(errno.EPERM, f"could not become user {uid}")
+
+
+@lru_cache(maxsize=1)
+def readable_paths() -> tuple:
+    """(readable, listable): what every child may read, and folders it may only list."""
+    import numpy
+    import scipy
+    readable, listable = ["/dev/null", "/dev/urandom", "/etc/ld.so.cache"], []
+    for key in ("stdlib", "platstdlib"):
+        std = sysconfig.get_paths()[key]
+        if not os.path.isdir(std) or std in listable:
+            continue
+        entries = os.listdir(std)
+        if any(e in PACKAGES_DIRS for e in entries):     # the standard library without its packages
+            listable.append(std)
+            readable += [os.path.join(std, e) for e in entries if e not in PACKAGES_DIRS]
+        else:
+            readable.append(std)
+    readable.append(os.path.join(sys.base_prefix, "lib", f"python{sys.version_info[0]}{sys.version_info[1]}.zip"))
+    for module in (numpy, scipy):
+        folder = os.path.dirname(os.path.realpath(module.__file__))
+        listable.append(os.path.dirname(folder))         # the import system lists site-packages
+        readable += [folder] + ([folder + ".libs"] if os.path.isdir(folder + ".libs") else [])
+    return tuple(dict.fromkeys(readable)), tuple(dict.fromkeys(listable))
 
 
 def mapped_files() -> list:

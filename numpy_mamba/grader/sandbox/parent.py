@@ -14,7 +14,7 @@ POLL seconds judges it on what the kernel counts for it alone:
 
 and SIGKILLs it at the first one it exceeds.  A fork that fails is reported for that child
 alone: the server goes on serving the others.  What comes back is parsed strictly
-(``protocol.Reader``).  ``readable_paths()`` is what every child may read besides its folder.
+(``protocol.Reader``).
 """
 from __future__ import annotations
 
@@ -25,22 +25,18 @@ import socket
 import struct
 import subprocess
 import sys
-import sysconfig
 import threading
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 from .protocol import ChildRun, Malformed, Reader, send_request
+from .staging import DISK_LIMIT, disk_usage
 
 OUTPUT_KEEP = 4000              # bytes of the child's stdout/stderr kept for the report
 OUTPUT_LIMIT = 64 * 2**20       # a child printing more than this is stopped
-DISK_LIMIT = 64 * 2**20         # a working directory larger than this stops its child
-DISK_ENTRIES = 10000            # ... and so does one holding more entries than this
 BOOT_LIMIT = 60.0               # seconds for the grader's own setup of a child (no student code)
 POLL = 0.05                     # seconds between two looks at a running child's CPU time
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
-PACKAGES_DIRS = ("site-packages", "dist-packages")
 
 
 @dataclass(frozen=True)
@@ -51,30 +47,6 @@ class Limits:
     cpu: float
     memory_mb: int
     wall: float
-
-
-@lru_cache(maxsize=1)
-def readable_paths() -> tuple:
-    """(readable, listable): what every child may read, and folders it may only list."""
-    import numpy
-    import scipy
-    readable, listable = ["/dev/null", "/dev/urandom", "/etc/ld.so.cache"], []
-    for key in ("stdlib", "platstdlib"):
-        std = sysconfig.get_paths()[key]
-        if not os.path.isdir(std) or std in listable:
-            continue
-        entries = os.listdir(std)
-        if any(e in PACKAGES_DIRS for e in entries):     # the standard library without its packages
-            listable.append(std)
-            readable += [os.path.join(std, e) for e in entries if e not in PACKAGES_DIRS]
-        else:
-            readable.append(std)
-    readable.append(os.path.join(sys.base_prefix, "lib", f"python{sys.version_info[0]}{sys.version_info[1]}.zip"))
-    for module in (numpy, scipy):
-        folder = os.path.dirname(os.path.realpath(module.__file__))
-        listable.append(os.path.dirname(folder))         # the import system lists site-packages
-        readable += [folder] + ([folder + ".libs"] if os.path.isdir(folder + ".libs") else [])
-    return tuple(dict.fromkeys(readable)), tuple(dict.fromkeys(listable))
 
 
 def _environment() -> dict:
@@ -155,25 +127,6 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     except (OSError, IndexError, ValueError):
         return float("nan")
-
-
-def disk_usage(folder: str) -> int:
-    """Bytes under ``folder`` (symlinks not followed), or DISK_LIMIT + 1 past DISK_ENTRIES entries."""
-    total, entries, stack = 0, 0, [folder]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    entries += 1
-                    if entries > DISK_ENTRIES:
-                        return DISK_LIMIT + 1
-                    info = entry.stat(follow_symlinks=False)
-                    total += info.st_blocks * 512 if hasattr(info, "st_blocks") else info.st_size
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-        except OSError:                                  # a path too deep or gone: what was counted stands
-            continue
-    return total
 
 
 def _write_request(stdin, request: dict, arrays: list) -> None:

@@ -154,21 +154,14 @@ class FrameStream:
             left -= len(data)
         return b"".join(chunks)
 
-    def frame(self) -> tuple:
+    def read(self, tag: bytes):
+        """The next frame's payload: a JSON object (tag b"J") or an array (tag b"A")."""
         head = self._exactly(5)
-        return head[:1], self._exactly(struct.unpack(">I", head[1:])[0])
-
-    def json(self) -> dict:
-        tag, payload = self.frame()
-        if tag != b"J":
-            raise ValueError("expected a JSON frame")
-        return json.loads(payload)
-
-    def array(self) -> np.ndarray:
-        tag, payload = self.frame()
-        if tag != b"A":
-            raise ValueError("expected an array frame")
-        return np.lib.format.read_array(io.BytesIO(payload), allow_pickle=False)
+        payload = self._exactly(struct.unpack(">I", head[1:])[0])
+        if head[:1] != tag:
+            raise ValueError(f"expected a frame of tag {tag!r}")
+        return json.loads(payload) if tag == b"J" else np.lib.format.read_array(io.BytesIO(payload),
+                                                                                allow_pickle=False)
 
 
 # ---- the parent's side ------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from .kernel import SANDBOX_UID
 
 MAX_SOURCE = 2**20              # a submission or helper larger than this (1 MB) is not graded
 MAX_HELPERS = 20                # helper modules of one submission, at most
+DISK_LIMIT = 64 * 2**20         # a working directory larger than this stops its child
+DISK_ENTRIES = 10000            # ... and so does one holding more entries than this
 
 
 class StagingError(Exception):
@@ -132,6 +134,25 @@ class Folder:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def disk_usage(folder: str) -> int:
+    """Bytes under ``folder`` (symlinks not followed), or DISK_LIMIT + 1 past DISK_ENTRIES entries."""
+    total, entries, stack = 0, 0, [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    if entries > DISK_ENTRIES:
+                        return DISK_LIMIT + 1
+                    info = entry.stat(follow_symlinks=False)
+                    total += info.st_blocks * 512 if hasattr(info, "st_blocks") else info.st_size
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:                                  # a path too deep or gone: what was counted stands
+            continue
+    return total
 
 
 def remove_tree(root) -> None:

@@ -62,6 +62,8 @@ ATTACKS = {
     "cheat_keep_alive.py": ("grad_W_C", "prctl refused"),
     "cheat_renice_grader.py": ("grad_W_C", "PermissionError: [Errno 1] Operation not permitted"),
     "cheat_csv_formula.py": ("error", "'=HYPERLINK("),
+    "cheat_fill_disk.py": ("grad_W_C", "it passed its disk limit"),
+    "cheat_flood_output.py": ("grad_W_C", "it passed its output limit"),
     # crashing the class run
     "cheat_nested_json.py": ("grad_W_C", "JSON nested deeper than"),
     "cheat_forged_setup_error.py": ("grad_W_C", "unexpected event 'setup_error'"),

@@ -163,12 +163,15 @@ def test_package_functions_are_not_importable_in_any_exercise(session):
 
 def test_hangs_end_at_the_time_limit():
     """Loops at import, loops that ignore SIGALRM/SIGTERM or catch what a timeout raises: each
-    child is killed at the limit and the report says so (SIGKILL, which no handler catches)."""
+    child is killed at its limit of CPU time and the report says so (SIGKILL, which no handler
+    catches); a child that sleeps uses no CPU and is killed at the wall-clock backstop."""
     session = Session(0, Limits(time=2.0, memory_mb=512))
     files = [STUDENTS / f for f in ("broken_endless.py", "broken_endless_import.py",
-                                    "broken_ignore_signals.py", "broken_catch_timeout.py")]
+                                    "broken_ignore_signals.py", "broken_catch_timeout.py", "broken_sleep.py")]
     subs = grade_many(files, session, jobs=len(files))
-    endless, at_import, ignoring, catching = subs
+    endless, at_import, ignoring, catching, sleeping = subs
+    hint = _results(sleeping)["grad_W_C"].hint
+    assert "stopped the process while running it: it passed its wall-clock limit" in hint, hint
     assert "within the time limit (2 s" in at_import.graded[0].import_error
     for sub, name in ((endless, "grad_w"), (ignoring, "grad_w"), (catching, "grad_W_B")):
         result = _results(sub)[name]

@@ -140,11 +140,11 @@ def test_the_gradescope_runner_grades_at_every_tier(cap, image, tmp_path):
 
 
 def _public_class(image_top: Path) -> Path:
-    """A class folder nobody can read and write: alice, a cheat, and carol, whose helper nobody
-    can read."""
+    """A class folder nobody can read and write: alice, two cheats (the grader killed, reniced),
+    and carol, whose helper nobody can read."""
     folder = Path(tempfile.mkdtemp(prefix="numpy_mamba_nobody_", dir=image_top))
     for name, source in (("alice", SOLUTIONS / "gradients_solution.py"), ("mallory", STUDENTS / "cheat_kill_grader.py"),
-                         ("carol", STUDENTS / "correct_common.py")):
+                         ("oscar", STUDENTS / "cheat_renice_grader.py"), ("carol", STUDENTS / "correct_common.py")):
         (folder / name).mkdir()
         shutil.copy(source, folder / name / f"{name}.py")
     shutil.copy(STUDENTS / "_common.py", folder / "carol" / "_common.py")
@@ -155,8 +155,9 @@ def _public_class(image_top: Path) -> Path:
 
 
 def test_an_unprivileged_grader_is_sandboxed_and_survives_a_file_it_cannot_read(image):
-    """Run by user nobody (an instructor's account) at the Landlock tier: the cheat is refused, a
-    helper nobody can read fails its own submission with a message, and the CSV is written."""
+    """Run by user nobody (an instructor's account) at the Landlock tier: the cheats are refused
+    (renicing the instructor's processes too), a helper nobody can read fails its own submission
+    with a message, and the CSV is written."""
     run_in, python, public, _ = image
     folder = _public_class(public.parent)
     try:
@@ -165,6 +166,7 @@ def test_an_unprivileged_grader_is_sandboxed_and_survives_a_file_it_cannot_read(
         rows = {Path(r["submission"]).name: r for r in csv.DictReader((folder / "grades.csv").open())}
         assert done.returncode == 1 and b"isolation: kernel sandbox" in done.stderr, done.stderr
         assert rows["alice.py"]["points"] == "10" and rows["mallory.py"]["points"] == "0"
+        assert "Operation not permitted" in rows["oscar.py"]["grad_W_C_hint"] and rows["oscar.py"]["points"] == "0"
         assert rows["carol.py"]["status"] == "not graded" and "_common.py: Permission denied" in rows["carol.py"]["error"]
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -9,7 +9,8 @@ POLL seconds judges it on what the kernel counts for it alone:
 
   * its CPU time over all its threads since it was ready (``/proc/PID/stat``), against the time
     limit: a busy machine slows a child down without costing it any of its limit;
-  * wall-clock time, a backstop (``Limits.wall``) for a child that waits instead of computing;
+  * wall-clock time: IDLE seconds without computing (a child that waits), and a backstop
+    (``Limits.wall``) generous enough for a busy machine;
   * output (OUTPUT_LIMIT) and the size of its working directory (DISK_LIMIT);
 
 and SIGKILLs it at the first one it exceeds.  A fork that fails is reported for that child
@@ -36,6 +37,7 @@ OUTPUT_KEEP = 4000              # bytes of the child's stdout/stderr kept for th
 OUTPUT_LIMIT = 64 * 2**20       # a child printing more than this is stopped
 BOOT_LIMIT = 60.0               # seconds for the grader's own setup of a child (no student code)
 POLL = 0.05                     # seconds between two looks at a running child's CPU time
+IDLE = 5.0                      # seconds without a tick of CPU time: a child that waits is stopped
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 
 
@@ -148,7 +150,7 @@ class _Watch:
     def __init__(self, run: ChildRun, report: socket.socket, limits: Limits, workdir: str):
         self.run, self.report, self.limits, self.workdir = run, report, limits, workdir
         self.buffer, self.exited, self.total_cpu, self.polls = bytearray(), False, float("nan"), 0
-        self.ready_at, self.ready_cpu = None, 0.0
+        self.ready_at, self.ready_cpu, self.last_cpu, self.last_tick = None, 0.0, 0.0, 0.0
 
     def messages(self) -> None:
         """Read the monitor's messages: pid "P", CPU microseconds "C", exit "S", fork failure "F"."""
@@ -171,18 +173,21 @@ class _Watch:
                 self.exited = True
 
     def became_ready(self) -> None:
-        self.ready_at = time.monotonic()
-        self.ready_cpu = cpu_seconds(self.run.pid) if self.run.pid else 0.0
+        self.ready_at = self.last_tick = time.monotonic()
+        self.ready_cpu = self.last_cpu = cpu_seconds(self.run.pid) if self.run.pid else 0.0
 
     def over(self) -> str:
         """Why the child must stop now ("" while it is within its limits)."""
         run, limits = self.run, self.limits
         if self.ready_at is None:
             return ""
-        self.polls += 1
-        if run.pid and cpu_seconds(run.pid) - self.ready_cpu > limits.cpu:
+        self.polls, now = self.polls + 1, time.monotonic()
+        cpu = cpu_seconds(run.pid) if run.pid else float("nan")
+        if cpu - self.ready_cpu > limits.cpu:
             return "time limit"
-        if time.monotonic() - self.ready_at > limits.wall:
+        if not cpu <= self.last_cpu:                      # it computed (or its CPU time is unknown)
+            self.last_cpu, self.last_tick = cpu, now
+        if now - self.last_tick > IDLE or now - self.ready_at > limits.wall:
             return "wall-clock limit"
         if run.output_bytes > OUTPUT_LIMIT:
             return "output limit"

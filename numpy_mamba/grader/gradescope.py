@@ -2,20 +2,25 @@
 
 The zip holds, at its top level,
 
-    setup.sh         run once when Gradescope builds the image: installs the wheel below (and
-                     with it numpy and scipy) with ``python3 -m pip``
-    run_autograder   run for every submission: ``python3 -m numpy_mamba.grader.gradescope``,
+    setup.sh         run once when Gradescope builds the image: installs the wheel below (and with
+                     it numpy and scipy) with ``python3 -m pip``, then, in Gradescope's image only,
+                     ``prepare``: what a submission must not read is made unreadable to other users
+    run_autograder   run for every submission: ``python3 -m numpy_mamba.grader.gradescope run``,
                      which grades /autograder/submission into /autograder/results/results.json
-    autograder.json  the exercise and the instructor's settings (points, seed, limits, visibility)
+    autograder.json  the exercise and the instructor's settings: points, limits, hidden problems
+                     and their visibility, and a seed drawn at random that no student sees
     numpy_mamba-VERSION-py3-none-any.whl   this package, exactly this version
 
 ``AUTOGRADER_ROOT`` (default /autograder) moves the whole layout, so that it can be tried
-locally; ``AUTOGRADER_PYTHON`` (default python3) and ``AUTOGRADER_PIP_ARGS`` choose the
-interpreter and pip's options.  results.json is always written: no .py file, or several none of
-which is named after the exercise, scores 0 with a message naming what was found; a file that
-does not import scores every part 0 of its points, with the error; a grader failure scores 0
-and says so.  The wheel is built here with the standard library (``build_wheel``): the
-package is pure Python, so it is the package's files, its metadata and a RECORD of hashes.
+locally; without it, outside a Gradescope image, run_autograder says so and writes nothing.
+``AUTOGRADER_PYTHON`` (default python3) and ``AUTOGRADER_PIP_ARGS`` choose the interpreter and
+pip's options.  results.json is always written: no file, or several none of which is named after
+the exercise, scores 0 with a message naming what was found; a file that does not import scores
+every part 0 of its points, with the error; a grader failure scores 0 and says so.  The
+container is the instructor's boundary: the best tier the kernel offers is used, never refused,
+and the isolation line goes to run_autograder's stdout, which only instructors see.  The wheel is
+built here with the standard library (``build_wheel``): the package is pure Python, so it is the
+package's files, its metadata and a RECORD of hashes.
 """
 from __future__ import annotations
 

@@ -1,24 +1,24 @@
 """``python -m numpy_mamba grade PATH...``: the autograder of tutorials/exercises/ (tutorials/README.md).
 
-A student grades one file:
+A student grades one file or notebook, on the public problems (the report says how many hidden
+ones the course's autograder adds):
 
-    python -m numpy_mamba grade gradients.py
+    python -m numpy_mamba grade my_gradients.py          (or my_gradients.ipynb)
 
-An instructor grades a class (files, or folders searched recursively for *.py; files whose
-names start with "_" and, inside folders, files that define no exercise function are skipped):
+An instructor grades a class (files, or folders searched recursively for *.py and *.ipynb;
+names starting with "_", and files that define no exercise function, are helpers), on every
+problem, with the similarity flag:
 
     python -m numpy_mamba grade submissions/ --exercise gradients --csv grades.csv
     python -m numpy_mamba grade submission/ --json results.json      # one submission
 
 Each file is graded as one exercise: the one --exercise names, else the one its name says
-(gradients.py, gradients_anna.py), else the only one whose functions it defines.  Each runs in
-its own child process, confined by the kernel (Landlock, seccomp: tutorials/INSTRUCTORS.md):
-it reads the standard library, numpy, scipy and its own copy, writes a fresh working directory
-only, starts no process, signals no one, opens no socket, and can import of numpy_mamba only
-what its hand-out needs (nothing that computes the answer).  The child only returns arrays;
-this process compares them and decides.  Every run prints one line saying which protections
-the kernel enforces; grading a folder or writing --json refuses to start without the full
-kernel sandbox unless --allow-weak-isolation is given.
+(gradients.py, gradients_anna.py), else the only one whose functions it defines.  Its functions
+run in child processes that hold no answer, confined at the best tier this machine offers
+(``sandbox``; tutorials/INSTRUCTORS.md): this process compares what they return.  Every run
+prints one line saying what is in force; a class run, --csv or --json refuses a weak sandbox
+unless --allow-weak-isolation is given.  No file stops a class run: whatever goes wrong with one
+fails that file with a message, and the CSV is always written.
 
 Points per part: --points grad_W_C=3,grad_w=4 or --points points.json ({"grad_W_C": 3, ...}).
 
@@ -28,7 +28,8 @@ Exit status, one file:   0 every function the file defines passes; 1 one fails, 
 Exit status, many files (or a folder):  0 every submission passes everything it defines; 1 at
                          least one does not (a file that does not import counts here); 2 usage
                          error, a path that does not exist, an output that cannot be written, or
-                         weak isolation without --allow-weak-isolation; 3 the grader failed.
+                         a weak sandbox without --allow-weak-isolation; 3 the grader failed on a
+                         file (every row still written).
 """
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """A class of honest submissions with every cheat file of tests/student_files/ among them, graded
 as one run (each student in a folder of their own, as an LMS exports a class): every honest file
 gets the grade it gets alone, every attack earns no marks and is refused with its reason, nothing
-outside the children's working directories is touched, and the run ends with its CSV.  The same
-replay runs at every tier in tests/test_grader_tiers.py.  Then the attacks that need a file made
-here: a flat class folder, and results.json of a submission that writes Markdown.
+outside the children's working directories is touched, and the run ends with its CSV; at every
+tier of the sandbox (Landlock ABI 7, capped at 5 and 1, and 0 as root in a container-like image),
+the four runs at once.  Then the attacks that need a file made here: a flat class folder, and
+results.json of a submission that writes Markdown.
 
 A failure here means a submission earned marks it did not, harmed the instructor (files,
 secrets, memory, the terminal, the spreadsheet, the grader's processes) or a classmate, or
@@ -16,9 +17,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+import numpy
 import pytest
 
 from numpy_mamba.grader.run import main
@@ -115,23 +119,65 @@ def build_class(folder: Path) -> None:
     shutil.copy(SOLUTIONS / "gradients_solution.py", os.fsencode(folder) + b"/rene/" + LATIN1_NAME)
 
 
+IMAGE = r"""
+set -e
+img="$1"; shift
+if [ -n "{pyhome}" ]; then                        # the interpreter lives in a folder only root may enter
+    mkdir -p "$img/home/{pyhome}"
+    mount --rbind "{home}/{pyhome}" "$img/home/{pyhome}"
+    mount --rbind "$img/home" "{home}"
+fi
+for name in numpy numpy.libs scipy scipy.libs; do
+    if [ -e "{site}/$name" ]; then
+        mkdir -p "$img/venv/{relative}/$name"
+        mount --rbind "{site}/$name" "$img/venv/{relative}/$name"
+    fi
+done
+for folder in /work /home /opt /srv; do
+    mount -t tmpfs -o mode=755 tmpfs "$folder"
+done
+exec "$@"
+"""
+
+
+@contextmanager
+def container_image():
+    """This machine as a container prepared like a Gradescope image, seen through a mount
+    namespace (``unshare``, root; nothing of the machine changes): the interpreter's home holds the
+    interpreter only, /work, /home, /opt and /srv are empty, and a venv of its own holds numpy and
+    scipy only.  Yields (wrap(command, user=None) -> the command run in the image, its python, a
+    folder others can read, a root-only copy of this package (what the grader imports as root))."""
+    top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_"))
+    os.chmod(top, 0o755)
+    private = Path(tempfile.mkdtemp(prefix="numpy_mamba_private_"))           # mode 700
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(top / "venv")], check=True, timeout=120)
+        public = top / "public"
+        for folder in (private, public):
+            shutil.copytree(ROOT / "numpy_mamba", folder / "numpy_mamba", ignore=shutil.ignore_patterns("__pycache__"))
+        os.chmod(public, 0o755)
+        site, prefix, base = Path(numpy.__file__).resolve().parents[1], Path(sys.prefix).resolve(), Path(sys.base_prefix)
+        home, pyhome = (Path("/root"), base.relative_to("/root").parts[0]) if base.is_relative_to("/root") else ("", "")
+        script = IMAGE.format(home=home, pyhome=pyhome, site=site, relative=site.relative_to(prefix))
+
+        def wrap(command, user=None):
+            return (["unshare", "--mount", "--propagation", "private", "bash", "-c", script, "image", str(top)]
+                    + (["runuser", "-u", user, "--"] if user else []) + list(command))
+        yield wrap, str(top / "venv" / "bin" / "python"), public, private
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
 def _shm_segments() -> set:
     with open("/proc/sysvipc/shm") as f:
         return {line.split()[1] for line in f.readlines()[1:]}
 
 
-def _run(command: list, env: dict):
-    return subprocess.run(command, capture_output=True, timeout=900, env=env)
-
-
-def replay(folder: Path, out: Path, command: list, env: dict, runner=_run) -> dict:
-    """Grade ``folder`` with ``command`` (the grade command up to its paths) into out/grades.csv,
-    TMPDIR out/tmp, next to a victim folder and a System V segment of the grader's user holding a
-    value; ``runner(command, env)`` runs it.  Returns what the run did and what it left."""
-    grades, temporary = out / "grades.csv", out / "tmp"
-    temporary.mkdir(parents=True)
-    for reached in (out, temporary):                             # the sandbox user reaches its folder there
-        os.chmod(reached, 0o711)
+def replay(folder: Path, runs: dict) -> dict:
+    """Grade ``folder`` with each of ``runs`` {name: (command up to its paths, env, out folder)}
+    at once, into out/grades.csv with TMPDIR out/tmp, next to a victim folder and a System V
+    segment of the grader's user holding a value.  Returns {name: what the run did and left}."""
     shutil.rmtree(VICTIM, ignore_errors=True)
     VICTIM.mkdir()
     (VICTIM / "keep.txt").write_text("the instructor's file")
@@ -140,22 +186,32 @@ def replay(folder: Path, out: Path, command: list, env: dict, runner=_run) -> di
     segment = libc.shmget(0, 4096, 0o1600)                       # the grader's user keeps something here
     address = libc.shmat(segment, None, 0)
     ctypes.memmove(address, b"kept", 4)
-    segments, nice = _shm_segments(), os.getpriority(os.PRIO_PROCESS, 0)
+    segments, nice, started = _shm_segments(), os.getpriority(os.PRIO_PROCESS, 0), {}
     try:
-        done = runner(command + [str(folder), "--csv", str(grades), "--time-limit", "5", "--memory-limit", "512"],
-                      dict(env, TMPDIR=str(temporary), **{SECRET: "s3cret-value"}))
+        for name, (command, env, out) in runs.items():
+            (out / "tmp").mkdir(parents=True)
+            for reached in (out, out / "tmp"):                   # the sandbox user reaches its folder there
+                os.chmod(reached, 0o711)
+            started[name] = subprocess.Popen(command + [str(folder), "--csv", str(out / "grades.csv"), "--time-limit",
+                                                        "5", "--memory-limit", "512"], stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT,
+                                             env=dict(env, TMPDIR=str(out / "tmp"), **{SECRET: "s3cret-value"}))
+        printed = {name: process.communicate(timeout=900)[0] for name, process in started.items()}
         time.sleep(1.0)                                  # a process that outlived the run would act now
-        kept = ctypes.string_at(address, 4)
-        victim = sorted(p.name for p in VICTIM.iterdir())
+        kept, victim = ctypes.string_at(address, 4), sorted(p.name for p in VICTIM.iterdir())
     finally:
         libc.shmdt(ctypes.c_void_p(address))
         libc.shmctl(segment, 0, None)                            # IPC_RMID
         shutil.rmtree(VICTIM, ignore_errors=True)
-    rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())} if grades.exists() else {}
-    return dict(status=done.returncode, rows=rows, grades=grades, left=list(temporary.iterdir()),
-                text=grades.read_text() if grades.exists() else "", printed=done.stdout + done.stderr,
-                kept=kept, segments=_shm_segments() - segments, nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)),
-                victim=victim)
+    found = {}
+    for name, (_, _, out) in runs.items():
+        grades = out / "grades.csv"
+        found[name] = dict(status=started[name].returncode, grades=grades, left=list((out / "tmp").iterdir()),
+                           rows={Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
+                           if grades.exists() else {}, text=grades.read_text() if grades.exists() else "",
+                           printed=printed[name], kept=kept, segments=_shm_segments() - segments,
+                           nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)), victim=victim)
+    return found
 
 
 def assert_no_marks_and_no_harm(run: dict) -> None:
@@ -178,19 +234,46 @@ def assert_no_marks_and_no_harm(run: dict) -> None:
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], "a formula reached the CSV"
 
 
+TIERS = {"7": "isolation: kernel sandbox: Landlock ABI 7", "5": "Landlock ABI 5 (capped",
+         "1": "Landlock ABI 1 (capped", "0": "isolation: sandbox user: no Landlock (capped"}
+
+
 @pytest.fixture(scope="module")
-def class_run(tmp_path_factory):
-    """The class, graded once at this machine's full tier (Landlock ABI 7, root)."""
+def replays(tmp_path_factory):
+    """The class graded at every tier, all at once: Landlock ABI 7 (this machine's), capped at 5
+    (RHEL 9.6) and 1 (Linux 5.13), and at 0 as root in a container-like image (the user tier)."""
     folder = tmp_path_factory.mktemp("class") / "submissions"
     folder.mkdir()
     build_class(folder)
-    return replay(folder, tmp_path_factory.mktemp("out"), [sys.executable, "-m", "numpy_mamba", "grade"],
-                  dict(os.environ, PYTHONPATH=str(ROOT)))
+    with container_image() as (wrap, python, _, private):
+        runs = {cap: ([sys.executable, "-m", "numpy_mamba", "grade"],
+                      dict(os.environ, PYTHONPATH=str(ROOT), NUMPY_MAMBA_SANDBOX_MAX_ABI=cap),
+                      Path(tempfile.mkdtemp(prefix=f"numpy_mamba_out{cap}_"))) for cap in ("7", "5", "1")}
+        runs["0"] = (wrap([python, "-m", "numpy_mamba", "grade"]),
+                     {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(private),
+                      "NUMPY_MAMBA_SANDBOX_MAX_ABI": "0"}, Path(tempfile.mkdtemp(prefix="numpy_mamba_out0_")))
+        try:
+            yield replay(folder, runs)
+        finally:
+            for _, _, out in runs.values():
+                shutil.rmtree(out, ignore_errors=True)
 
 
-def test_no_marks_and_no_harm_at_the_full_tier(class_run):
-    assert_no_marks_and_no_harm(class_run)
-    assert "root:x:0:0" not in class_run["text"]                # Landlock: not even /etc/passwd
+@pytest.fixture(scope="module")
+def class_run(replays):
+    """The class at this machine's full tier (Landlock ABI 7, root)."""
+    return replays["7"]
+
+
+@pytest.mark.parametrize("cap", sorted(TIERS))
+def test_no_marks_and_no_harm_at_every_tier(replays, cap):
+    """Every tier that calls itself complete: ABI 7, 5 and 1 (below 6 seccomp does what Landlock's
+    signal scoping does), and the user tier, whose start-up check of the image holds."""
+    run = replays[cap]
+    assert TIERS[cap].encode() in run["printed"] and (cap != "0" or b"(image checked)" in run["printed"])
+    assert_no_marks_and_no_harm(run)
+    if cap != "0":
+        assert "root:x:0:0" not in run["text"]                  # Landlock: not even /etc/passwd
 
 
 def test_the_class_run_says_where_it_wrote(class_run):

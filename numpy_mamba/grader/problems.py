@@ -166,10 +166,11 @@ PROBLEM_RECIPES = (
 )
 
 
-def make_problems(seed: int = 0) -> list[Problem]:
+@lru_cache(maxsize=8)
+def make_problems(seed: int = 0) -> tuple:
     """The seeded grading problems, each redrawn (seed stream [seed, k, attempt]) until every
     prompt is at least KINK_MARGIN away from the hinge's kink (the kink problem: within
-    ON_KINK of it, by construction)."""
+    ON_KINK of it, by construction); computed once per seed."""
     problems = []
     for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
         for attempt in range(100):
@@ -181,12 +182,13 @@ def make_problems(seed: int = 0) -> list[Problem]:
         active = 1.0 - z * _F(params, P) > 0                     # the hinge's slope -z here
         numerical = numerical_gradient(lambda p: float(np.mean(np.where(active, 1.0 - z * _F(p, P), 0.0))), params)
         problems.append(Problem(name, params, P, z, numerical))
-    return problems
+    return tuple(problems)
 
 
 PAPER_NAME = f"paper size: d = {SECTION4.d}, B = 64, l = {SECTION4.l_tr} (CPU budget)"
 
 
+@lru_cache(maxsize=8)
 def paper_problem(seed: int = 0) -> Problem:
     """Section 4's size: d = 30, m = d+1 (1,953 parameters), a batch of B = 64 prompts of l = 20
     examples from the data model, away from the kink; graded within a CPU budget."""

@@ -19,8 +19,9 @@ TOL_REFERENCE = 1e-12
 # The paper-size problem's CPU budget, in forward passes of eq (3) (``problems.forward_seconds``):
 # every analytic file we have takes at most ~450 (Python loops over the batch); differences or a
 # complex step over W_B or W_C take at least one forward pass per coordinate, 961 of them, and
-# more than 1,700 units in practice (tests/test_grader_budget.py measures both).  w has 31
-# coordinates: no budget stops a per-coordinate method there (tutorials/INSTRUCTORS.md).
+# more than 1,700 units in practice (tests/test_grader_sandbox.py).  w has 31 coordinates, and a
+# method vectorised over every coordinate costs what loops over the batch cost: no budget stops
+# those (tutorials/INSTRUCTORS.md).
 BUDGET_UNITS = 1200
 
 # The forward pass of eq (3), nothing that differentiates it: the child gets these (and the

@@ -11,6 +11,7 @@ saturated gates.  The solution is the Mamba layer only, so every problem is "mam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -29,10 +30,10 @@ PARTS = ("dH", "dW_B", "dW_C", "dW")
 # the layer is 4e-12 off at best for dH and 7e-12 for dW (tests/test_grader_shortcuts.py).
 TOL_REFERENCE = 1e-13
 # The paper-size problem's CPU budget, in forward passes of eq (3) (``problems.forward_seconds``):
-# a backward pass takes a few hundred; any per-coordinate method (finite differences, complex
-# step, dual numbers) one forward pass of the layer per coordinate, ~100 of these units each,
-# for 41,664 coordinates of dH alone (tests/test_grader_budget.py measures both).
-BUDGET_UNITS = 4000
+# a backward pass takes at most ~500 (tests/test_grader_sandbox.py prints them); any
+# per-coordinate method (finite differences, complex step, dual numbers) one forward pass of the
+# layer per coordinate, ~100 of these units each, for 41,664 coordinates of dH alone.
+BUDGET_UNITS = 2000
 EXPECTED = "not (dH, LayerParams(dW_B, dW_C, dW))"
 
 # The forward pass of one layer, nothing that differentiates it (``kit.py``).
@@ -121,14 +122,17 @@ def _numerical(dO, cache) -> tuple:
     return (dH,) + tuple(numerical_gradient(lambda layer: f(cache.H, layer), cache.layer))
 
 
-def make_problems(seed: int = 0) -> list:
+@lru_cache(maxsize=8)
+def make_problems(seed: int = 0) -> tuple:
+    """The seeded layer problems of PROBLEM_RECIPES with their differences, computed once per seed."""
     problems = []
     for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
         dO, cache = recipe(np.random.default_rng([seed, 100 + k]))
         problems.append(LayerProblem(name, dO, cache, _numerical(dO, cache)))
-    return problems
+    return tuple(problems)
 
 
+@lru_cache(maxsize=8)
 def paper_problem(seed: int = 0) -> LayerProblem:
     """Layer 2 of a three-layer stack at Section 4's size (D = d+1 = 31, B = 64 prompts of l = 20
     examples from the data model), graded within a CPU budget; the independent check is the

@@ -149,7 +149,7 @@ class _Watch:
 
     def __init__(self, run: ChildRun, report: socket.socket, limits: Limits, workdir: str):
         self.run, self.report, self.limits, self.workdir = run, report, limits, workdir
-        self.buffer, self.exited, self.total_cpu, self.polls = bytearray(), False, float("nan"), 0
+        self.buffer, self.exited, self.total_cpu = bytearray(), False, float("nan")
         self.ready_at, self.ready_cpu, self.last_cpu, self.last_tick = None, 0.0, 0.0, 0.0
 
     def messages(self) -> None:
@@ -181,7 +181,7 @@ class _Watch:
         run, limits = self.run, self.limits
         if self.ready_at is None:
             return ""
-        self.polls, now = self.polls + 1, time.monotonic()
+        now = time.monotonic()
         cpu = cpu_seconds(run.pid) if run.pid else float("nan")
         if cpu - self.ready_cpu > limits.cpu:
             return "time limit"
@@ -191,7 +191,7 @@ class _Watch:
             return "wall-clock limit"
         if run.output_bytes > OUTPUT_LIMIT:
             return "output limit"
-        if self.polls % 5 == 0 and disk_usage(self.workdir) > DISK_LIMIT:
+        if disk_usage(self.workdir) > DISK_LIMIT:
             return "disk limit"
         return ""
 

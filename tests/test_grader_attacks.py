@@ -30,49 +30,77 @@ from numpy_mamba.grader.run import main
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
 SOLUTIONS = ROOT / "tutorials" / "solutions"
-VICTIM = Path("/tmp/numpy_mamba_grader_victim")         # the folder the harmful files aim at
 SECRET = "NUMPY_MAMBA_INSTRUCTOR_SECRET"
-HELPERS = ("_repo.py", "_pipes.py", "_spawn.py", "_common.py", "_gates_common.py", "_stack_common.py")
+HELPERS = ("_repo.py", "_pipes.py", "_spawn.py", "_common.py", "_gates_common.py", "_stack_common.py", "_victim.py")
 ESCAPED_NAME = "\x1b[2J\x1b]0;pwned\x07report.py"          # a name that would clear the screen and retitle it
 LATIN1_NAME = b"ren\xe9e.py"                              # not UTF-8
 
-# file -> (the graded function whose hint, or the file's error, says why; words in it)
-ATTACKS = {
+# (file, the graded function whose hint, or the file's error, says why it was refused, words in it)
+REFUSALS = [
     # marks not earned
-    "cheat_fresh_interpreter.py": ("grad_W_C", "Operation not permitted (_spawn.py"),
-    "cheat_dir_fd.py": ("grad_W_C", "Permission denied"),
-    "cheat_git_objects.py": ("grad_W_C", "Permission denied"),
-    "cheat_decay_gates.py": ("error", "numpy_mamba.gates is not part of the hand-out of this exercise (gating)"),
-    "cheat_stack_value_and_gradients.py": ("error", "numpy_mamba.gradients is not part of the hand-out"),
-    "cheat_run_classmate.py": ("grad_W_C", "no classmate found"),
-    "cheat_all_exercises.py": ("error", "defines functions of several exercises (gating, gradients, stack)"),
-    "cheat_proc_mem.py": ("grad_W_C", "Permission denied: '/proc'"),
-    "cheat_outlive.py": ("grad_W_C", "Operation not permitted (_spawn.py"),
-    "cheat_finite_differences.py": ("grad_w", "close to the analytic answer but not equal to it"),
-    "cheat_stack_finite_differences.py": ("dW", "close to the analytic answer but not equal to it"),
-    "cheat_stack_complex_step.py": ("dH", "used more than its CPU budget on the paper-size problem"),
-    "cheat_autograd.py": ("error", "torch"),
+    ("cheat_fresh_interpreter.py", "grad_W_C", "Operation not permitted (_spawn.py"),
+    ("cheat_dir_fd.py", "grad_W_C", "Permission denied"),
+    ("cheat_git_objects.py", "grad_W_C", "Permission denied"),
+    ("cheat_exec_solution.py", "grad_W_C", "PermissionError: [Errno 13] Permission denied"),
+    ("cheat_import_solution.py", "grad_W_B", "PermissionError: [Errno 13] Permission denied"),
+    ("cheat_disable_guard.py", "grad_W_C", "PermissionError: [Errno 13] Permission denied"),
+    ("cheat_stack_solution.py", "dH", "PermissionError: [Errno 13] Permission denied"),
+    ("cheat_reload_module.py", "grad_W_B", "PermissionError: [Errno 13] Permission denied"),
+    ("cheat_reload_module.py", "grad_w", "KeyError: 'numpy_mamba.gradients'"),
+    ("cheat_importlib_split.py", "grad_W_C", "numpy_mamba.gradients is not part of the hand-out of this exercise"),
+    ("cheat_patch_grader.py", "error", "numpy_mamba.grader is not part of the hand-out of this exercise (gradients)"),
+    ("cheat_value_and_gradients.py", "error", "numpy_mamba.gradients is not part of the hand-out of this exercise"),
+    ("cheat_one_layer_stack.py", "error", "numpy_mamba.layer is not part of the hand-out of this exercise (gradients)"),
+    ("cheat_forward_terms.py", "error", "numpy_mamba.model is not part of the hand-out of this exercise (gating)"),
+    ("cheat_layer_gates.py", "error", "numpy_mamba.layer is not part of the hand-out of this exercise (gating)"),
+    ("cheat_decay_gates.py", "error", "numpy_mamba.gates is not part of the hand-out of this exercise (gating)"),
+    ("cheat_stack_gradients.py", "error", "numpy_mamba.stack.gradients is not part of the hand-out of this exercise"),
+    ("cheat_stack_layer_backward.py", "error", "numpy_mamba.layer.layer_backward is not part of the hand-out"),
+    ("cheat_stack_value_and_gradients.py", "error", "numpy_mamba.gradients is not part of the hand-out"),
+    ("cheat_stack_factored.py", "dW_C", "numpy_mamba.stack.layer_backward_factored is not part of the hand-out"),
+    ("cheat_run_classmate.py", "grad_W_C", "no classmate found"),
+    ("cheat_all_exercises.py", "error", "defines functions of several exercises (gating, gradients, stack)"),
+    ("cheat_proc_mem.py", "grad_W_C", "Permission denied: '/proc'"),
+    ("cheat_outlive.py", "grad_W_C", "Operation not permitted (_spawn.py"),
+    ("cheat_exit_import.py", "error", "the process ended while importing the file (exited with status 0)"),
+    ("cheat_exit_call.py", "grad_W_C", "the process ended while running it (exited with status 0)"),
+    ("cheat_atexit.py", "grad_W_C", "matches no known mistake"),
+    ("cheat_stack_frames.py", "grad_W_C", "all zeros"),
+    ("cheat_monkeypatch.py", "grad_W_C", "all zeros"),
+    ("cheat_monkeypatch.py", "grad_w", "all zeros"),
+    ("cheat_complex.py", "grad_W_C", "complex dtype"),
+    ("cheat_finite_differences.py", "grad_W_C", "close to the analytic answer but not equal to it"),
+    ("cheat_finite_differences.py", "grad_w", "On 'hinge's kink, |1 - zF| = 1e-11': the hinge"),
+    ("cheat_stack_finite_differences.py", "dH", "close to the analytic answer but not equal to it"),
+    ("cheat_stack_finite_differences.py", "dW", "A finite difference"),
+    ("cheat_stack_complex_step.py", "dH", "used more than its CPU budget on the paper-size problem"),
+    ("cheat_linear_differences.py", "grad_W_C", "used more than its CPU budget on the paper-size problem"),
+    ("cheat_dual_numbers.py", "grad_W_B", "used more than its CPU budget on the paper-size problem"),
+    ("cheat_autograd.py", "error", "torch"),
     # harm to the instructor
-    "cheat_exfiltrate.py": ("grad_W_C", "Permission denied: '/etc/passwd'"),
-    "cheat_rmtree_outside.py": ("grad_W_C", "Permission denied"),
-    "cheat_overwrite_classmate.py": ("grad_W_C", "no classmate found"),
-    "cheat_sqlite_outside.py": ("error", "libsqlite3"),
-    "cheat_kill_grader.py": ("grad_W_C", "Operation not permitted"),
-    "cheat_stop_grader.py": ("grad_W_C", "Operation not permitted"),
-    "cheat_tty_escape.py": ("grad_W_C", "Permission denied: '/dev'"),
-    "cheat_memfd.py": ("grad_W_C", "PermissionError: [Errno 1] Operation not permitted"),
-    "cheat_shm.py": ("grad_W_C", "System V shared memory refused"),
-    "cheat_threads.py": ("grad_W_C", "can't start new thread"),
-    "cheat_keep_alive.py": ("grad_W_C", "prctl refused"),
-    "cheat_renice_grader.py": ("grad_W_C", "PermissionError: [Errno 1] Operation not permitted"),
-    "cheat_csv_formula.py": ("error", "'=HYPERLINK("),
-    "cheat_fill_disk.py": ("grad_W_C", "it passed its disk limit"),
-    "cheat_flood_output.py": ("grad_W_C", "it passed its output limit"),
+    ("cheat_exfiltrate.py", "grad_W_C", "Permission denied: '/etc/passwd'"),
+    ("cheat_rmtree_outside.py", "grad_W_C", "Permission denied"),
+    ("cheat_overwrite_classmate.py", "grad_W_C", "no classmate found"),
+    ("cheat_sqlite_outside.py", "error", "libsqlite3"),
+    ("cheat_write_files.py", "grad_W_C", "PermissionError: [Errno 13] Permission denied"),
+    ("cheat_write_files.py", "grad_W_B", "PermissionError: [Errno 1] Operation not permitted"),
+    ("cheat_kill_grader.py", "grad_W_C", "Operation not permitted"),
+    ("cheat_stop_grader.py", "grad_W_C", "Operation not permitted"),
+    ("cheat_tty_escape.py", "grad_W_C", "Permission denied: '/dev'"),
+    ("cheat_memfd.py", "grad_W_C", "PermissionError: [Errno 1] Operation not permitted"),
+    ("cheat_shm.py", "grad_W_C", "System V shared memory refused"),
+    ("cheat_threads.py", "grad_W_C", "can't start new thread"),
+    ("cheat_keep_alive.py", "grad_W_C", "prctl refused"),
+    ("cheat_renice_grader.py", "grad_W_C", "PermissionError: [Errno 1] Operation not permitted"),
+    ("cheat_csv_formula.py", "error", "'=HYPERLINK("),
+    ("cheat_fill_disk.py", "grad_W_C", "it passed its disk limit"),
+    ("cheat_flood_output.py", "grad_W_C", "it passed its output limit"),
+    ("cheat_markdown.py", "grad_W_C", "All tests passed"),
     # crashing the class run
-    "cheat_nested_json.py": ("grad_W_C", "JSON nested deeper than"),
-    "cheat_forged_setup_error.py": ("grad_W_C", "unexpected event 'setup_error'"),
-    "cheat_deep_tree.py": ("grad_W_C", "all zeros"),
-}
+    ("cheat_nested_json.py", "grad_W_C", "JSON nested deeper than"),
+    ("cheat_forged_setup_error.py", "grad_W_C", "unexpected event 'setup_error'"),
+    ("cheat_deep_tree.py", "grad_W_C", "all zeros"),
+]
 # file (graded under another name when given) -> (status, points): what it gets alone
 HONEST = {
     "alice.py": ("gradients_solution.py", "passed", "10"), "gina.py": ("gating_solution.py", "passed", "10"),
@@ -91,23 +119,24 @@ CHEATS = sorted(p.name for p in STUDENTS.glob("cheat_*.py"))
 SPECIAL = 4                                              # a symlink out, a 3 GB file, two hostile names
 
 
-def _student(folder: Path, name: str, source: Path) -> None:
+def _student(folder: Path, name: str, source: Path, victim: Path) -> None:
     """A student's folder holding ``source`` as ``name`` (a symlink stays one), with every helper a
-    student file uses."""
+    student file uses; _victim.py names ``victim``, the folder the harmful files aim at."""
     home = folder / Path(name).stem
     home.mkdir()
     shutil.copy(source, home / name, follow_symlinks=False)
     for helper in HELPERS:
         shutil.copy(STUDENTS / helper, home / helper)
+    (home / "_victim.py").write_text(f"VICTIM = {str(victim)!r}\n")
 
 
-def build_class(folder: Path) -> None:
+def build_class(folder: Path, victim: Path) -> None:
     """Every cheat file, the honest files, a symlink to the solution, a 3 GB file and two hostile
-    names, each student in a folder of their own under ``folder``."""
+    names, each student in a folder of their own under ``folder``; the harmful files aim at ``victim``."""
     for name in CHEATS:
-        _student(folder, name, STUDENTS / name)
+        _student(folder, name, STUDENTS / name, victim)
     for name, (source, _, _) in HONEST.items():
-        _student(folder, name, (SOLUTIONS / source) if source else STUDENTS / name)
+        _student(folder, name, (SOLUTIONS / source) if source else STUDENTS / name, victim)
     (folder / "mallory").mkdir()
     (folder / "mallory" / "mallory.py").symlink_to(SOLUTIONS / "gradients_solution.py")
     (folder / "huge").mkdir()
@@ -174,13 +203,13 @@ def _shm_segments() -> set:
         return {line.split()[1] for line in f.readlines()[1:]}
 
 
-def replay(folder: Path, runs: dict) -> dict:
+def replay(folder: Path, victim: Path, runs: dict) -> dict:
     """Grade ``folder`` with each of ``runs`` {name: (command up to its paths, env, out folder)}
-    at once, into out/grades.csv with TMPDIR out/tmp, next to a victim folder and a System V
-    segment of the grader's user holding a value.  Returns {name: what the run did and left}."""
-    shutil.rmtree(VICTIM, ignore_errors=True)
-    VICTIM.mkdir()
-    (VICTIM / "keep.txt").write_text("the instructor's file")
+    at once, into out/grades.csv with TMPDIR out/tmp, next to the ``victim`` folder (made here,
+    root's, mode 755) and a System V segment of the grader's user holding a value.  Returns
+    {name: what the run did and left}."""
+    victim.mkdir(mode=0o755)
+    (victim / "keep.txt").write_text("the instructor's file")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.shmat.restype = ctypes.c_void_p
     segment = libc.shmget(0, 4096, 0o1600)                       # the grader's user keeps something here
@@ -198,11 +227,11 @@ def replay(folder: Path, runs: dict) -> dict:
                                              env=dict(env, TMPDIR=str(out / "tmp"), **{SECRET: "s3cret-value"}))
         printed = {name: process.communicate(timeout=900)[0] for name, process in started.items()}
         time.sleep(1.0)                                  # a process that outlived the run would act now
-        kept, victim = ctypes.string_at(address, 4), sorted(p.name for p in VICTIM.iterdir())
+        kept, left_in_victim = ctypes.string_at(address, 4), sorted(p.name for p in victim.iterdir())
     finally:
         libc.shmdt(ctypes.c_void_p(address))
         libc.shmctl(segment, 0, None)                            # IPC_RMID
-        shutil.rmtree(VICTIM, ignore_errors=True)
+        shutil.rmtree(victim, ignore_errors=True)
     found = {}
     for name, (_, _, out) in runs.items():
         grades = out / "grades.csv"
@@ -210,7 +239,7 @@ def replay(folder: Path, runs: dict) -> dict:
                            rows={Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
                            if grades.exists() else {}, text=grades.read_text() if grades.exists() else "",
                            printed=printed[name], kept=kept, segments=_shm_segments() - segments,
-                           nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)), victim=victim)
+                           nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)), victim=left_in_victim)
     return found
 
 
@@ -244,7 +273,9 @@ def replays(tmp_path_factory):
     (RHEL 9.6) and 1 (Linux 5.13), and at 0 as root in a container-like image (the user tier)."""
     folder = tmp_path_factory.mktemp("class") / "submissions"
     folder.mkdir()
-    build_class(folder)
+    victim = Path(tempfile.mkdtemp(prefix="numpy_mamba_victim_")) / "instructor"   # its own: runs at once never meet
+    os.chmod(victim.parent, 0o755)
+    build_class(folder, victim)
     with container_image() as (wrap, python, _, private):
         runs = {cap: ([sys.executable, "-m", "numpy_mamba", "grade"],
                       dict(os.environ, PYTHONPATH=str(ROOT), NUMPY_MAMBA_SANDBOX_MAX_ABI=cap),
@@ -253,10 +284,11 @@ def replays(tmp_path_factory):
                      {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(private),
                       "NUMPY_MAMBA_SANDBOX_MAX_ABI": "0"}, Path(tempfile.mkdtemp(prefix="numpy_mamba_out0_")))
         try:
-            yield replay(folder, runs)
+            yield replay(folder, victim, runs)
         finally:
             for _, _, out in runs.values():
                 shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(victim.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -288,12 +320,14 @@ def test_every_honest_file_gets_its_own_grade(class_run, filename):
     assert (row["status"], row["points"]) == (status, points), row
 
 
-@pytest.mark.parametrize("filename", sorted(ATTACKS))
-def test_each_attack_is_refused_with_its_reason(class_run, filename):
-    row, (column, words) = class_run["rows"][filename], ATTACKS[filename]
+@pytest.mark.parametrize("filename, column, words", REFUSALS, ids=[f"{f}-{c}" for f, c, _ in REFUSALS])
+def test_each_attack_is_refused_with_its_reason(class_run, filename, column, words):
+    """At the full tier; a file stopped at import scores 0 of its exercise's 10 points."""
+    row = class_run["rows"][filename]
     text = row["error"] if column == "error" else row[f"{column}_hint"]
     assert words in text, (filename, row)
-    assert row["points"] == "0" and row["status"] != "passed", (filename, row)
+    assert row["points"] == UNSTOPPED.get(filename, "0"), (filename, row)
+    assert row["status"] != "import error" or row["max_points"] == "10", (filename, row)
 
 
 def test_complex_step_is_stopped_by_the_budget_where_a_budget_can_stop_it(class_run):

@@ -1,10 +1,10 @@
 """The grader with its child processes: every file in tests/student_files/ gets its expected outcome.
 
-Correct files pass (with the helpers the hand-outs allow), honest mistakes get their hint, every
-cheat fails with the reason it was stopped, and every hang, exit or crash ends at the time limit
-as a row of the report.  A failure here means a submission can pass without doing the exercise,
-or can take the grader down with it.  (The attacks of tests/test_grader_attacks.py, run as a
-class, and the kernel's refusals, tests/test_grader_kernel.py, are tested there.)
+Correct files pass (with the helpers the hand-outs allow), honest mistakes get their hint, the
+paper-size budget passes every derivation and stops every per-coordinate method, and every hang,
+exit or crash ends at its limit as a row of the report.  A failure here means a submission can pass without doing the exercise,
+or can take the grader down with it.  (Every cheat file, graded as a class with its reason:
+tests/test_grader_attacks.py; the kernel's refusals: tests/test_grader_kernel.py.)
 """
 import shutil
 from pathlib import Path
@@ -81,30 +81,6 @@ EXPECTED = [
     ("broken_stack_residual.py", "dW_B", "pass", ""),
     ("broken_stack_no_query.py", "dH", "FAIL", "the query path is missing from dH"),
     ("broken_stack_no_query.py", "dW", "pass", ""),
-    # cheats: each stopped with its reason
-    ("cheat_importlib_split.py", "grad_W_C", "FAIL",
-     "numpy_mamba.gradients is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_reload_module.py", "grad_W_B", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_reload_module.py", "grad_w", "FAIL", "KeyError: 'numpy_mamba.gradients'"),
-    ("cheat_exec_solution.py", "grad_W_C", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_import_solution.py", "grad_W_B", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_disable_guard.py", "grad_W_C", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_stack_frames.py", "grad_W_C", "FAIL", "all zeros"),
-    ("cheat_monkeypatch.py", "grad_W_C", "FAIL", "all zeros"),
-    ("cheat_monkeypatch.py", "grad_w", "FAIL", "all zeros"),
-    ("cheat_complex.py", "grad_W_C", "FAIL", "complex dtype"),
-    ("cheat_atexit.py", "grad_W_C", "FAIL", "matches no known mistake"),
-    ("cheat_exit_call.py", "grad_W_C", "FAIL", "the process ended while running it (exited with status 0)"),
-    ("cheat_exit_call.py", "grad_W_B", "pass", ""),
-    ("cheat_write_files.py", "grad_W_C", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_write_files.py", "grad_W_B", "FAIL", "PermissionError: [Errno 1] Operation not permitted"),
-    ("cheat_write_files.py", "grad_w", "FAIL", "PermissionError: [Errno 1] Operation not permitted"),
-    ("cheat_stack_factored.py", "dW_C", "FAIL", "numpy_mamba.stack.layer_backward_factored is not part of the hand-out"),
-    ("cheat_stack_solution.py", "dH", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_finite_differences.py", "grad_W_C", "FAIL", "close to the analytic answer but not equal to it"),
-    ("cheat_finite_differences.py", "grad_w", "FAIL", "On 'hinge's kink, |1 - zF| = 1e-11': the hinge"),
-    ("cheat_stack_finite_differences.py", "dH", "FAIL", "close to the analytic answer but not equal to it"),
-    ("cheat_stack_finite_differences.py", "dW", "FAIL", "A finite difference"),
 ]
 
 
@@ -130,24 +106,6 @@ def test_every_student_file_gets_its_outcome(graded, filename, function, status,
     assert result.status == status, f"{filename}: {function} -> {result.status}: {result.hint}"
     assert words in result.hint, f"{filename}: {function}: hint {result.hint!r}"
     assert not sub.passed or status == "pass"
-
-
-@pytest.mark.parametrize("filename, words", [
-    ("cheat_patch_grader.py", "numpy_mamba.grader is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_exit_import.py", "the process ended while importing the file (exited with status 0)"),
-    ("cheat_value_and_gradients.py", "numpy_mamba.gradients is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_one_layer_stack.py", "numpy_mamba.layer is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_forward_terms.py", "numpy_mamba.model is not part of the hand-out of this exercise (gating)"),
-    ("cheat_layer_gates.py", "numpy_mamba.layer is not part of the hand-out of this exercise (gating)"),
-    ("cheat_decay_gates.py", "numpy_mamba.gates is not part of the hand-out of this exercise (gating)"),
-    ("cheat_stack_gradients.py", "numpy_mamba.stack.gradients is not part of the hand-out of this exercise (stack)"),
-    ("cheat_stack_layer_backward.py", "numpy_mamba.layer.layer_backward is not part of the hand-out"),
-    ("cheat_stack_value_and_gradients.py", "numpy_mamba.gradients is not part of the hand-out of this exercise (stack)"),
-])
-def test_files_stopped_at_import_say_why(session, filename, words):
-    sub = grade_submission(STUDENTS / filename, session)
-    assert not sub.imported and sub.points == 0 and not sub.passed and sub.max_points == 10
-    assert words in sub.graded[0].import_error
 
 
 def test_package_functions_are_not_importable_in_any_exercise(session):

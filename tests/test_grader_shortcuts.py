@@ -23,7 +23,7 @@ from numpy_mamba.grader.exercises.stack import make_problems as stack_problems
 from numpy_mamba.grader.hints import rel_error
 from numpy_mamba.grader.problems import _F, make_problems
 from numpy_mamba.grader.registry import all_exercises
-from numpy_mamba.layer import LayerParams, layer_backward, layer_forward
+from numpy_mamba.layer import layer_backward, layer_forward
 
 from pathlib import Path
 

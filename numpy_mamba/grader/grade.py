@@ -134,6 +134,8 @@ def _syntax_message(exc: SyntaxError) -> str:
 
 
 def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submission) -> Graded:
+    """Grade the staged copy as ``exercise``: the small problems this run wants, then each entry
+    with a part that passed them on the paper-size problem within its budget; the results."""
     prepared = session.prepared(exercise)
     exercise = prepared.exercise
     graded = Graded(exercise)
@@ -172,7 +174,7 @@ def _shares(prepared, f, wanted: list) -> list:
     budget = [prepared.budget] if prepared.budget in wanted else []    # a budget holds in both groups
     groups = [("public", [k for k in wanted if not prepared.hidden[k]], f.points - hidden),
               ("hidden", [k for k in wanted if prepared.hidden[k]], hidden)]
-    return [(g, ks + budget if g == "hidden" else ks, p) for g, ks, p in groups if ks]
+    return [(g, ks + [k for k in budget if k not in ks] if g == "hidden" else ks, p) for g, ks, p in groups if ks]
 
 
 def _results(prepared, f, out: Calls, wanted: list) -> list:

@@ -281,3 +281,26 @@ def test_the_sandbox_interface_is_narrow():
     for path in (ROOT / "numpy_mamba" / "grader" / "sandbox").glob("*.py"):
         text = path.read_text()
         assert "from .." not in text and "import numpy_mamba" not in text, path.name
+
+
+def test_the_image_check_names_what_others_can_read_and_prepare_closes_it(monkeypatch):
+    """The user tier's precondition on a layout of its own: this package, a package next to numpy
+    (torch) and the autograder's folder, readable by others, are each named, numpy and its
+    metadata are not; ``prepare`` takes others' rights from those three alone, and the check holds."""
+    from numpy_mamba.grader.sandbox import image
+    top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_check_"))
+    try:
+        os.chmod(top, 0o755)
+        site, package, root = top / "site", top / "checkout" / "numpy_mamba", top / "autograder"
+        for folder in (site / "torch", site / "numpy", site / "numpy-2.0.dist-info", package, root):
+            folder.mkdir(parents=True, mode=0o755)
+        monkeypatch.setattr(image, "PACKAGE", package)
+        monkeypatch.setattr(image.site, "getsitepackages", lambda: [str(site)])
+        monkeypatch.setattr(image, "_needed", lambda: [str(site / "numpy")])
+        found = image.problems([root])
+        named = {line.split(" is readable")[0] for line in found}
+        assert named == {str(package), str(site / "torch"), str(root)}, found
+        assert sorted(image.prepare([root])) == sorted(named)
+        assert image.problems([root]) == [] and (site / "numpy").stat().st_mode & 0o005 == 0o005
+    finally:
+        shutil.rmtree(top)

@@ -8,7 +8,8 @@ setup.sh runs it, as root, when the image is built):
   * readable by others (the child imports them): the standard library, numpy and scipy;
   * NOT readable by others: this package's source (and the checkout it sits in: solutions,
     .git), every other package next to numpy and scipy (an autodiff library, a copy of this
-    one), and the folders the caller names private (the autograder's folder, a class's files).
+    one), and the folders the caller names private (the autograder's folder, a class's files);
+  * searchable by others: the temporary folder, where each child's folder is made.
 
 "Readable by others" is judged on the permission bits a user who owns nothing and is in no
 group gets: a folder is open when it and every folder above it are searchable by others.
@@ -19,6 +20,7 @@ import os
 import site
 import stat
 import sysconfig
+import tempfile
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2]            # numpy_mamba/
@@ -102,6 +104,10 @@ def problems(extra=()) -> list:
         missing = _unreadable_in(tree)
         if missing:
             found.append(f"{missing} is not readable by the sandbox user, who imports from {tree} (chmod o+rX)")
+    temporary = tempfile.gettempdir()
+    if not _reachable(temporary):
+        found.append(f"{temporary}, where each child's folder is made, is not searchable by the sandbox user "
+                     "(chmod o+x, or set TMPDIR)")
     return found
 
 

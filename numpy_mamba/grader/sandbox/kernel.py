@@ -85,7 +85,8 @@ class Isolation:
             if self.complete:
                 return f"isolation: sandbox user: {user} (image checked), {calls}; {self.system}"
             return f"isolation: WEAK: {user}, but the image check failed: {'; '.join(self.image)}; {self.system}"
-        files = "no Landlock and not root (files NOT confined: a submission reads and writes what you can)"
+        files = f"no Landlock{cap}{'' if self.root else ' and not root'} (files NOT confined: a submission reads and " \
+                "writes what you can)"
         calls = calls if self.seccomp else "no seccomp (processes, signals and sockets NOT confined)"
         return f"isolation: WEAK: {files}, {calls}; {self.system}"
 

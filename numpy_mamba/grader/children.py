@@ -86,11 +86,13 @@ def run_calls(job_of, todo: list, indices: list, folder, isolation, limits, sub)
     return out
 
 
-def budget_message(error: str, limits: sandbox.Limits) -> str:
-    """What a call over the paper-size problem's budget tells the student (other errors as they are)."""
-    if "time limit" not in error:
-        return error
-    return (f"used more than its CPU budget on the paper-size problem ({limits.cpu:.2f} s here, a few times what "
-            "an analytic solution with loops over the batch needs): a per-coordinate method (finite differences, "
-            "complex step, dual numbers) needs one forward pass per parameter; derive the gradient instead, and "
-            "vectorise over the batch if yours is analytic")
+def over_budget(call: Call, limits: sandbox.Limits) -> Call:
+    """A call of the paper-size problem as the student reads it: stopped at its CPU time limit,
+    it is over the budget, and the message says why that is the point."""
+    if "time limit" not in call.error:
+        return call
+    return replace(call, note="over the budget", error=(
+        f"used more than its CPU budget on the paper-size problem ({limits.cpu:.2f} s here, a few times what an "
+        "analytic solution with loops over the batch needs): a per-coordinate method (finite differences, complex "
+        "step, dual numbers) needs one forward pass per parameter; derive the gradient instead, and vectorise over "
+        "the batch if yours is analytic"))

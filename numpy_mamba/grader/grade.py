@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import sandbox
-from .children import Calls, SandboxFailed, budget_message, run_calls
+from .children import Calls, SandboxFailed, over_budget, run_calls
 from .compare import Result, grade_function
 from .files import helpers_of, inside, source_of
 from .problems import forward_seconds
@@ -158,8 +158,7 @@ def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submi
             if any(grade_function(prepared, f.name, calls, small, 0.0).status == "pass"
                    for f in exercise.functions if f.called == entry):
                 extra = run_calls(job_of, [entry], [prepared.budget], folder, session.isolation, limits, sub)
-                out.calls.update({key: replace(c, error=budget_message(c.error, limits))
-                                  for key, c in extra.calls.items()})
+                out.calls.update({key: over_budget(c, limits) for key, c in extra.calls.items()})
     graded.results = [r for f in exercise.functions for r in _results(prepared, f, out, wanted)]
     return graded
 

@@ -57,13 +57,13 @@ def function_table(result, function, exercise) -> list:
         return []
     group = f"  ({result.group} problems)" if result.group else ""
     lines = [f"{function.signature}    {function.equation}{group}",
-             f"  {'problem':<44}{'vs package':>12}{exercise.independent_check:>17}  result"]
+             f"  {'problem':<50}{'vs package':>12}{exercise.independent_check:>17}  result"]
     for row in result.rows:
         cpu = "" if math.isnan(row.cpu) else f" (CPU {row.cpu:.2f} s)"
         if row.note:
-            lines.append(f"  {row.problem:<44}{clean(row.note, 40):>29}  FAIL{cpu}")
+            lines.append(f"  {row.problem:<50}{clean(row.note, 40):>29}  FAIL{cpu}")
         else:
-            lines.append(f"  {row.problem:<44}{_err(row.err_reference):>12}{_err(row.err_independent):>17}  "
+            lines.append(f"  {row.problem:<50}{_err(row.err_reference):>12}{_err(row.err_independent):>17}  "
                          f"{'ok' if row.ok else 'FAIL'}{cpu}")
     return lines + [""]
 

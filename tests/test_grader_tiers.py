@@ -110,7 +110,8 @@ def test_the_weak_tier_grades_a_students_file_and_refuses_a_class_unless_allowed
     grade = [python, "-m", "numpy_mamba", "grade"]
     try:
         one = _run(wrap(grade + [str(folder / "alice" / "alice.py")], user="nobody"), env)
-        assert one.returncode == 0 and b"isolation: WEAK: no Landlock and not root" in one.stdout
+        assert one.returncode == 0 and b"isolation: WEAK: no Landlock (capped" in one.stdout
+        assert b"and not root (files NOT confined" in one.stdout
         refused = _run(wrap(grade + [str(folder)], user="nobody"), env)
         assert refused.returncode == 2 and b"--allow-weak-isolation" in refused.stderr
         allowed = _run(wrap(grade + [str(folder), "--allow-weak-isolation"], user="nobody"), env)

@@ -215,10 +215,10 @@ def _yardstick(params, P):
 @lru_cache(maxsize=1)
 def forward_seconds() -> float:
     """The budgets' unit: CPU seconds of one forward pass of eq (3) on the paper-size problem,
-    written here so that the package's own speed does not move it (best of 30, this thread's
+    written here so that the package's own speed does not move it (best of 100, this thread's
     CPU time, which a busy machine barely changes)."""
     pb, best = paper_problem(0), float("inf")
-    for _ in range(30):
+    for _ in range(100):
         start = time.thread_time()
         _yardstick(pb.params, pb.P)
         best = min(best, time.thread_time() - start)

@@ -22,7 +22,7 @@ TOL_REFERENCE = 1e-12
 # more than 1,700 units in practice (tests/test_grader_sandbox.py).  w has 31 coordinates, and a
 # method vectorised over every coordinate costs what loops over the batch cost: no budget stops
 # those (tutorials/INSTRUCTORS.md).
-BUDGET_UNITS = 1200
+BUDGET_UNITS = 1000
 
 # The forward pass of eq (3), nothing that differentiates it: the child gets these (and the
 # helpers they call, ``kit.py``) and no other part of the package.

@@ -17,7 +17,7 @@ FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
 # derived) 2.6e-12 off for w (tests/test_grader_shortcuts.py).
 TOL_REFERENCE = 1e-12
 # The paper-size problem's CPU budget, in forward passes of eq (3) (``problems.forward_seconds``):
-# every analytic file we have takes at most ~450 (Python loops over the batch); differences or a
+# every analytic file we have takes at most ~400 (Python loops over the batch); differences or a
 # complex step over W_B or W_C take at least one forward pass per coordinate, 961 of them, and
 # more than 1,700 units in practice (tests/test_grader_sandbox.py).  w has 31 coordinates, and a
 # method vectorised over every coordinate costs what loops over the batch cost: no budget stops

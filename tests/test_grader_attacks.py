@@ -162,8 +162,22 @@ for name in numpy numpy.libs scipy scipy.libs; do
         mount --rbind "{site}/$name" "$img/venv/{relative}/$name"
     fi
 done
-for folder in /work /home /opt /srv; do
+for folder in /work /home /opt /srv /var/tmp; do
     mount -t tmpfs -o mode=755 tmpfs "$folder"
+done
+mount -t tmpfs tmpfs /mnt                       # /tmp: the test's own folders only, not what others left
+for entry in /tmp/numpy_mamba_* /tmp/pytest-of-*; do
+    [ -e "$entry" ] || continue
+    name="${{entry#/tmp/}}"
+    if [ -d "$entry" ]; then mkdir "/mnt/$name"; else touch "/mnt/$name"; fi
+    mount --rbind "$entry" "/mnt/$name"
+done
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+for entry in /mnt/*; do
+    [ -e "$entry" ] || continue
+    name="${{entry#/mnt/}}"
+    if [ -d "$entry" ]; then mkdir "/tmp/$name"; else touch "/tmp/$name"; fi
+    mount --rbind "$entry" "/tmp/$name"
 done
 exec "$@"
 """
@@ -173,8 +187,9 @@ exec "$@"
 def container_image():
     """This machine as a container prepared like a Gradescope image, seen through a mount
     namespace (``unshare``, root; nothing of the machine changes): the interpreter's home holds the
-    interpreter only, /work, /home, /opt and /srv are empty, and a venv of its own holds numpy and
-    scipy only.  Yields (wrap(command, user=None) -> the command run in the image, its python, a
+    interpreter only, /work, /home, /opt, /srv and /var/tmp are empty, /tmp holds the test's own
+    folders only (not what other programs left there: a copy of this repository, say), and a venv
+    of its own holds numpy and scipy only.  Yields (wrap(command, user=None) -> the command run in the image, its python, a
     folder others can read, a root-only copy of this package (what the grader imports as root))."""
     top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_"))
     os.chmod(top, 0o755)

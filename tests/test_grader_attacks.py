@@ -291,19 +291,19 @@ def replays(tmp_path_factory):
     victim = Path(tempfile.mkdtemp(prefix="numpy_mamba_victim_")) / "instructor"   # its own: runs at once never meet
     os.chmod(victim.parent, 0o755)
     build_class(folder, victim)
-    with container_image() as (wrap, python, _, private):
-        runs = {cap: ([sys.executable, "-m", "numpy_mamba", "grade"],
-                      dict(os.environ, PYTHONPATH=str(ROOT), NUMPY_MAMBA_SANDBOX_MAX_ABI=cap),
-                      Path(tempfile.mkdtemp(prefix=f"numpy_mamba_out{cap}_"))) for cap in ("7", "5", "1")}
-        runs["0"] = (wrap([python, "-m", "numpy_mamba", "grade"]),
-                     {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(private),
-                      "NUMPY_MAMBA_SANDBOX_MAX_ABI": "0"}, Path(tempfile.mkdtemp(prefix="numpy_mamba_out0_")))
-        try:
+    outs = {cap: Path(tempfile.mkdtemp(prefix=f"numpy_mamba_out{cap}_")) for cap in TIERS}
+    try:
+        with container_image() as (wrap, python, _, private):
+            runs = {cap: ([sys.executable, "-m", "numpy_mamba", "grade"],
+                          dict(os.environ, PYTHONPATH=str(ROOT), NUMPY_MAMBA_SANDBOX_MAX_ABI=cap), outs[cap])
+                    for cap in ("7", "5", "1")}
+            runs["0"] = (wrap([python, "-m", "numpy_mamba", "grade"]),
+                         {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(private),
+                          "NUMPY_MAMBA_SANDBOX_MAX_ABI": "0"}, outs["0"])
             yield replay(folder, victim, runs)
-        finally:
-            for _, _, out in runs.values():
-                shutil.rmtree(out, ignore_errors=True)
-            shutil.rmtree(victim.parent, ignore_errors=True)
+    finally:
+        for made in list(outs.values()) + [victim.parent]:
+            shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

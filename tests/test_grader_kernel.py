@@ -160,6 +160,10 @@ def test_the_abi_cap_chooses_the_tier(monkeypatch):
         assert found.tier == tier and found.landlock_abi == int(cap) and f"the kernel offers {found.offered}" in found.line
         assert found.complete == (tier == "landlock")
     assert "image check failed: /x is readable" in found.line
+    many = kernel.probe(lambda: [f"/p{k} is readable by the sandbox user" for k in range(40)])
+    assert "/p2 is readable" in many.line and "/p3 " not in many.line and "and 37 more" in many.line, (
+        "a failed image check must name a few paths and count the rest, not fill the terminal")
+    assert "gradescope prepare" in many.line, "a failed image check must say how to fix it"
     assert kernel.probe(lambda: []).complete
     monkeypatch.setenv(kernel.MAX_ABI, "six")
     with pytest.raises(ValueError, match="must be an integer >= 0 .*got 'six'"):

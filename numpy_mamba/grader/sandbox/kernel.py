@@ -84,7 +84,9 @@ class Isolation:
                     f"may read and creating no file")
             if self.complete:
                 return f"isolation: sandbox user: {user} (image checked), {calls}; {self.system}"
-            return f"isolation: WEAK: {user}, but the image check failed: {'; '.join(self.image)}; {self.system}"
+            shown = [*self.image[:3], *[f"and {len(self.image) - 3} more"] * (len(self.image) > 3)]
+            return (f"isolation: WEAK: {user}, but the image check failed: {'; '.join(shown)} (in a container image, "
+                    f"`python -m numpy_mamba.grader.gradescope prepare FOLDER` makes these unreadable); {self.system}")
         files = f"no Landlock{cap}{'' if self.root else ' and not root'} (files NOT confined: a submission reads and " \
                 "writes what you can)"
         calls = calls if self.seccomp else "no seccomp (processes, signals and sockets NOT confined)"

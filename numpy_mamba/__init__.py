@@ -13,7 +13,8 @@ The top of the package is the paper's one-layer model, one module per part:
     network    what is trained, as one value: ``network(model, n_layers, prenorm)``
 
 and Section 4.2's three-layer models (``stack``, ``layer``: a residual stack of eq (1) layers
-with a hand-written backward pass).
+with a hand-written backward pass).  ``fast`` holds the fused forms of eq (3) that training runs
+and ``numerics`` their helpers; each is tested equal to its reading form.
 
 Families built on it live in subpackages: ``reproduce`` (Section 4), ``ablation`` (the three-layer
 models' distance-2 gap, one factor at a time), ``theory`` (numerical checks of the theorems),

@@ -155,6 +155,13 @@ def _assemble(world: World, rng, tasks, l, K, outlier, outlier_vectors, kappa_a,
     return Batch(P, clean_y[:, l].copy(), tasks.copy(), outlier, same)
 
 
+def check_world(world, who: str) -> World:
+    """``world`` if it is a ``World`` (from ``make_world``), else a ValueError naming ``who``."""
+    if not isinstance(world, World):
+        raise ValueError(f"{who}: world must be a numpy_mamba.World (from make_world); got {type(world).__name__}.")
+    return world
+
+
 def check_tasks(world: World, tasks, *, allow_empty: bool = False) -> np.ndarray:
     """Tasks as an (n, 2) integer array of pairs (a, b) of distinct indices into mu (Section 3.2:
     task (a, b) labels mu_a with +1 and mu_b with -1, so a = b would ask for both labels)."""
@@ -208,6 +215,7 @@ def training_batch(world: World, B: int, l: int, *, p_a: float, K: float = 0.5,
     uniform in [V]) with probability p_a; an example with an outlier gets a uniformly random
     label.  The query has no outlier.  Returns a ``Batch`` with P of shape (B, d+1, l+1).
     """
+    check_world(world, "training_batch")
     rng = as_generator(rng, "training_batch")
     B, l = check_positive_int(B, "B"), check_positive_int(l, "l")
     p_a = check_probability(p_a, "p_a")
@@ -235,6 +243,7 @@ def testing_batch(world: World, B: int, l: int, *, alpha: float, K_prime: float 
     independently with probability alpha, eq (7)), "farthest" or "closest" to the query
     (exactly round(alpha * l) outlier examples, halves rounded up; Table 1's FQ and CQ).
     """
+    check_world(world, "testing_batch")
     rng = as_generator(rng, "testing_batch")
     B, l = check_positive_int(B, "B"), check_positive_int(l, "l")
     alpha = check_probability(alpha, "alpha")

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_labels, check_prompts
-from .model import check_model, check_params, output
+from .model import checked_inputs, confirmed, output
 
 
 def hinge(F, z) -> np.ndarray:
@@ -18,14 +17,16 @@ def hinge_active(F, z) -> np.ndarray:
     The paper writes "when F in (-1, 1)" above eqs (93), (118), (135); that misses every
     misclassified prompt with |F| >= 1, where the loss is 1 + |F| and its gradient is not 0.
     At the kink z F = 1 we take the subgradient 0.  Test: tests/test_paper_notes.py.
+    (z F < 1 is the same test in floating point: 1 - x rounds to a positive number for every x < 1.)
     """
-    return 1.0 - z * F > 0.0
+    return z * F < 1.0
 
 
-def mean_hinge_slope(F, z) -> np.ndarray:
+def mean_hinge_slope(F, z, B: int | None = None) -> np.ndarray:
     """d/dF^n of the mean hinge loss (1/B) sum_n max{0, 1 - z^n F^n}: -z^n / B on the active
-    side, 0 elsewhere; shapes (B,) -> (B,).  Every backward pass starts here."""
-    return np.where(hinge_active(F, z), -z, 0.0) / F.shape[0]
+    side, 0 elsewhere; shapes (B,) -> (B,).  Every backward pass starts here.  ``B``: the size of
+    the whole batch when F and z are a part of it (default: their length)."""
+    return hinge_active(F, z) * (z * (-1.0 / (F.shape[0] if B is None else B)))
 
 
 def hinge_loss(params, P, z, model: str = "mamba") -> float:
@@ -33,11 +34,10 @@ def hinge_loss(params, P, z, model: str = "mamba") -> float:
 
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,) in {-1, +1}.
     """
-    check_model(model)
-    params = check_params(params)
-    P, _ = check_prompts(P, params.W_B.shape[1])
-    z = check_labels(z, P.shape[0])
-    return float(np.mean(hinge(output(model, params, P), z)))
+    params_, P_, z_, _ = checked_inputs(params, P, model, z)
+    with np.errstate(invalid="ignore"):             # an inf makes NaNs on its way to F: ``confirmed`` names it
+        F = confirmed(output(model, params_, P_), params, P, model, z)
+    return float(np.mean(hinge(F, z_)))
 
 
 def zero_one_error(F, z) -> float:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._checks import as_generator, check_labels, check_positive_int, check_prompts
 from .data import SECTION4
-from .gradients import eq3_value_and_gradients
+from .gradients import eq3_step
 from .loss import hinge
 from .model import PAPER_MODELS, check_params, init_params, output, why_output_is_zero
 from . import stack
@@ -113,7 +113,7 @@ def network(model: str = "mamba", n_layers: int = 1, prenorm: bool = False) -> N
     prenorm = bool(prenorm)
     if n_layers == 1 and not prenorm:
         return Network(model, init_params, _check_eq3, partial(output, model),
-                       partial(eq3_value_and_gradients, model), partial(why_output_is_zero, model))
+                       partial(eq3_step, model), partial(why_output_is_zero, model))
     name = f"{model}, {n_layers} layer{'s' * (n_layers > 1)}" + (", pre-norm" if prenorm else "")
     return Network(name, partial(_init_stack, n_layers), partial(_check_stack, n_layers),
                    partial(stack.output, model, prenorm=prenorm),

@@ -1,11 +1,12 @@
 """Numerical helpers of the fast paths, off the reading path of ``model.py`` and ``gradients.py``.
 
-    log_sigmoid  log sigma(a) without overflow, as NumPy ufuncs over a whole array
-    running_sum  prefix (or suffix) sums along the last axis, with a fast path for short axes
+    log_sigmoid      log sigma(a) without overflow, as NumPy ufuncs over a whole array
+    sigmoid_pair     sigma(a) and 1 - sigma(a) from one exp, neither by a subtraction
+    running_sum      prefix (or suffix) sums along the last axis, with a fast path for short axes
 
 What they compute is plain mathematics; how they compute it is chosen for speed and for
 staying finite at l = 10,000 and saturated gates.  tests/test_numerics.py checks each against
-the library function it stands in for (``scipy.special.log_expit``, ``np.cumsum``).
+the library function it stands in for (``scipy.special.log_expit``, ``expit``, ``np.cumsum``).
 """
 from __future__ import annotations
 
@@ -27,6 +28,24 @@ def log_sigmoid(a) -> np.ndarray:
     return np.subtract(np.minimum(a, 0.0), t, out=t)
 
 
+def sigmoid_pair(a) -> tuple:
+    """(sigma(a), 1 - sigma(a)) elementwise, each to a few ulps, from one exp: same shape as ``a``.
+
+    With E = e^{-a}, sigma = 1 / (1 + E) and 1 - sigma = 1 / (1 + 1/E): neither is a difference,
+    so 1 - sigma(50) = 1.9e-22 keeps its digits.  E = inf (a < -709) gives (0, 1) and E = 0
+    (a > 745) gives (1, 0), the limits, without a warning; NaN stays NaN.
+    """
+    with np.errstate(over="ignore", divide="ignore"):
+        E = np.negative(a)
+        np.exp(E, out=E)                                    # e^{-a}, in [0, inf]
+        sigma = E + 1.0
+        np.reciprocal(sigma, out=sigma)                     # 1 / (1 + e^{-a})
+        keep = np.reciprocal(E, out=E)
+        keep += 1.0
+        np.reciprocal(keep, out=keep)                       # 1 / (1 + e^{a})
+    return sigma, keep
+
+
 def running_sum(X, reverse: bool = False) -> np.ndarray:
     """sum_{k<=t} X[..., k] along the last axis (sum_{k>=t} with ``reverse``), same shape as X.
 
@@ -40,3 +59,4 @@ def running_sum(X, reverse: bool = False) -> np.ndarray:
         return np.cumsum(X[..., ::-1], axis=-1)[..., ::-1] if reverse else np.cumsum(X, axis=-1)
     upto = np.triu(np.ones((n, n)))                   # 1[k <= t]: rows k, columns t
     return X @ (upto.T if reverse else upto)
+

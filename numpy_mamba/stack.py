@@ -32,12 +32,13 @@ Code: ``init_stack`` (Algorithm 1's initialisation for every layer), ``forward``
 gates, for plots); ``sgd.train`` trains a stack given ``network(model, n_layers=L)``.  ``layer.py``
 is one layer, CS231n style: ``layer_forward(H, layer, model) -> (O, cache)`` and
 ``layer_backward(dO, cache) -> (dH, LayerParams)``, the backward written by hand below the
-forward (the reading form, which holds the gates as a (B, D, N, N) tensor), and
-``layer_forward_factored`` / ``layer_backward_factored``, the same Mamba layer as matmuls,
-which training runs (falling back to the reading form when a channel's gates decay by more
-than e^600 across a prompt).  tests/test_stack.py checks every O^(k) against
-``scan.scan_outputs``, the one-layer identity, the two forms against each other, a two-layer
-stack computed by hand, and every gradient against central finite differences.
+forward (the reading form, which holds the gates as a (B, D, N, N) tensor); training runs
+``layer_forward_fused`` / ``layer_backward_fused``, the same layer without that tensor
+(falling back to the reading form when a channel's gates decay by more than e^600 across a
+prompt), and the top layer as eq (3) (``fast.top_layer_forward``: F reads o_{l+1,d+1} only).
+tests/test_stack.py checks every O^(k) against ``scan.scan_outputs``, the one-layer identity,
+the two forms against each other, a two-layer stack computed by hand, and every gradient
+against central finite differences.
 """
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ import numpy as np
 
 from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
 from .data import SECTION4
-from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_factored,  # noqa: F401
-                    layer_forward, layer_forward_factored)
+from .fast import TopLayerCache, top_layer_backward, top_layer_forward
+from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_fused, layer_forward,  # noqa: F401
+                    layer_forward_fused)
 from .loss import hinge, mean_hinge_slope
 from .model import PAPER_MODELS, init_params
 from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
@@ -131,41 +133,78 @@ def stack_forward(layers, P, model: str = "mamba", factored: bool = True, prenor
     """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [cache of each layer]).
     Each layer is the eq (1) scan in closed form; H^(k) = H^(k-1) + O^(k) (Section 4.2, our architecture).
 
-    ``factored``: Mamba layers run ``layer_forward_factored`` (same O, no (B, D, N, N) gate
-    tensor, what training runs; it falls back to ``layer_forward`` on its own when the gates
-    decay too fast); False: every layer runs ``layer_forward`` and caches its gates G.
-    ``prenorm``: the pre-norm variant (not the paper's, an ablation), H^(k) = H^(k-1) +
-    O^(k)(RMSNorm(H^(k-1))) with ``rmsnorm.py``; each cache is then a PreNormCache.
+    ``factored``: every layer runs ``layer_forward_fused`` (same O, tokens outermost, no (B, D, N, N)
+    gate tensor, what training runs; a Mamba layer whose gates decay too fast runs ``layer_forward``
+    on its own); False: every layer runs ``layer_forward`` and caches its gates G.  Every cache's
+    ``H`` is the layer's input, (B, D, N).  ``prenorm``: the pre-norm variant (not the paper's, an
+    ablation), H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1))) with ``rmsnorm.py``; each cache is then a
+    PreNormCache.
     """
+    if factored:
+        return _fused_forward(layers, P, model, prenorm)
     H, caches = P, []
     for layer in layers:
         X, norm = rms_norm_forward(H) if prenorm else (H, None)    # the layer's input X^(k)
-        if factored and model == "mamba":
-            O, cache = layer_forward_factored(X, layer)
-        else:
-            O, cache = layer_forward(X, layer, model)
+        O, cache = layer_forward(X, layer, model)
         H = H + O                                     # residual: H^(k) = H^(k-1) + O^(k)
         caches.append(cache if norm is None else PreNormCache(cache, norm))
     return H[:, -1, -1], caches                       # F = H^(L)[d+1, l+1]
 
 
 def stack_backward(dF, caches) -> list:
-    """Unchecked backward through the stack: dF = dL/dF (B,) -> [LayerParams of gradients].
-    The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k): dL/dH^(k-1) = dL/dH^(k) + (layer k's dH).
-    Each cache picks its own backward (``layer_backward_factored`` hands a LayerCache on)."""
-    last = caches[-1]
-    dH = np.zeros_like(last.norm.X if isinstance(last, PreNormCache) else last.H)
-    dH[:, -1, -1] = dF                                # F = e_{d+1}^T H^(L) e_{l+1}
+    """Unchecked backward through the stack of ``stack_forward``: dF = dL/dF (B,) -> [LayerParams of
+    gradients].  The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k): dL/dH^(k-1) = dL/dH^(k) +
+    (layer k's dH).  Caches of ``factored=False`` (LayerCache) run ``layer_backward``, the others
+    ``layer_backward_fused`` and, for the top layer, ``fast.top_layer_backward``, tokens outermost
+    (N, B, D)."""
+    inner = [cache.layer if isinstance(cache, PreNormCache) else cache for cache in caches]
+    fused = not isinstance(inner[0], LayerCache)
+    dH = np.zeros_like(inner[-1].X if fused else inner[-1].H)
+    if fused:
+        dH[-1, :, -1] = dF                            # F = H^(L)[d+1, l+1]; tokens outermost
+    else:
+        dH[:, -1, -1] = dF
     grads = []
-    for cache in reversed(caches):
-        if isinstance(cache, PreNormCache):           # O^(k) reads X^(k) = RMSNorm(H^(k-1))
-            dX, grad = layer_backward_factored(dH, cache.layer)
-            dH_in = rms_norm_backward(dX, cache.norm)
-        else:
-            dH_in, grad = layer_backward_factored(dH, cache)   # dO^(k) = dH^(k): H^(k) = H^(k-1) + O^(k)
-        dH = dH + dH_in                               # residual path plus the layer's own paths
+    for k in range(len(caches) - 1, -1, -1):
+        if not fused:
+            dX, grad = layer_backward(dH, inner[k])
+        elif isinstance(inner[k], TopLayerCache):     # F reads o^(L)_{l+1, d+1} only
+            dX, grad = top_layer_backward(dF, inner[k], input_gradient=k > 0)
+        else:                                         # nothing needs dL/dH^(0) = dL/dP
+            dX, grad = layer_backward_fused(dH, inner[k], input_gradient=k > 0)
         grads.append(grad)
+        if k == 0 and fused:
+            break
+        if isinstance(caches[k], PreNormCache):       # O^(k) reads X^(k) = RMSNorm(H^(k-1))
+            dX = _norm_backward(dX, caches[k].norm) if fused else rms_norm_backward(dX, caches[k].norm)
+        dH = dH + dX                                  # residual path plus the layer's own paths
     return grads[::-1]
+
+
+def _fused_forward(layers, P, model: str, prenorm: bool):
+    """``stack_forward`` with ``layer.layer_forward_fused``, every H^(k) tokens outermost, (N, B, D);
+    the top layer only as far as F reads it (``fast.top_layer_forward``)."""
+    H, caches = np.ascontiguousarray(P.transpose(2, 0, 1)), []
+    for k, layer in enumerate(layers, start=1):
+        X, norm = _norm_forward(H) if prenorm else (H, None)
+        if k < len(layers):
+            O, cache = layer_forward_fused(X, layer, model)
+            H = H + O
+        else:
+            o, cache = top_layer_forward(X, layer, model)
+            F = H[-1, :, -1] + o                      # F = H^(L-1)[d+1, l+1] + o^(L)_{l+1, d+1}
+        caches.append(cache if norm is None else PreNormCache(cache, norm))
+    return F, caches
+
+
+def _norm_forward(H):
+    """``rms_norm_forward`` of H (N, B, D): (X (N, B, D), its NormCache, which holds (B, D, N))."""
+    X, norm = rms_norm_forward(H.transpose(1, 2, 0))
+    return X.transpose(2, 0, 1), norm
+
+
+def _norm_backward(dX, norm):
+    return rms_norm_backward(dX.transpose(1, 2, 0), norm).transpose(2, 0, 1)
 
 
 def output(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
@@ -209,9 +248,23 @@ def gradients(layers, P, z, model: str = "mamba") -> list:
     return value_and_gradients(model, layers, P, z)[1]
 
 
+CACHE_BYTES = 2 ** 18     # a large batch runs in parts whose hidden states (N, part, D) fit in a core's cache
+
+
 def value_and_gradients(model: str, layers, P, z, prenorm: bool = False) -> tuple:
     """Unchecked (F (B,), gradients of the mean hinge loss, eqs (4), (19)) for P (B, d+1, l+1),
     z (B,): the stack's ``Network.F_and_gradients``, which ``sgd.train`` runs at every step;
-    ``prenorm``: the pre-norm stack of ``stack_forward``."""
-    F, caches = stack_forward(layers, P, model, prenorm=prenorm)
-    return F, stack_backward(mean_hinge_slope(F, z), caches)
+    ``prenorm``: the pre-norm stack of ``stack_forward``.  A batch of more than twice
+    ``CACHE_BYTES`` of prompts runs in parts, whose gradients add up to the batch's."""
+    B = P.shape[0]
+    part = max(1, CACHE_BYTES // P[0].nbytes)
+    if B <= 2 * part:
+        F, caches = stack_forward(layers, P, model, prenorm=prenorm)
+        return F, stack_backward(mean_hinge_slope(F, z), caches)
+    Fs, total = [], None
+    for start in range(0, B, part):
+        F, caches = stack_forward(layers, P[start:start + part], model, prenorm=prenorm)
+        grads = stack_backward(mean_hinge_slope(F, z[start:start + part], B), caches)    # (1/B) of the whole batch
+        total = grads if total is None else [LayerParams(*map(np.add, a, b)) for a, b in zip(total, grads)]
+        Fs.append(F)
+    return np.concatenate(Fs), total

@@ -7,6 +7,7 @@ results.json would record the wrong grade, or the hand-outs drifted from their s
 import csv
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -52,8 +53,9 @@ def test_report_of_a_broken_file_shows_its_exercise_only(capsys):
     assert main([str(STUDENTS / "broken_no_suffix.py")]) == 1
     out = capsys.readouterr().out
     assert "eq (135): dL/dw" in out and "vs finite diff." in out
-    assert "grad_w    FAIL" in out and "suffix-product term" in out
-    assert "grad_W_C  not attempted" in out and "NOT ALL PASSED" in out
+    assert "grad_w (public)   FAIL" in out and "suffix-product term" in out
+    assert "grad_W_C          not attempted" in out and "NOT ALL PASSED" in out
+    assert "The autograder adds 2 hidden problems" in out and "hinge's kink" not in out
     assert not [line for line in out.splitlines() if line.startswith("gates")], \
         "the other exercise is reported as not attempted"
 
@@ -70,24 +72,29 @@ def test_every_number_is_checked_by_argparse(argv, capsys):
 
 @pytest.fixture
 def class_folder(tmp_path):
-    """One correct, one honest-wrong, one package-calling, one monkeypatching submission."""
+    """One correct, one honest-wrong, one package-calling, one monkeypatching submission, each
+    in a folder of its own as an LMS exports them."""
     folder = tmp_path / "class"
-    folder.mkdir()
-    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "alice.py")
-    shutil.copy(STUDENTS / "broken_sign.py", folder / "bob.py")
-    shutil.copy(STUDENTS / "_common.py", folder / "_common.py")                 # a helper: skipped
-    (folder / "carol.py").write_text("from numpy_mamba import gradients\n\n\ndef grad_W_C(params, P, z):\n"
-                                     "    return gradients(params, P, z).W_C\n")
-    shutil.copy(STUDENTS / "cheat_monkeypatch.py", folder / "dave.py")
-    (folder / "notes.py").write_text("X = 1\n")                                 # defines no exercise
+    for name in ("alice", "bob", "carol", "dave"):
+        (folder / name).mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "alice" / "alice.py")
+    shutil.copy(STUDENTS / "broken_sign.py", folder / "bob" / "bob.py")
+    shutil.copy(STUDENTS / "_common.py", folder / "bob" / "_common.py")         # a helper: skipped
+    (folder / "bob" / "notes.py").write_text("X = 1\n")                         # defines no exercise
+    (folder / "carol" / "carol.py").write_text("from numpy_mamba import gradients\n\n\ndef grad_W_C(params, P, z):\n"
+                                               "    return gradients(params, P, z).W_C\n")
+    shutil.copy(STUDENTS / "cheat_monkeypatch.py", folder / "dave" / "dave.py")
+    shutil.copy(STUDENTS / "_common.py", folder / "dave" / "_common.py")
     return folder
 
 
 def test_a_folder_gives_a_class_table_csv_and_exit_1(class_folder, tmp_path, capsys):
     grades = tmp_path / "grades.csv"
     assert main([str(class_folder), "--csv", str(grades)]) == 1
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "skipped" in out and "notes.py" in out
+    assert f"wrote {grades} (4 submissions)" in captured.err
     rows = {Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
     assert sorted(rows) == ["alice.py", "bob.py", "carol.py", "dave.py"]
     assert rows["alice.py"]["status"] == "passed" and rows["alice.py"]["points"] == "10"
@@ -102,12 +109,15 @@ def test_a_folder_gives_a_class_table_csv_and_exit_1(class_folder, tmp_path, cap
 
 def test_gradescope_results_json_for_one_submission(class_folder, tmp_path, capsys):
     results = tmp_path / "results.json"
-    assert main([str(class_folder / "bob.py"), "--json", str(results)]) == 1
+    assert main([str(class_folder / "bob" / "bob.py"), "--json", str(results)]) == 1
     data = json.loads(results.read_text())
-    assert data["score"] == 0 and len(data["tests"]) == 3
+    names = [t["name"].split("(")[0] + (" hidden" if "[hidden" in t["name"] else "") for t in data["tests"]]
+    assert data["score"] == 0 and names == ["grad_W_C", "grad_W_C hidden", "grad_W_B", "grad_w"]
     for test in data["tests"]:
-        assert set(test) >= {"name", "score", "max_score", "output"}
-    assert "wrong sign" in data["tests"][0]["output"] and data["tests"][2]["max_score"] == 4
+        assert set(test) >= {"name", "score", "max_score", "output", "visibility"}
+    assert "wrong sign" in data["tests"][0]["output"] and data["tests"][3]["max_score"] == 4
+    assert [t["visibility"] for t in data["tests"]] == ["visible", "after_due_date", "visible", "visible"]
+    assert data["tests"][0]["max_score"] + data["tests"][1]["max_score"] == 3
     assert main([str(SOLUTIONS / "gradients_solution.py"), "--json", str(results)]) == 0
     assert json.loads(results.read_text())["score"] == 10
     with pytest.raises(SystemExit) as stop:                                     # --json is for one
@@ -121,8 +131,9 @@ def test_a_folder_with_stack_submissions_grades_each_part(tmp_path, capsys):
     folder = tmp_path / "class"
     folder.mkdir()
     shutil.copy(SOLUTIONS / "stack_solution.py", folder / "erin.py")
-    shutil.copy(STUDENTS / "_stack_common.py", folder / "_stack_common.py")          # a helper: skipped
-    shutil.copy(STUDENTS / "broken_stack_residual.py", folder / "frank.py")
+    (folder / "frank").mkdir()
+    shutil.copy(STUDENTS / "_stack_common.py", folder / "frank" / "_stack_common.py")  # a helper: skipped
+    shutil.copy(STUDENTS / "broken_stack_residual.py", folder / "frank" / "frank.py")
     shutil.copy(SOLUTIONS / "gating_solution.py", folder / "gina.py")
     grades, results = tmp_path / "grades.csv", tmp_path / "results.json"
     assert main([str(folder), "--csv", str(grades)]) == 1
@@ -134,9 +145,9 @@ def test_a_folder_with_stack_submissions_grades_each_part(tmp_path, capsys):
     assert rows["frank.py"]["dW_status"] == "pass" and rows["frank.py"]["points"] == "6"
     assert rows["gina.py"]["status"] == "passed" and rows["gina.py"]["dH_status"] == ""
     capsys.readouterr()
-    assert main([str(folder / "frank.py"), "--json", str(results)]) == 1
+    assert main([str(folder / "frank" / "frank.py"), "--json", str(results)]) == 1
     data = json.loads(results.read_text())
-    assert data["score"] == 6 and [t["max_score"] for t in data["tests"]] == [4, 2, 2, 2]
+    assert data["score"] == 6 and sum(t["max_score"] for t in data["tests"]) == 10 and len(data["tests"]) == 8
     assert data["tests"][0]["name"].startswith("layer_backward(dO, cache)") and "residual" in data["tests"][0]["output"]
     out = capsys.readouterr().out
     assert "exercise 'stack' (layer_backward, graded as dH, dW_B, dW_C, dW)" in out
@@ -211,3 +222,52 @@ def test_a_broken_declaration_is_the_graders_failure_exit_3(tmp_path, capsys):
         assert "internal error" in capsys.readouterr().err
     finally:
         EXERCISES.pop("broken_declaration", None)
+
+
+def _notebook(*cells) -> str:
+    """An .ipynb of ("markdown" | "code", source) cells, as Jupyter saves it (sources as lists of lines)."""
+    return json.dumps({"cells": [{"cell_type": kind, "metadata": {}, "source": text.splitlines(keepends=True),
+                                  **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+                                 for kind, text in cells],
+                       "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebook_is_graded_exactly_as_its_code_and_ipython_lines_are_refused_by_cell(tmp_path, capsys):
+    """The .ipynb of a solution (its code split over cells, markdown between them) gets the .py's
+    report; a magic or a shell line is refused, naming its cell; a file that is not a notebook says so."""
+    solution = (SOLUTIONS / "gradients_solution.py").read_text()
+    head, tail = solution.split("\ndef grad_W_B", 1)
+    (tmp_path / "gradients.ipynb").write_text(_notebook(("markdown", "# My answers\n$G_i$"), ("code", head),
+                                                        ("markdown", "next"), ("code", "def grad_W_B" + tail)))
+    assert main([str(tmp_path / "gradients.ipynb")]) == 0
+    from_notebook = capsys.readouterr().out
+    assert main([str(SOLUTIONS / "gradients_solution.py")]) == 0
+    from_py = capsys.readouterr().out
+    def timeless(report):                                   # the CPU time of a call differs between runs
+        return [re.sub(r" \(CPU [0-9.]+ s\)", "", line) for line in report.splitlines()[1:]]
+    assert timeless(from_notebook) == timeless(from_py) and "ALL PASSED" in from_notebook
+    (tmp_path / "gradients.ipynb").write_text(_notebook(("code", "import numpy as np\n!pip install torch"),
+                                                        ("code", solution)))
+    assert main([str(tmp_path / "gradients.ipynb")]) == 2
+    assert "cell 1 (starting 'import numpy as np') holds IPython syntax, not Python: '!pip install torch'" in \
+        capsys.readouterr().err
+    (tmp_path / "gradients.ipynb").write_text("not json")
+    assert main([str(tmp_path / "gradients.ipynb")]) == 2
+    assert "not a Jupyter notebook" in capsys.readouterr().err
+
+
+def test_a_students_run_grades_the_public_problems_and_counts_the_hidden(capsys):
+    """By default the kink and saturated problems are hidden: a student's own run leaves them out
+    and says how many the autograder adds; --all-problems and --hidden none show them."""
+    assert main([str(SOLUTIONS / "gradients_solution.py")]) == 0
+    out = capsys.readouterr().out
+    assert "hinge's kink" not in out and "saturated" not in out and "adds 2 hidden problems" in out
+    assert main([str(SOLUTIONS / "gradients_solution.py"), "--all-problems"]) == 0
+    out = capsys.readouterr().out
+    assert "hinge's kink" in out and "(hidden problems)" in out and "points: 10 / 10" in out
+    assert main([str(SOLUTIONS / "gradients_solution.py"), "--hidden", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "hinge's kink" in out and "hidden" not in out and "points: 10 / 10" in out
+    with pytest.raises(SystemExit):
+        main([str(SOLUTIONS / "gradients_solution.py"), "--hidden", "nope"])
+    assert "expected problem-name prefixes" in capsys.readouterr().err

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from numpy_mamba import gating, gradients
-from numpy_mamba.grader.compare import Call, Items, Other, grade_function
+from numpy_mamba.grader.compare import grade_function
 from numpy_mamba.grader.exercises.stack import PARTS
 from numpy_mamba.grader.layer_mistakes import LAYER_MISTAKES, backward as layer_mistake_backward, mistaken_parts
 from numpy_mamba.grader.exercises.gating import gate_mistakes
 from numpy_mamba.grader.mistakes import backward, mistakes_for
 from numpy_mamba.grader.problems import KINK_MARGIN, ON_KINK
-from numpy_mamba.grader.protocol import ChildRun, Malformed, Reader, decode, encode
+from numpy_mamba.grader.sandbox import Call, Items, Other
+from numpy_mamba.grader.sandbox.protocol import ChildRun, Malformed, Reader, decode, encode
 from numpy_mamba.grader.registry import Exercise, Function, all_exercises, identify, prepare, register
 from numpy_mamba.layer import LayerParams, layer_backward
 from numpy_mamba.model import output
@@ -45,8 +46,14 @@ def _whole(prep, name, answers):
     return whole
 
 
+def _graded(prep, name, calls):
+    """grade_function on every problem, ``calls`` one per problem (None: not run)."""
+    points = next(f.points for f in prep.exercise.functions if f.name == name)
+    return grade_function(prep, name, dict(enumerate(calls)), range(len(calls)), points)
+
+
 def _grade(prep, name, answers):
-    return grade_function(prep, name, [Call(returned=True, answer=a) for a in _whole(prep, name, answers)])
+    return _graded(prep, name, [Call(returned=True, answer=a) for a in _whole(prep, name, answers)])
 
 
 def _refs(prep, name):
@@ -143,11 +150,12 @@ def test_random_perturbations_never_raise_and_never_pass(prepared):
 
 def test_calls_that_did_not_return_fail_with_their_error(prepared):
     prep = prepared["gradients"]
-    stopped = [Call(error="did not finish within the time limit", note="time limit")] + [None] * 5
-    result = grade_function(prep, "grad_w", stopped)
+    n = len(prep.problems)
+    stopped = [Call(error="did not finish within the time limit", note="time limit")] + [None] * (n - 1)
+    result = _graded(prep, "grad_w", stopped)
     assert result.status == "FAIL" and "time limit" in result.hint
-    assert [r.note for r in result.rows] == ["time limit"] + ["not run"] * 5
-    stub = grade_function(prep, "grad_w", [Call(error="NotImplementedError: x", stub=True)] + [None] * 5)
+    assert [r.note for r in result.rows] == ["time limit"] + ["not run"] * (n - 1)
+    stub = _graded(prep, "grad_w", [Call(error="NotImplementedError: x", stub=True)] + [None] * (n - 1))
     assert stub.status == "not attempted" and "still a stub" in stub.hint
 
 
@@ -178,9 +186,15 @@ def test_every_known_mistake_differs_from_the_truth_somewhere(prepared):
 def test_each_known_mistake_gets_its_own_hint(prepared):
     """An answer that IS a known mistake must be reported with that mistake's hint, not another's."""
     for prep in prepared.values():
+        small = [k for k in range(len(prep.problems)) if k != prep.budget]
         for f in prep.exercise.functions:
-            for key, hint, answers in prep.mistaken(f.name):
-                assert _grade(prep, f.name, answers).hint == hint, (f.name, key)
+            per_problem = [prep.mistaken(f.name, k) for k in small]
+            for j, (key, hint, _) in enumerate(per_problem[0]):
+                answers = [m[j][2] for m in per_problem]
+                whole = _whole(prep, f.name, answers)
+                calls = [Call(returned=True, answer=a) for a in whole]
+                result = grade_function(prep, f.name, dict(zip(small, calls)), small, f.points)
+                assert result.hint == hint, (f.name, key)
 
 
 def test_problems_cover_the_awkward_cases(prepared):
@@ -299,7 +313,7 @@ def test_a_whole_wrong_layer_backward_gets_its_hint_on_every_part_it_breaks(prep
     whole = [mistaken_parts(pb.dO, pb.cache, make) for pb in prep.problems]
     calls = [Call(returned=True, answer=(w[0], LayerParams(*w[1:]))) for w in whole]
     for name in PARTS:
-        result = grade_function(prep, name, calls)
+        result = _graded(prep, name, calls)
         if name in parts:
             assert result.status == "FAIL" and result.hint == hint, (key, name, result.hint)
         else:
@@ -319,7 +333,7 @@ def test_a_layer_backward_answer_of_the_wrong_structure_fails_with_a_hint(prepar
     prep = prepared["stack"]
     calls = [Call(returned=True, answer=answer(*layer_backward(pb.dO, pb.cache))) for pb in prep.problems]
     for name in PARTS:
-        result = grade_function(prep, name, calls)
+        result = _graded(prep, name, calls)
         if name == "dH" and dH_ok:
             assert result.status == "pass", result.hint
         else:
@@ -334,7 +348,7 @@ def test_a_tuple_or_list_is_as_good_as_layer_params(prepared):
              lambda dH, g: Items.of([dH, np.stack(g)]) if g.W_B.shape == g.W.shape else Items.of([dH, Items.of(g)]))
     for wrap in wraps:
         calls = [Call(returned=True, answer=wrap(*layer_backward(pb.dO, pb.cache))) for pb in prep.problems]
-        assert all(grade_function(prep, name, calls).status == "pass" for name in PARTS)
+        assert all(_graded(prep, name, calls).status == "pass" for name in PARTS)
 
 
 def test_stack_problems_cover_every_layer_position_and_the_awkward_cases(prepared):

@@ -1,9 +1,12 @@
 """``python -m numpy_mamba gradescope``: the zip's layout, and its setup.sh and run_autograder run
 in a simulated /autograder tree (AUTOGRADER_ROOT) for a correct, a wrong, a syntax-error, a
-two-file and an empty submission.
+two-file, an empty and a notebook submission; hidden problems, the secret seed, run_autograder
+outside an image.  (The runner at every tier of the sandbox: tests/test_grader_tiers.py.)
 
 A failure here means an instructor uploading the zip would see "autograder failed" instead of a
-score, a wrong score, or a table Gradescope collapses.
+score, a wrong score, a table Gradescope collapses, hidden results shown at once, the seed a
+student could replay, or a zip tried on a laptop that writes into /autograder or changes the
+laptop's permissions.
 """
 import json
 import os
@@ -14,6 +17,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+import site as site_module
 
 from numpy_mamba.grader.gradescope import BuildError, main, project_root
 
@@ -37,24 +42,33 @@ def autograder(tmp_path_factory):
     site = base / "site"
     env = dict(os.environ, AUTOGRADER_PYTHON=sys.executable,
                AUTOGRADER_PIP_ARGS=f"--no-deps --no-index --target {site}")
+    modes = _modes()
     done = subprocess.run(["bash", str(base / "source" / "setup.sh")], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
+    assert "permissions are left as they are" in done.stdout and _modes() == modes, "setup.sh changed this machine"
     return base, names, site
+
+
+def _modes() -> dict:
+    """The permission bits of this checkout and of every entry of the interpreter's site-packages."""
+    paths = [ROOT, ROOT / "numpy_mamba"] + [p for d in site_module.getsitepackages() for p in Path(d).iterdir()]
+    return {p: p.stat().st_mode for p in paths}
 
 
 def test_the_zip_has_the_scripts_at_its_top_level_and_this_packages_wheel(autograder):
     base, names, site = autograder
     assert {"setup.sh", "run_autograder", "autograder.json"} <= set(names)
     assert any(n.startswith("numpy_mamba-") and n.endswith("-py3-none-any.whl") for n in names)
-    assert (site / "numpy_mamba" / "grader" / "child.py").is_file()
+    assert (site / "numpy_mamba" / "grader" / "sandbox" / "child.py").is_file()
     config = json.loads((base / "source" / "autograder.json").read_text())
     assert config["exercise"] == "gradients" and config["points"] == {"grad_w": 5.0}
+    assert isinstance(config["seed"], int) and config["seed"] > 2**20, "the seed was not drawn at random"
 
 
-def _grade(autograder, files: dict) -> dict:
+def _grade(autograder, files: dict, stdout: list | None = None) -> dict:
     """Put ``files`` ({name: source path or text}) in a fresh submission folder, run
-    run_autograder, return results.json."""
+    run_autograder, return results.json (its stdout, the instructor's, appended to ``stdout``)."""
     base, _, site = autograder
     for sub in ("submission", "results"):
         shutil.rmtree(base / sub, ignore_errors=True)
@@ -70,15 +84,49 @@ def _grade(autograder, files: dict) -> dict:
     done = subprocess.run(["bash", str(base / "source" / "run_autograder")], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    if stdout is not None:
+        stdout.append(done.stdout)
     return json.loads((base / "results" / "results.json").read_text())
 
 
-def test_a_correct_submission_scores_everything(autograder):
-    data = _grade(autograder, {"gradients.py": SOLUTIONS / "gradients_solution.py"})
-    assert data["score"] == 11 and [t["max_score"] for t in data["tests"]] == [3, 3, 5]
+def test_a_correct_submission_scores_everything_and_hidden_problems_wait(autograder):
+    """Every function is a public test and a hidden one (shown after the due date); the points
+    split between them add up; the isolation line and the seed reach the instructor only."""
+    stdout = []
+    data = _grade(autograder, {"gradients.py": SOLUTIONS / "gradients_solution.py"}, stdout)
+    assert data["score"] == 11 and sum(t["max_score"] for t in data["tests"]) == 11
+    assert [t["visibility"] for t in data["tests"]] == ["visible", "after_due_date"] * 3
+    hidden = [t for t in data["tests"] if t["visibility"] == "after_due_date"]
+    assert all("hinge's kink" in t["output"] for t in hidden)
+    assert "hinge's kink" not in data["output"] and "saturated" not in data["output"]
     assert all(t["status"] == "passed" for t in data["tests"])
     assert data["output_format"] == "md" and data["output"].startswith("```")
-    assert "isolation: kernel sandbox" in data["output"]
+    seed = json.loads((autograder[0] / "source" / "autograder.json").read_text())["seed"]
+    text = json.dumps(data)
+    assert "isolation" not in text and str(seed) not in text and "drawn by your instructor" in data["output"]
+    assert stdout[0].startswith("isolation: kernel sandbox") and "graded submission/gradients.py: 11 / 11" in stdout[0]
+
+
+def test_a_notebook_submission_is_graded_as_its_code(autograder):
+    notebook = {"cells": [{"cell_type": "markdown", "source": ["# my answers"]},
+                          {"cell_type": "code", "source": (SOLUTIONS / "gradients_solution.py").read_text()}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    data = _grade(autograder, {"gradients.ipynb": json.dumps(notebook)})
+    assert data["score"] == 11
+    notebook["cells"].insert(1, {"cell_type": "code", "source": "%matplotlib inline\nimport numpy"})
+    data = _grade(autograder, {"gradients.ipynb": json.dumps(notebook)})
+    assert data["score"] == 0 and "cell 2 (starting '%matplotlib inline') holds IPython syntax" in data["output"]
+
+
+def test_run_autograder_outside_an_image_says_so_and_writes_nothing(autograder, tmp_path):
+    """Run by hand without AUTOGRADER_ROOT on a machine that is not a Gradescope image."""
+    base, _, site = autograder
+    env = {"PATH": os.environ["PATH"], "AUTOGRADER_PYTHON": sys.executable, "PYTHONPATH": str(site)}
+    before = Path("/autograder").exists()
+    done = subprocess.run(["bash", str(base / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "not a Gradescope image" in done.stderr and "AUTOGRADER_ROOT" in done.stderr
+    assert Path("/autograder").exists() == before and not list(tmp_path.iterdir())
 
 
 def test_a_wrong_submission_gets_its_hint(autograder):
@@ -105,7 +153,7 @@ def test_two_candidate_files_score_0_naming_them(autograder):
 
 def test_an_empty_submission_scores_0_with_a_message(autograder):
     data = _grade(autograder, {"notes.txt": "my answers are on paper"})
-    assert data["score"] == 0 and "no .py file in your submission (found: notes.txt)" in data["output"]
+    assert data["score"] == 0 and "no .py or .ipynb file in your submission (found: notes.txt)" in data["output"]
 
 
 def test_the_project_root_is_found_or_the_error_says_what_to_do(tmp_path):

@@ -1,10 +1,10 @@
 """The grader with its child processes: every file in tests/student_files/ gets its expected outcome.
 
-Correct files pass (with the helpers the hand-outs allow), honest mistakes get their hint, every
-cheat fails with the reason it was stopped, and every hang, exit or crash ends at the time limit
-as a row of the report.  A failure here means a submission can pass without doing the exercise,
-or can take the grader down with it.  (The attacks of tests/test_grader_attacks.py, run as a
-class, and the kernel's refusals, tests/test_grader_kernel.py, are tested there.)
+Correct files pass (with the helpers the hand-outs allow), honest mistakes get their hint, the
+paper-size budget passes every derivation and stops every per-coordinate method, and every hang,
+exit or crash ends at its limit as a row of the report.  A failure here means a submission can pass without doing the exercise,
+or can take the grader down with it.  (Every cheat file, graded as a class with its reason:
+tests/test_grader_attacks.py; the kernel's refusals: tests/test_grader_kernel.py.)
 """
 import shutil
 from pathlib import Path
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numpy_mamba.grader.compare import compare_array
+from numpy_mamba.grader.compare import combine, compare_array
 from numpy_mamba.grader.grade import Limits, Session, grade_many, grade_submission
 from numpy_mamba.grader.registry import EXERCISES, Exercise, Function, Reference, Row, register
 from numpy_mamba.grader.report import text_report
@@ -28,7 +28,8 @@ def session():
 
 
 def _results(sub):
-    return {r.name: r for r in sub.results}
+    """{function: its Result over the public and hidden problems together}."""
+    return combine(sub.results)
 
 
 CORRECT = [SOLUTIONS / "gating_solution.py", SOLUTIONS / "gradients_solution.py",
@@ -37,14 +38,20 @@ CORRECT = [SOLUTIONS / "gating_solution.py", SOLUTIONS / "gradients_solution.py"
            SOLUTIONS / "stack_solution.py", STUDENTS / "correct_stack.py", STUDENTS / "correct_from_the_paper.py"]
 
 
-def test_correct_implementations_pass(session):
+@pytest.fixture(scope="module")
+def correct(session):
+    """Every correct file graded (correct_naive.py, which defines two exercises, once as each)."""
+    subs = grade_many(CORRECT + [STUDENTS / "correct_naive.py"], session, jobs=2)
+    return subs + [grade_submission(STUDENTS / "correct_naive.py", session, "gating"),
+                   grade_submission(STUDENTS / "correct_naive.py", session, "gradients")]
+
+
+def test_correct_implementations_pass(correct):
     """A failure means the grader fails a mathematically correct function, or the sandbox took
     away a helper the hand-out allows (numpy_mamba.gating, model.scores, a helper module; for the
     stack, layer_forward, LayerParams and numpy_mamba.layer.gates).  correct_naive.py defines two
     exercises, so it is graded once as each."""
-    subs = grade_many(CORRECT + [STUDENTS / "correct_naive.py"], session, jobs=2)
-    subs += [grade_submission(STUDENTS / "correct_naive.py", session, "gating"),
-             grade_submission(STUDENTS / "correct_naive.py", session, "gradients")]
+    subs = correct
     assert "several exercises (gating, gradients)" in subs[len(CORRECT)].problem
     for sub in subs[:len(CORRECT)] + subs[len(CORRECT) + 1:]:
         defined = [r for r in sub.results if r.defined]
@@ -74,36 +81,18 @@ EXPECTED = [
     ("broken_stack_residual.py", "dW_B", "pass", ""),
     ("broken_stack_no_query.py", "dH", "FAIL", "the query path is missing from dH"),
     ("broken_stack_no_query.py", "dW", "pass", ""),
-    # cheats: each stopped with its reason
-    ("cheat_importlib_split.py", "grad_W_C", "FAIL",
-     "numpy_mamba.gradients is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_reload_module.py", "grad_W_B", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_reload_module.py", "grad_w", "FAIL", "KeyError: 'numpy_mamba.gradients'"),
-    ("cheat_exec_solution.py", "grad_W_C", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_import_solution.py", "grad_W_B", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_disable_guard.py", "grad_W_C", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_stack_frames.py", "grad_W_C", "FAIL", "all zeros"),
-    ("cheat_monkeypatch.py", "grad_W_C", "FAIL", "all zeros"),
-    ("cheat_monkeypatch.py", "grad_w", "FAIL", "all zeros"),
-    ("cheat_complex.py", "grad_W_C", "FAIL", "complex dtype"),
-    ("cheat_atexit.py", "grad_W_C", "FAIL", "matches no known mistake"),
-    ("cheat_exit_call.py", "grad_W_C", "FAIL", "the process ended while running it (exited with status 0)"),
-    ("cheat_exit_call.py", "grad_W_B", "pass", ""),
-    ("cheat_write_files.py", "grad_W_C", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_write_files.py", "grad_W_B", "FAIL", "PermissionError: [Errno 1] Operation not permitted"),
-    ("cheat_write_files.py", "grad_w", "FAIL", "PermissionError: [Errno 1] Operation not permitted"),
-    ("cheat_stack_factored.py", "dW_C", "FAIL", "numpy_mamba.stack.layer_backward_factored is not part of the hand-out"),
-    ("cheat_stack_solution.py", "dH", "FAIL", "PermissionError: [Errno 13] Permission denied"),
-    ("cheat_finite_differences.py", "grad_W_C", "FAIL", "close to the analytic answer but not equal to it"),
-    ("cheat_finite_differences.py", "grad_w", "FAIL", "On 'hinge's kink, |1 - zF| = 1e-11': the hinge"),
-    ("cheat_stack_finite_differences.py", "dH", "FAIL", "close to the analytic answer but not equal to it"),
-    ("cheat_stack_finite_differences.py", "dW", "FAIL", "A finite difference"),
 ]
+
+
+# exact to rounding on the small problems, so only the budget stops them
+PER_COORDINATE = {"cheat_linear_differences.py": ("grad_W_C", "grad_W_B"),
+                  "cheat_complex_step.py": ("grad_W_C", "grad_W_B"), "cheat_dual_numbers.py": ("grad_W_C", "grad_W_B"),
+                  "cheat_stack_complex_step.py": ("dH", "dW_B", "dW_C", "dW")}
 
 
 @pytest.fixture(scope="module")
 def graded(session):
-    files = sorted({STUDENTS / f for f, *_ in EXPECTED})
+    files = sorted({STUDENTS / f for f, *_ in EXPECTED} | {STUDENTS / f for f in PER_COORDINATE})
     before = (STUDENTS / "correct_common.py").read_text()
     subs = {sub.path.name: sub for sub in grade_many(files, session, jobs=2)}
     assert (STUDENTS / "correct_common.py").read_text() == before, "a submission changed another's file"
@@ -119,24 +108,6 @@ def test_every_student_file_gets_its_outcome(graded, filename, function, status,
     assert not sub.passed or status == "pass"
 
 
-@pytest.mark.parametrize("filename, words", [
-    ("cheat_patch_grader.py", "numpy_mamba.grader is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_exit_import.py", "the process ended while importing the file (exited with status 0)"),
-    ("cheat_value_and_gradients.py", "numpy_mamba.gradients is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_one_layer_stack.py", "numpy_mamba.layer is not part of the hand-out of this exercise (gradients)"),
-    ("cheat_forward_terms.py", "numpy_mamba.model is not part of the hand-out of this exercise (gating)"),
-    ("cheat_layer_gates.py", "numpy_mamba.layer is not part of the hand-out of this exercise (gating)"),
-    ("cheat_decay_gates.py", "numpy_mamba.gates is not part of the hand-out of this exercise (gating)"),
-    ("cheat_stack_gradients.py", "numpy_mamba.stack.gradients is not part of the hand-out of this exercise (stack)"),
-    ("cheat_stack_layer_backward.py", "numpy_mamba.layer.layer_backward is not part of the hand-out"),
-    ("cheat_stack_value_and_gradients.py", "numpy_mamba.gradients is not part of the hand-out of this exercise (stack)"),
-])
-def test_files_stopped_at_import_say_why(session, filename, words):
-    sub = grade_submission(STUDENTS / filename, session)
-    assert not sub.imported and sub.points == 0 and not sub.passed and sub.max_points == 10
-    assert words in sub.graded[0].import_error
-
-
 def test_package_functions_are_not_importable_in_any_exercise(session):
     """The package's own gating and gradients: a file defining both exercises is refused; graded
     as either, its import fails, naming what that hand-out allows."""
@@ -150,12 +121,15 @@ def test_package_functions_are_not_importable_in_any_exercise(session):
 
 def test_hangs_end_at_the_time_limit():
     """Loops at import, loops that ignore SIGALRM/SIGTERM or catch what a timeout raises: each
-    child is killed at the limit and the report says so (SIGKILL, which no handler catches)."""
+    child is killed at its limit of CPU time and the report says so (SIGKILL, which no handler
+    catches); a child that sleeps uses no CPU and is killed at the wall-clock backstop."""
     session = Session(0, Limits(time=2.0, memory_mb=512))
     files = [STUDENTS / f for f in ("broken_endless.py", "broken_endless_import.py",
-                                    "broken_ignore_signals.py", "broken_catch_timeout.py")]
+                                    "broken_ignore_signals.py", "broken_catch_timeout.py", "broken_sleep.py")]
     subs = grade_many(files, session, jobs=len(files))
-    endless, at_import, ignoring, catching = subs
+    endless, at_import, ignoring, catching, sleeping = subs
+    hint = _results(sleeping)["grad_W_C"].hint
+    assert "stopped the process while running it: it passed its wall-clock limit" in hint, hint
     assert "within the time limit (2 s" in at_import.graded[0].import_error
     for sub, name in ((endless, "grad_w"), (ignoring, "grad_w"), (catching, "grad_W_B")):
         result = _results(sub)[name]
@@ -230,3 +204,26 @@ def test_helpers_next_to_a_copied_submission_and_paths_with_spaces(session, tmp_
     shutil.copy(STUDENTS / "_common.py", folder / "_common.py")
     shutil.copy(STUDENTS / "correct_common.py", folder / "my gradients.py")
     assert grade_submission(folder / "my gradients.py", session).passed
+
+
+def _budget_rows(sub) -> dict:
+    """{function: its row on the paper-size problem (public group)}."""
+    return {r.name: row for r in sub.results if r.group == "public" for row in r.rows if "CPU budget" in row.problem}
+
+
+def test_the_budget_passes_every_derivation_and_stops_every_per_coordinate_method(correct, graded):
+    """At the paper's size (d = 30, B = 64, l = 20; 961 coordinates in W_B and in W_C, 41,664 in
+    the stack's dH), every analytic file we have is within its CPU budget (Python loops over the
+    batch included) and differences with a large step (exact where F is linear in the
+    parameter), complex step and dual numbers, which need a forward pass per coordinate, are not.  No time is asserted: each row
+    says pass or over the budget; ``pytest -s`` prints the CPU seconds."""
+    for sub in correct[:len(CORRECT)] + correct[len(CORRECT) + 1:]:
+        for name, row in _budget_rows(sub).items():
+            print(f"{sub.path.name:<28}{name:<10} CPU {row.cpu:.3f} s (ok)")
+            assert row.ok and row.cpu > 0, (sub.path.name, name, row)
+    for filename, names in PER_COORDINATE.items():
+        results = _results(graded[filename])
+        for name in names:
+            assert results[name].status == "FAIL" and "used more than its CPU budget" in results[name].hint, (
+                filename, name, results[name].hint)
+            print(f"{filename:<28}{name:<10} over the budget: {results[name].hint[:60]}")

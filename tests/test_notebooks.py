@@ -79,7 +79,8 @@ def test_notebooks_command_writes_every_tutorial_and_exercise_outside_tutorials(
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert "NotImplementedError" in code and "def " in code, f"{path.name}: the stub did not reach the notebook"
         prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        assert f"python -m numpy_mamba grade {path.name}" in prose, f"{path.name}: the notebook must say how to grade"
+        assert f"python -m numpy_mamba grade {path.stem}.ipynb" in prose, f"{path.name}: the notebook must say how to grade it"
+        assert "$" in prose and "\\" in prose, f"{path.name}: the hand-out's math must reach the notebook as LaTeX"
     first = json.loads((out / f"{TUTORIALS[0].stem}.ipynb").read_text())
     assert first["metadata"]["kernelspec"]["name"] == "python3"
     assert (f"{len(TUTORIALS)} tutorials written (not executed; --execute runs them), {len(EXERCISES)} exercise "

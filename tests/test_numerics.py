@@ -1,7 +1,9 @@
 """The fast paths' helpers (numpy_mamba/numerics.py) against the library functions they stand in for."""
+import warnings
+
 import numpy as np
 import pytest
-from scipy.special import log_expit
+from scipy.special import expit, log_expit
 
 from numpy_mamba import numerics
 
@@ -37,3 +39,19 @@ def test_running_sum_with_an_infinite_entry_gives_no_nan():
     X = np.array([[0.0, -np.inf, -1.0, -2.0]])
     np.testing.assert_array_equal(numerics.running_sum(X), [[0.0, -np.inf, -np.inf, -np.inf]])
     np.testing.assert_array_equal(numerics.running_sum(X, reverse=True), [[-np.inf, -np.inf, -3.0, -2.0]])
+
+
+def test_sigmoid_pair_equals_expit_on_both_sides_without_a_subtraction():
+    # numerics.sigmoid_pair gives sigma(a) and 1 - sigma(a) from one exp; each must agree with
+    # scipy's expit(a), expit(-a) to a few ulps relative (1 - sigma(50) = 1.9e-22 included), reach
+    # the limits 0 and 1 for |a| past exp's range, keep NaN, and warn about nothing.
+    rng = np.random.default_rng(1)
+    a = np.concatenate([rng.normal(size=2000) * s for s in (1e-8, 1.0, 10.0, 50.0, 800.0)]
+                       + [[0.0, -0.0, 709.0, -709.0, 710.0, -710.0, 745.0, -746.0, 1e300, -1e300, np.inf, -np.inf]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sigma, keep = numerics.sigmoid_pair(a)
+    np.testing.assert_allclose(sigma, expit(a), rtol=4e-16, atol=0)
+    np.testing.assert_allclose(keep, expit(-a), rtol=4e-16, atol=0)
+    assert np.all(keep[np.abs(a) < 700] > 0) and np.all(sigma[np.abs(a) < 700] > 0)   # no 1 - 1 = 0 on the way
+    np.testing.assert_array_equal(numerics.sigmoid_pair(np.array([np.nan]))[0], [np.nan])

@@ -1,21 +1,22 @@
-"""The fast path against a straightforward one.
+"""The batched and the fused forms of eq (3) against straightforward ones.
 
-``model.forward_terms`` computes the gate logits w^T p_i and the scores p_i^T u (two
-matrix-vector passes over P, log sigma by ``numerics.log_sigmoid``, everything reused between the
-forward and the backward, several arrays updated in place), and ``gradients.gradients`` the sums
-of eqs (93)/(118) and (135) with two more matrix-vector passes (``column_sum``).  Here every
-quantity is recomputed the plain way, one einsum per equation with scipy's log_expit and the
-exclusive prefix-sum form of eq (135) (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i, where the fast
-path uses the inclusive one), and the two must agree to 1e-12 on awkward problems: l = 1,
-saturated gates |w^T p| ~ 50, l = 10,000, an inactive hinge.
+``model.forward_terms`` and ``gradients.eq3_value_and_gradients`` are the batched reading forms
+(gate logits and scores in matrix-vector passes, log-space gates); ``fast.eq3_forward`` and
+``fast.eq3_backward`` (what ``forward``, ``gradients`` and ``sgd.train`` run) fuse the same sums
+into four products with P and the gates into running products.  Here every quantity is recomputed
+the plain way, one einsum per equation with scipy's log_expit and the exclusive prefix-sum form
+of eq (135) (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i, where the others use the inclusive one),
+and all must agree to 1e-12 of the largest value on awkward problems: l = 1, saturated gates
+|w^T p| ~ 50, l = 10,000 (read prompt by prompt, ``fast.LONG_PROMPT``), an inactive hinge.
 """
 import numpy as np
 import pytest
 from scipy.special import expit, log_expit
 
-from numpy_mamba import Params, gradients, gradients_literal
-from numpy_mamba.gradients import attention_backward, gate_backward
-from numpy_mamba.model import forward_terms, gates_for, scores
+from numpy_mamba import Params, forward, gradcheck, gradients, gradients_literal, make_world, network, training_batch
+from numpy_mamba import fast
+from numpy_mamba.gradients import attention_backward, eq3_step, eq3_value_and_gradients, gate_backward
+from numpy_mamba.model import forward_terms, gates_for, init_params, scores
 from tests.helpers import random_problem
 
 MODELS = ["mamba", "linear_transformer"]
@@ -145,30 +146,50 @@ def test_gate_and_attention_backward_give_the_gradients_of_eq3(kind):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=name)
 
 
-# ---- the bench command: its options and its output columns (no timing is asserted) ----------
-def test_bench_cases_option_parses_and_refuses_bad_values_as_usage_errors(capsys):
-    # If this fails, a bad --cases or --repeat reaches the timing loop (or prints a traceback).
-    from numpy_mamba.cli import bench
-    assert bench.cases("20x64, 1000X8") == [(20, 64), (1000, 8)]
-    for bad in ["20x0", "20", "ax64", "20x64x2", "-3x64", "20x64,"]:
-        with pytest.raises(SystemExit) as info:           # a usage error, not a traceback
-            bench.main([f"--cases={bad}", "--no-torch"])
-        assert info.value.code == 2
-        assert "LxB" in capsys.readouterr().err, bad
-    with pytest.raises(SystemExit):
-        bench.main(["--repeat", "0", "--no-torch"])
-    assert "integer >= 1" in capsys.readouterr().err
+def _close(fast_arrays, reading_arrays, what):
+    """Each array equal to 1e-12 of the largest |entry| of its reading counterpart (and not all zeros)."""
+    for name, a, b in zip(what, fast_arrays, reading_arrays):
+        scale = np.abs(b).max()
+        assert scale > 0 or name == "w", name           # the linear Transformer has no gate
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * scale, err_msg=name)
 
 
-def test_bench_prints_the_pass_over_P_and_the_step_in_passes(capsys):
-    # If this fails, the row lost its floor (one w @ P over the same array) or its unit.
-    from numpy_mamba.cli import bench
-    assert bench.main(["--cases", "200x16", "--stack-cases", "2x2", "--repeat", "1", "--no-torch"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    at = lines.index("one layer, eq (3): numpy_mamba.gradients")
-    assert lines[at + 1].split() == ["l", "B", "numpy", "ms", "prompts/s", "us/(B*l)", "pass", "ms", "passes",
-                                     "checked", "ms"]
-    row = dict(zip(["l", "B", "numpy_ms", "prompts_s", "us", "pass_ms", "passes", "checked_ms"], lines[at + 2].split()))
-    assert (row["l"], row["B"]) == ("200", "16")
-    assert float(row["pass_ms"]) > 0 and float(row["checked_ms"]) > 0
-    np.testing.assert_allclose(float(row["passes"]), float(row["numpy_ms"]) / float(row["pass_ms"]), rtol=0.05)
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_fused_step_equals_the_batched_reading_form(kind, model):
+    # If this fails, the fused two-pass step that training runs (running-product gates, scores and
+    # gate logits in one pass, eqs (118), (93), (135) in another) left eq3_value_and_gradients or
+    # forward_terms on this kind of problem.
+    params, P, z = awkward_problem(kind)
+    F, grads = eq3_step(model, params, P, z)
+    F0, grads0 = eq3_value_and_gradients(model, params, P, z)
+    _close([F, fast.eq3_forward(model, *params, P)[0]], [F0, forward_terms(model, params, P).F], ["F", "F alone"])
+    _close(grads, grads0, Params._fields)
+    assert model == "mamba" or not np.any(grads.w)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fused_input_gradient_matches_central_differences(model):
+    # If this fails, the gradient eq3_backward gives for its input (what a stack's top layer passes
+    # down) is wrong for some entry: key, gate logit, label or query.  The query label slot is not 0
+    # here, as in every hidden state of a stack.
+    params, _, P, _ = random_problem(3, d=4, l=6, B=3)
+    P = P + np.random.default_rng(4).normal(0, 0.3, P.shape)
+    dF = np.random.default_rng(5).normal(size=3)
+    _, cache = fast.eq3_forward(model, *params, P)
+    dP = fast.eq3_backward(dF, cache, input_gradient=True)[3]
+    report = gradcheck(lambda Q: float(dF @ fast.eq3_forward(model, *params, Q)[0]), P, dP)
+    assert report.passed and max(report.rel_err.values()) < 1e-8, str(report)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_unchecked_step_is_the_public_gradients(model):
+    # If this fails, sgd.train (which runs Network.F_and_gradients) no longer follows gradients()
+    # and forward() bit for bit.
+    world = make_world(rng=0)
+    batch = training_batch(world, 8, 20, p_a=0.6, rng=1)
+    params = init_params(world.d, rng=2)
+    F, grad = network(model).F_and_gradients(params, batch.P, batch.z)
+    np.testing.assert_array_equal(F, forward(params, batch.P, model))
+    for a, b in zip(grad, gradients(params, batch.P, batch.z, model)):
+        np.testing.assert_array_equal(a, b)

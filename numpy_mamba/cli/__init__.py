@@ -2,8 +2,10 @@
 
     __init__.py  the command table and the dispatcher (``main``)
     train.py     ``train``: a short SGD run (Algorithm 1) that prints its loss falling
-    bench.py     ``bench``: time one SGD step; ratio against PyTorch autograd when installed
-    bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), imported only with PyTorch
+    bench.py     ``bench``: time one SGD step; ratio against PyTorch and JAX when installed
+    bench_peers.py  how bench checks a peer's numbers against ours and prints it; which peers run
+    bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), run only with PyTorch
+    bench_jax.py    the JAX peers bench times (the same models, jit(value_and_grad)), run only with JAX
     notebooks.py ``notebooks``: the tutorials as .ipynb (jupytext), executed in a kernel (nbclient)
 
 ``reproduce``, ``theory``, ``ablation``, ``gates``, ``grade`` and ``gradescope`` live with their
@@ -29,7 +31,7 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
     "grade": ("numpy_mamba.grader.run", "grade an exercise file, or a folder of them (--csv, --json)"),
     "gradescope": ("numpy_mamba.grader.gradescope", "build a Gradescope autograder zip for one exercise"),
     "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks in OUT (--execute runs them)"),
-    "bench": ("numpy_mamba.cli.bench", "time one SGD step; the ratio against PyTorch autograd when PyTorch is installed"),
+    "bench": ("numpy_mamba.cli.bench", "time one SGD step; the ratio against PyTorch and JAX when they are installed"),
 }
 
 

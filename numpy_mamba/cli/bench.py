@@ -1,20 +1,21 @@
 """``python -m numpy_mamba bench``: time one SGD step (forward + all three gradients, eqs (3),
-(93), (118), (135)) of the vectorised NumPy code; when PyTorch happens to be installed, time an
-autograd implementation of the same model in the same run and print the ratio.  PyTorch is
-never a dependency of numpy_mamba.
+(93), (118), (135), + update) of the NumPy code; when PyTorch or JAX happens to be installed,
+time an autograd implementation of the same model in the same run and print the ratio.
+Neither is a dependency of numpy_mamba.
 
-A ratio means something only if both sides compute the same thing, so before a peer's ratio is
-printed its F and every gradient are compared with ours (``peer_difference``); a peer that
-differs by more than ``TOLERANCE`` gets "differs" instead of a ratio, and a line below the table
-says by how much.
+A ratio means something only if both sides compute the same thing: ``bench_peers`` compares a
+peer's F and every gradient with ours and prints "differs" instead of its ratio where they are
+apart by more than ``bench_peers.TOLERANCE``.
 
-Each row also times one pass over the prompts: the matrix-vector product w @ P, the gate
-logits a_i = w^T p_i of eq (3) alone.  It reads every entry of P, as any step must, and is
-the first thing a step computes, so no step can beat it; "passes" is the step's time in those
-units and shows how close to memory bandwidth a step runs.  The NumPy step, the peers' steps
-and the pass take turns in short blocks, each after one untimed call of its own
-(``interleaved_medians``), so on a shared machine all of them see the same load; the medians
-are reported.
+Each one-layer row also times one pass over the prompts: the matrix-vector product w @ P, the
+gate logits a_i = w^T p_i of eq (3) alone.  It reads every entry of P, as any step must, so no
+step can beat it; "passes" is a step's time in those units and "GB/s" the bytes of P over a
+step's time (or the pass's), so each row shows how far from the memory limit a step runs.
+"checked" is the public ``gradients(params, P, z)``, which checks its input, over the step;
+"peak/P" the most memory a step holds beyond its inputs, in units of P (``tracemalloc``).  The
+NumPy step, the peers' steps and the pass take turns in short blocks, each after one untimed
+call of its own (``interleaved_medians``), so on a shared machine all of them see the same load;
+the medians are reported.  Every implementation runs on one thread (``one_thread``).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import argparse
 import os
 import platform
 import time
-from functools import partial
+import tracemalloc
 
 import numpy as np
 
@@ -33,18 +34,11 @@ from ..model import PAPER_MODELS, forward, init_params
 from ..network import network
 from ..sgd import sgd_update
 from ..stack import init_stack
-from . import bench_torch
 from ..runs.args import positive_int
+from .bench_peers import compared, load_peers, peer_header, peer_note
 
 CASES = [(20, 64), (20, 1024), (100, 64), (1000, 64), (10_000, 64)]   # (l, B), d = 30
-STACK_CASES = [(20, 64)]                                              # Section 4.2's l = 20
-
-# Largest |ours - theirs| / max |ours| (per array: F and each gradient) at which a peer's time is
-# compared with ours.  Both sides run in float64: summing the same terms in another order moves
-# the result by rounding far below this, while a different model (a term missing, another gate,
-# no causal mask) moves it by orders of magnitude more.
-TOLERANCE = 1e-10
-
+STACK_CASES = [(20, 64), (20, 1024)]                                  # Section 4.2's l = 20
 
 def interleaved_medians(fns: dict, repeat: int, budget: float = 3.0, block: float = 0.01) -> dict:
     """Median seconds per call of each callable in ``fns``, the callables taking turns.
@@ -75,6 +69,17 @@ def interleaved_medians(fns: dict, repeat: int, budget: float = 3.0, block: floa
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
+def peak_memory(fn) -> int:
+    """Bytes allocated by ``fn()`` at its peak beyond what existed before (``tracemalloc``)."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        fn()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
 def cases(text: str) -> list:
     """argparse type: comma-separated LxB pairs, e.g. '20x64,1000x64' -> [(20, 64), (1000, 64)]."""
     out = []
@@ -91,58 +96,6 @@ def cases(text: str) -> list:
     return out
 
 
-def peer_difference(ours, theirs) -> float:
-    """max over arrays of max |ours - theirs| / max |ours|: ours and theirs are sequences of
-    arrays (F, then each gradient).  inf if the peer returns another number of arrays or another
-    shape; NaN if it returns a NaN (a NaN never passes ``diff <= TOLERANCE``)."""
-    ours, theirs = list(ours), list(theirs)
-    if len(ours) != len(theirs):
-        return float("inf")
-    worst = 0.0
-    for a, b in zip(ours, theirs):
-        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        if a.shape != b.shape:
-            return float("inf")
-        scale = max(float(np.max(np.abs(a), initial=0.0)), 1e-300)   # dW of the gateless model is 0
-        diff = float(np.max(np.abs(a - b), initial=0.0)) / scale
-        if np.isnan(diff):
-            return diff
-        worst = max(worst, diff)
-    return worst
-
-
-def _widths(name: str) -> tuple:
-    return max(9, len(name) + 3), max(8, len(name) + 6)   # "{name} ms", "{name}/numpy" or "differs"
-
-
-def peer_header(names) -> str:
-    """The peer columns' titles: "{name} ms" and "{name}/numpy" per peer, then "max rel diff"."""
-    cells = [f"{name + ' ms':>{_widths(name)[0]}} {name + '/numpy':>{_widths(name)[1]}}" for name in names]
-    return " " + " ".join(cells + [f"{'max rel diff':>13}"])
-
-
-def peer_cells(names, times: dict, diffs: dict) -> str:
-    """The row's peer columns: each peer's ms and its time / ours ("differs" if its F or a
-    gradient is not ours within TOLERANCE, "-" if there is no such peer for this model), then
-    the largest difference of any peer."""
-    cells = []
-    for name in names:
-        ms, ratio = _widths(name)
-        if name not in diffs:
-            cells.append(f"{'-':>{ms}} {'-':>{ratio}}")
-            continue
-        text = f"{times[name] / times['numpy']:.2f}" if diffs[name] <= TOLERANCE else "differs"
-        cells.append(f"{1e3 * times[name]:>{ms}.3f} {text:>{ratio}}")
-    worst = max(diffs.values(), key=lambda d: np.inf if np.isnan(d) else d, default=0.0)
-    return " " + " ".join(cells + [f"{worst:>13.1e}"])
-
-
-def refusals(where: str, diffs: dict) -> list:
-    """One line per peer whose F or gradients are not ours within TOLERANCE."""
-    return [f"{name} at {where}: F or a gradient differs from ours by {diff:.1e} relative (tolerance "
-            f"{TOLERANCE:.0e}); its time is not compared" for name, diff in diffs.items() if not diff <= TOLERANCE]
-
-
 def one_layer_rows(args, world, peers: dict) -> None:
     """The eq (3) table: one row per (l, B) of ``--cases``.
 
@@ -152,9 +105,8 @@ def one_layer_rows(args, world, peers: dict) -> None:
     """
     params, eta = init_params(world.d, rng=1), 0.0        # eta = 0: every call sees the same parameters
     mamba = network("mamba")
-    header = (f"{'l':>6} {'B':>5} {'numpy ms':>10} {'prompts/s':>10} {'us/(B*l)':>9} "
-              f"{'pass ms':>8} {'passes':>7} {'checked ms':>11}")
-    print(header + (peer_header(peers) if peers else ""))
+    print(f"{'l':>6} {'B':>5} {'numpy ms':>9} {'passes':>6} {'GB/s':>5} {'checked':>7} {'peak/P':>6} "
+          f"{'pass ms':>8} {'pass GB/s':>9}" + (peer_header(peers, passes=True) if peers else ""))
     notes = []
     for l, B in args.cases:
         batch = training_batch(world, B, l, p_a=0.6, rng=2)
@@ -162,22 +114,21 @@ def one_layer_rows(args, world, peers: dict) -> None:
         fns = {"numpy": lambda: sgd_update(params, mamba.F_and_gradients(params, P, z)[1], eta),
                "checked": lambda: gradients(params, P, z), "pass": lambda: w @ P}
         made = {name: make(params, P, z, eta) for name, make in peers.items()}
-        fns.update({name: step for name, (step, _) in made.items()})
-        t = interleaved_medians(fns, args.repeat)
-        row = (f"{l:>6} {B:>5} {1e3 * t['numpy']:>10.3f} {B / t['numpy']:>10.0f} "
-               f"{1e6 * t['numpy'] / (B * l):>9.3f} {1e3 * t['pass']:>8.4f} {t['numpy'] / t['pass']:>7.1f} "
-               f"{1e3 * t['checked']:>11.3f}")
+        t = interleaved_medians({**fns, **{name: step for name, (step, _) in made.items()}}, args.repeat)
+        size = P.nbytes / 1e9
+        row = (f"{l:>6} {B:>5} {1e3 * t['numpy']:>9.3f} {t['numpy'] / t['pass']:>6.1f} {size / t['numpy']:>5.1f} "
+               f"{t['checked'] / t['numpy']:>7.2f} {peak_memory(fns['numpy']) / P.nbytes:>6.2f} "
+               f"{1e3 * t['pass']:>8.4f} {size / t['pass']:>9.1f}")
         if peers:
-            ours = [forward(params, P), *gradients(params, P, z)]
-            diffs = {name: peer_difference(ours, [F, *grads]) for name, (_, result) in made.items()
-                     for F, grads in [result()]}
-            row += peer_cells(peers, t, diffs)
-            notes += refusals(f"l = {l}, B = {B}", diffs)
+            cells, lines = compared(peers, made, [forward(params, P), *gradients(params, P, z)],
+                                    f"l = {l}, B = {B}", t, unit=t["pass"])
+            row, notes = row + cells, notes + lines
         print(row, flush=True)
-    print("numpy: one step as sgd.train runs it (inputs checked at the start of the run; forward, backward, "
-          "update).\nus/(B*l): microseconds per prompt and context token.  pass: one w @ P over the same array "
-          "(the gate logits alone);\npasses: the numpy step's time in those units.  checked: the public "
-          "gradients(params, P, z), which checks its input first." + _peer_note(peers))
+    print("numpy: one step as sgd.train runs it (inputs checked at the start of the run; forward, backward, update);"
+          "\npasses: its time in units of one w @ P over the same array (pass ms; the gate logits alone), GB/s: the "
+          "bytes of P\nover its time (pass GB/s: over the pass's); checked: the public gradients(params, P, z), which "
+          "checks its input,\nover the step; peak/P: the step's peak memory beyond its inputs over the size of P."
+          + peer_note(peers))
     if notes:
         print("\n".join(notes))
 
@@ -186,49 +137,46 @@ def stack_rows(args, world, peers: dict) -> None:
     """The three-layer table (stack.py): one row per model and (l, B) of ``--stack-cases``.
 
     ``peers``: {name: make(model, layers, P, z, eta) -> (step, result) or None (no such peer for
-    this model)}; ``result()`` returns (F, [dW_B, dW_C, dW of layer 1, ..., of layer 3]).
+    this row)}; ``result()`` returns (F, [dW_B, dW_C, dW of layer 1, ..., of layer 3]).
     """
     layers, eta = init_stack(world.d, 3, rng=1), 0.0
-    print(f"{'model':>18} {'l':>4} {'B':>5} {'numpy ms':>9}" + (peer_header(peers) if peers else ""))
+    print(f"{'model':>18} {'l':>4} {'B':>5} {'numpy ms':>9}" + (peer_header(peers, passes=False) if peers else ""))
     notes = []
     for model in PAPER_MODELS:
         net = network(model, n_layers=3)
         for l, B in args.stack_cases:
             batch = training_batch(world, B, l, p_a=0.6, rng=2)
             P, z = batch.P, batch.z
-            fns = {"numpy": lambda: sgd_update(layers, net.F_and_gradients(layers, P, z)[1], eta)}
             made = {name: m for name, make in peers.items() if (m := make(model, layers, P, z, eta)) is not None}
-            fns.update({name: step for name, (step, _) in made.items()})
-            t = interleaved_medians(fns, args.repeat)
+            t = interleaved_medians({"numpy": lambda: sgd_update(layers, net.F_and_gradients(layers, P, z)[1], eta),
+                                     **{name: step for name, (step, _) in made.items()}}, args.repeat)
             row = f"{model:>18} {l:>4} {B:>5} {1e3 * t['numpy']:>9.2f}"
             if peers:
-                ours = [stack.forward(layers, P, model)] + [g for layer in stack.gradients(layers, P, z, model)
-                                                             for g in layer]
-                diffs = {name: peer_difference(ours, [F, *grads]) for name, (_, result) in made.items()
-                         for F, grads in [result()]}
-                row += peer_cells(peers, t, diffs)
-                notes += refusals(f"{model}, l = {l}, B = {B}", diffs)
+                ours = [stack.forward(layers, P, model)] + [g for one in stack.gradients(layers, P, z, model) for g in one]
+                cells, lines = compared(peers, made, ours, f"{model}, l = {l}, B = {B}", t)
+                row, notes = row + cells, notes + lines
             print(row, flush=True)
-    print("One step of the residual stack: forward, hand-written backward (stack.py), update."
-          + _peer_note(peers))
+    print("One step of the residual stack: forward, hand-written backward (stack.py), update." + peer_note(peers))
     if notes:
         print("\n".join(notes))
 
 
-def _peer_note(peers) -> str:
-    if not peers:
-        return ""
-    return (f"\nname/numpy: the peer's time over ours, printed only where its F and every gradient equal ours "
-            f"within {TOLERANCE:.0e} relative\n(max rel diff: the largest |difference| / max |ours| over F and "
-            f"every gradient, any peer).")
-
-
-def torch_peers(torch) -> tuple:
-    """({name: make} for the one-layer table, {name: make} for the stack table) from bench_torch."""
-    one = {"torch": partial(bench_torch.eq3_peer, torch)}
-    three = {"torch": partial(bench_torch.stack_peer, torch, bench_torch.stack_layer_factored),
-             "torch G": partial(bench_torch.stack_peer, torch, bench_torch.stack_layer, gates_only=True)}
-    return one, three
+def one_thread() -> str:
+    """Ask numpy's OpenBLAS for one thread, as the peers get: on a shared machine a second BLAS
+    thread waits for a busy core.  Says what numpy's BLAS runs with."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and line.split()[-1].startswith("/")}
+    except OSError:
+        paths = set()
+    import ctypes
+    for path in sorted(paths):
+        library = ctypes.CDLL(path)
+        for symbol in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            if hasattr(library, symbol):
+                getattr(library, symbol)(1)
+                return "OpenBLAS, 1 thread"
+    return "BLAS threads as found: set OPENBLAS_NUM_THREADS=1 for one"
 
 
 def machine() -> str:
@@ -256,28 +204,21 @@ def main(argv=None) -> int:
                         help="which (l, B) to time for the three-layer stack (default "
                              + ",".join(f"{l}x{B}" for l, B in STACK_CASES) + ")")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even if it is installed")
+    parser.add_argument("--no-jax", action="store_true", help="skip JAX even if it is installed")
     args = parser.parse_args(argv)
-    torch = None
-    if not args.no_torch:
-        try:
-            import torch                                  # optional peer, never required
-            torch.set_num_threads(1)
-        except ImportError:
-            torch = None
-    one, three = torch_peers(torch) if torch else ({}, {})
+    one, three, versions = load_peers(args.no_torch, args.no_jax)
+    versions = f"numpy {np.__version__} ({one_thread()}), " + versions
     world = make_world(rng=0)
     print(f"one SGD step of eq (19) = forward + every gradient of the mean hinge loss + update (eta = 0, so every "
-          f"call sees the same parameters); d = {world.d}, float64, median time per call; NumPy, PyTorch and the "
+          f"call sees the same parameters); d = {world.d}, float64, median time per call; NumPy, its peers and the "
           "pass take turns")
-    print(f"machine: {machine()}")
-    print(f"numpy {np.__version__}" + (f", torch {torch.__version__} (1 thread)" if torch else
-                                       ", PyTorch not timed (not installed, or --no-torch)"))
+    print(f"machine: {machine()}\n{versions}")
     print("\none layer, eq (3): numpy_mamba.gradients")
     one_layer_rows(args, world, one)
     print("\nthree layers (stack.py), d = 30")
     stack_rows(args, world, three)
-    if torch:
-        print("torch: autograd of the same factored layer (our algorithm in PyTorch); torch G: autograd of the "
-              "closed form with the\n(B, D, N, N) gate tensor (Mamba only: without a gate the two forms are one).")
+    if three:
+        print("torch: autograd of the same factored layer (our algorithm in PyTorch); torch G: autograd of the closed "
+              "form with the\n(B, D, N, N) gate tensor (Mamba only, up to 64 MiB of it); jax: jit(value_and_grad) "
+              "of the factored layer.")
     return 0
-

@@ -103,11 +103,16 @@ def eq3_peer(torch, params, P, z, eta) -> tuple:
     return _peer(torch, lambda p, P: eq3_output(torch, *p, P), leaves(torch, params), P, z, eta)
 
 
+GATE_TENSOR_LIMIT = 2 ** 26      # bytes: larger (B, D, N, N) gate tensors are not built (bench runs for minutes)
+
+
 def stack_peer(torch, layer, model, layers, P, z, eta, gates_only=False):
     """A three-layer peer of bench: (step, result) for the residual stack with ``layer``
     (``stack_layer`` or ``stack_layer_factored``), or None if ``gates_only`` and the model has no
-    gate (the linear Transformer's two forms are one).  Gradients in the order of ``layers``."""
-    if gates_only and model != "mamba":
+    gate (the linear Transformer's two forms are one) or its gate tensor would pass
+    ``GATE_TENSOR_LIMIT``.  Gradients in the order of ``layers``."""
+    B, D, N = P.shape
+    if gates_only and (model != "mamba" or 8 * B * D * N * N > GATE_TENSOR_LIMIT):
         return None
 
     def output(p, P):

@@ -60,9 +60,9 @@ def tutorial_notebook(path: Path):
 
 
 def exercise_notebook(path: Path):
-    """The notebook of one exercise hand-out (a plain module): its docstring as the first markdown
-    cell (first line as the title, the rest verbatim), the code to complete as one code cell, and
-    how to grade it."""
+    """The notebook of one exercise hand-out (a percent-format module): its docstring as the first
+    markdown cell (first line as the title, the rest verbatim), its cells (the math as LaTeX, the
+    code to complete), and how to grade the notebook itself."""
     import ast
     import jupytext
     text = path.read_text()
@@ -75,9 +75,9 @@ def exercise_notebook(path: Path):
     # the docstring is plain text (grad_W_C, G_{i,l+1}): shown as written, not parsed as markdown
     shown = [f"# {title.strip() or path.stem}", "", "```text", *rest.strip("\n").splitlines(), "```"]
     prose = "\n".join(f"# {line}".rstrip() for line in shown)
-    grade = (f"# To grade your answer, save the code cell as `{path.name}` (in Jupyter: *File > Save and Export "
-             f"Notebook As > Executable Script*, or `jupytext --to py {path.stem}.ipynb`), then run\n#\n"
-             f"#     python -m numpy_mamba grade {path.name}")
+    grade = (f"# To grade your answer, save this notebook and grade it as it is (its code cells are graded "
+             f"exactly as the `.py` would be; IPython magics and shell lines are refused):\n#\n"
+             f"#     python -m numpy_mamba grade {path.stem}.ipynb")
     percent = f"# %% [markdown]\n{prose}\n\n# %%\n{body.rstrip()}\n\n# %% [markdown]\n{grade}\n"
     nb = jupytext.reads(percent, fmt="py:percent")
     nb.metadata.pop("jupytext", None)

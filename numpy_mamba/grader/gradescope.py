@@ -2,20 +2,25 @@
 
 The zip holds, at its top level,
 
-    setup.sh         run once when Gradescope builds the image: installs the wheel below (and
-                     with it numpy and scipy) with ``python3 -m pip``
-    run_autograder   run for every submission: ``python3 -m numpy_mamba.grader.gradescope``,
+    setup.sh         run once when Gradescope builds the image: installs the wheel below (and with
+                     it numpy and scipy) with ``python3 -m pip``, then, in Gradescope's image only,
+                     ``prepare``: what a submission must not read is made unreadable to other users
+    run_autograder   run for every submission: ``python3 -m numpy_mamba.grader.gradescope run``,
                      which grades /autograder/submission into /autograder/results/results.json
-    autograder.json  the exercise and the instructor's settings (points, seed, limits, visibility)
+    autograder.json  the exercise and the instructor's settings: points, limits, hidden problems
+                     and their visibility, and a seed drawn at random that no student sees
     numpy_mamba-VERSION-py3-none-any.whl   this package, exactly this version
 
 ``AUTOGRADER_ROOT`` (default /autograder) moves the whole layout, so that it can be tried
-locally; ``AUTOGRADER_PYTHON`` (default python3) and ``AUTOGRADER_PIP_ARGS`` choose the
-interpreter and pip's options.  results.json is always written: no .py file, or several none of
-which is named after the exercise, scores 0 with a message naming what was found; a file that
-does not import scores every part 0 of its points, with the error; a grader failure scores 0
-and says so.  The wheel is built here with the standard library (``build_wheel``): the
-package is pure Python, so it is the package's files, its metadata and a RECORD of hashes.
+locally; without it, outside a Gradescope image, run_autograder says so and writes nothing.
+``AUTOGRADER_PYTHON`` (default python3) and ``AUTOGRADER_PIP_ARGS`` choose the interpreter and
+pip's options.  results.json is always written: no file, or several none of which is named after
+the exercise, scores 0 with a message naming what was found; a file that does not import scores
+every part 0 of its points, with the error; a grader failure scores 0 and says so.  The
+container is the instructor's boundary: the best tier the kernel offers is used, never refused,
+and the isolation line goes to run_autograder's stdout, which only instructors see.  The wheel is
+built here with the standard library (``build_wheel``): the package is pure Python, so it is the
+package's files, its metadata and a RECORD of hashes.
 """
 from __future__ import annotations
 
@@ -26,17 +31,25 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import stat
 import sys
 import traceback
 import zipfile
 from pathlib import Path
 
-from .report import VISIBILITY, clean
+from . import sandbox
+from .files import SUFFIXES
+from .report import VISIBILITY, block, clean
+from .sandbox import shown
+
+DEFAULT_ROOT = Path("/autograder")
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder's image: install numpy_mamba (this
-# exact version, from the wheel next to this file) and with it numpy and scipy.
+# exact version, from the wheel next to this file) and with it numpy and scipy; then, in
+# Gradescope's image only, make what a submission must not read unreadable to the sandbox user
+# (this package, every other package, /autograder), which the grader checks before every submission.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PYTHON="${AUTOGRADER_PYTHON:-python3}"
@@ -44,13 +57,18 @@ if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
     apt-get update && apt-get install -y python3 python3-pip
 fi
 "$PYTHON" -m pip install ${AUTOGRADER_PIP_ARGS:-} "$HERE"/numpy_mamba-*.whl
+if [ "$HERE" = /autograder/source ] && [ -z "${AUTOGRADER_ROOT:-}" ]; then
+    "$PYTHON" -m numpy_mamba.grader.gradescope prepare /autograder
+else
+    echo "setup.sh: not Gradescope's /autograder/source: this machine's permissions are left as they are"
+fi
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission: it grades $AUTOGRADER_ROOT/submission (default
-# /autograder/submission) into $AUTOGRADER_ROOT/results/results.json, which it always writes.
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
-exec "${AUTOGRADER_PYTHON:-python3}" -m numpy_mamba.grader.gradescope "$ROOT" "$ROOT/source/autograder.json"
+# /autograder/submission) into $AUTOGRADER_ROOT/results/results.json.  Outside a Gradescope image
+# (no /autograder/source/autograder.json) it says so and writes nothing unless AUTOGRADER_ROOT is set.
+exec "${AUTOGRADER_PYTHON:-python3}" -m numpy_mamba.grader.gradescope run
 """
 
 
@@ -133,70 +151,98 @@ def build(exercise: str, out: Path, settings: dict, wheel: Path | None = None) -
 # ---- grading one submission on Gradescope ------------------------------------------------------
 
 def _candidates(folder: Path) -> list:
-    return sorted(p for p in folder.rglob("*.py")
-                  if not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts))
+    return sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file()
+                  and not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts))
 
 
 def _choose(found: list, folder: Path, exercise: str):
     """(the file to grade, or None, and the message when there is none)."""
-    names = ", ".join(clean(str(p.relative_to(folder)), 200) for p in found[:20]) or "nothing"
+    names = ", ".join(clean(shown(p.relative_to(folder)), 200) for p in found[:20]) or "nothing"
     if not found:
-        listing = sorted(p.name for p in folder.rglob("*"))[:20] if folder.is_dir() else []
-        return None, (f"no .py file in your submission (found: {', '.join(map(clean, listing)) or 'nothing'}); "
-                      f"upload {exercise}.py.")
+        listing = sorted(shown(p.name) for p in folder.rglob("*"))[:20] if folder.is_dir() else []
+        return None, (f"no .py or .ipynb file in your submission (found: {', '.join(map(clean, listing)) or 'nothing'}); "
+                      f"upload {exercise}.py or {exercise}.ipynb.")
     submissions = [p for p in found if not p.name.startswith("_")] or found
     if len(submissions) == 1:
         return submissions[0], ""
     named = [p for p in submissions if p.stem == exercise or p.stem.startswith(exercise + "_")]
     if len(named) == 1:
         return named[0], ""
-    return None, (f"several .py files in your submission ({names}) and "
-                  f"{'none' if not named else 'more than one'} named {exercise}.py: upload one file, "
-                  f"{exercise}.py (helper modules may start with '_').")
+    return None, (f"several files in your submission ({names}) and "
+                  f"{'none' if not named else 'more than one'} named {exercise}.py or {exercise}.ipynb: upload "
+                  f"one file, {exercise}.py (helper modules may start with '_').")
 
 
-def _nothing(message: str, isolation: str, visibility: str) -> dict:
-    return {"score": 0.0, "output": clean(message, 4000) + (f"\n\n{isolation}" if isolation else ""),
-            "output_format": "md", "visibility": visibility, "stdout_visibility": "hidden", "tests": []}
+def _nothing(message: str) -> dict:
+    return {"score": 0.0, "output": block(message), "output_format": "md", "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": []}
 
 
-def grade_root(root: Path, config: dict) -> dict:
-    """results.json's content for the submission under ``root`` (never raises for the student)."""
+def grade_root(root: Path, config: dict, log=print) -> dict:
+    """results.json's content for the submission under ``root`` (never raises for the student).
+    The container is the instructor's boundary: the best tier the kernel offers is used, never
+    refused, and what it is goes to ``log`` (run_autograder's stdout: instructors only)."""
     from .grade import Limits, Session, grade_submission
-    from .kernel import probe
     from .report import gradescope
-    exercise, visibility = config["exercise"], config.get("visibility", "visible")
-    isolation = probe()
-    if not isolation.complete and not config.get("allow_weak_isolation", False):
-        return _nothing(f"The autograder refused to grade: {isolation.line}. (Instructors: rebuild it with "
-                        "--allow-weak-isolation to grade anyway.)", isolation.line, visibility)
+    from .similarity import flags
+    isolation = sandbox.isolation([root])
+    log(isolation.line)
     folder = root / "submission"
-    path, message = _choose(_candidates(folder) if folder.is_dir() else [], folder, exercise)
+    path, message = _choose(_candidates(folder) if folder.is_dir() else [], folder, config["exercise"])
     if path is None:
-        return _nothing(message, isolation.line, visibility)
+        return _nothing(message)
     session = Session(int(config.get("seed", 0)), Limits(float(config.get("time_limit", Limits.time)),
                                                        int(config.get("memory_limit", Limits.memory_mb))),
-                      config.get("points"))
-    sub = grade_submission(path, session, exercise, folder)
+                      config.get("points"), config.get("hidden"), False, isolation)
+    sub = grade_submission(path, session, config["exercise"], folder)
+    similar = flags([sub]).get(sub.path)
+    log(f"graded {shown(path.relative_to(root))}: {sub.points:g} / {sub.max_points:g}"
+        + (f"; similar code: {similar}" if similar else ""))
+    sub.path = path.relative_to(folder)                      # what the student sees
     if not sub.graded:
-        return _nothing(f"{path.name}: {sub.problem}", isolation.line, visibility)
-    return gradescope(sub, session.seed, isolation.line, visibility)
+        return _nothing(f"{path.name}: {sub.problem or sub.grader_error}")
+    return gradescope(sub, hidden_visibility=config.get("hidden_visibility", "after_due_date"))
 
 
-def run(argv=None) -> int:
-    """run_autograder's entry point: ROOT CONFIG; writes ROOT/results/results.json, exit 0."""
-    root, config_path = (list(argv) if argv is not None else sys.argv[1:])[:2]
-    results = Path(root) / "results" / "results.json"
+def _root() -> Path | None:
+    """AUTOGRADER_ROOT, else /autograder if it is a Gradescope image, else None."""
+    given = os.environ.get("AUTOGRADER_ROOT")
+    if given:
+        return Path(given)
+    return DEFAULT_ROOT if (DEFAULT_ROOT / "source" / "autograder.json").is_file() else None
+
+
+def run() -> int:
+    """run_autograder: grade ROOT/submission into ROOT/results/results.json, exit 0; outside a
+    Gradescope image without AUTOGRADER_ROOT: say so, write nothing, exit 2."""
+    root = _root()
+    if root is None:
+        print(f"run_autograder: not a Gradescope image ({DEFAULT_ROOT}/source/autograder.json does not exist) and "
+              "AUTOGRADER_ROOT is not set: nothing graded, nothing written.  To try the autograder here, unzip it "
+              "into ROOT/source, put a submission in ROOT/submission and run AUTOGRADER_ROOT=ROOT "
+              "bash ROOT/source/run_autograder.", file=sys.stderr)
+        return 2
+    results = root / "results" / "results.json"
     results.parent.mkdir(parents=True, exist_ok=True)
     try:
-        config = json.loads(Path(config_path).read_text())
-        data = grade_root(Path(root), config)
+        config = json.loads((root / "source" / "autograder.json").read_text())
+        data = grade_root(root, config)
     except BaseException as exc:                          # the grader's failure: say so, score 0
-        data = _nothing(f"The autograder failed (not your fault; tell your instructor): {type(exc).__name__}: "
-                        f"{exc}\n{traceback.format_exc(limit=3)}", "", "visible")
+        print(traceback.format_exc())
+        data = _nothing(f"The autograder failed (not your fault; tell your instructor): {type(exc).__name__}: {exc}")
     partial = results.with_name("results.json.partial")
     partial.write_text(json.dumps(data, indent=1))
     os.replace(partial, results)
+    return 0
+
+
+def prepare(root: str) -> int:
+    """setup.sh's last step, as root: make this package, every other package and ``root`` (the
+    autograder's folder) unreadable to the sandbox user; print what changed and what is left."""
+    for path in sandbox.image.prepare([root]):
+        print(f"made unreadable to the sandbox user: {path}")
+    for problem in sandbox.image.problems([root]):
+        print(f"still to fix: {problem}")
     return 0
 
 
@@ -204,28 +250,30 @@ def main(argv=None) -> int:
     """``python -m numpy_mamba gradescope``: build the zip."""
     from .grade import Limits
     from .registry import all_exercises
-    from .run import bounded_number, points_spec
+    from .run import bounded_number, hidden_spec, points_spec
     p = argparse.ArgumentParser(prog="python -m numpy_mamba gradescope", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("exercise", choices=sorted(all_exercises()), help="the exercise this autograder grades")
     p.add_argument("--out", default="autograder.zip", help="the zip to write (default autograder.zip)")
     p.add_argument("--points", type=points_spec, default=None, help="points per graded function: NAME=N,... or a JSON file")
-    p.add_argument("--seed", type=bounded_number(int, 0, 2**63 - 1, "an integer >= 0"), default=0)
+    p.add_argument("--seed", type=bounded_number(int, 0, 2**63 - 1, "an integer >= 0"), default=None,
+                   help="seed of the problems (default: drawn at random, kept in the zip, never shown to students)")
     p.add_argument("--time-limit", type=bounded_number(float, 0.1, 3600, "seconds"), default=Limits.time)
     p.add_argument("--memory-limit", type=bounded_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb)
-    p.add_argument("--visibility", choices=VISIBILITY, default="visible",
-                   help="when students see the tests (Gradescope's visibility; default visible)")
-    p.add_argument("--allow-weak-isolation", action="store_true",
-                   help="grade even where the kernel sandbox is incomplete (see tutorials/INSTRUCTORS.md)")
+    p.add_argument("--hidden", metavar="PREFIXES", type=hidden_spec, default=None,
+                   help="problems hidden from students at submission, by name prefix, or none (default: the "
+                        "exercise's own)")
+    p.add_argument("--hidden-visibility", choices=VISIBILITY[1:], default="after_due_date",
+                   help="when students see the hidden problems' tests (Gradescope's visibility; default after_due_date)")
     p.add_argument("--wheel", type=Path, help="use this wheel of numpy_mamba instead of building one")
     args = p.parse_args(argv)
     exercise = all_exercises()[args.exercise]
     unknown = [n for n in (args.points or {}) if n not in exercise.function_names]
     if unknown:
         p.error(f"--points: {', '.join(unknown)} not graded in {args.exercise} ({', '.join(exercise.function_names)})")
-    settings = {"points": args.points, "seed": args.seed, "time_limit": args.time_limit,
-                "memory_limit": args.memory_limit, "visibility": args.visibility,
-                "allow_weak_isolation": args.allow_weak_isolation}
+    seed = secrets.randbelow(2**63) if args.seed is None else args.seed
+    settings = {"points": args.points, "seed": seed, "time_limit": args.time_limit, "memory_limit": args.memory_limit,
+                "hidden": args.hidden, "hidden_visibility": args.hidden_visibility}
     try:
         out = build(args.exercise, Path(args.out), settings, args.wheel)
     except (BuildError, OSError) as exc:
@@ -237,4 +285,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run())
+    command = sys.argv[1:2]
+    sys.exit(run() if command == ["run"] else prepare(sys.argv[2]) if command == ["prepare"] else 2)

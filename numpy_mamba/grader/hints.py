@@ -86,10 +86,10 @@ def _factor_hint(answers, refs, bad) -> str:
             "the problem's size (B, l, d)?")
 
 
-def hint_for(prepared, name: str, answers: list, rows: list) -> str:
-    """One hint for function ``name`` that failed with these answers and rows (one per problem)."""
-    exercise, problems = prepared.exercise, prepared.problems
-    refs = [r.value for r in prepared.references[name]]
+def hint_for(prepared, name: str, answers: list, rows: list, indices: list) -> str:
+    """One hint for function ``name`` that failed with these answers and rows on problems ``indices``."""
+    exercise, problems = prepared.exercise, [prepared.problems[k] for k in indices]
+    refs = [prepared.references[name][k].value for k in indices]
     for pb, R, row in zip(problems, refs, rows):
         if row.note == "NaN or inf":
             return f"NaN or inf on problem '{pb.name}'. {NAN_HINT}"
@@ -108,7 +108,8 @@ def hint_for(prepared, name: str, answers: list, rows: list) -> str:
                 f"{exercise.tol_reference:g} that every analytic solution meets. A finite difference (or "
                 "float32) gives about this; derive it instead.")
         return hint + "".join(f" On '{n}': {text}" for n, text in zip(far, noted))
-    mistaken = prepared.mistaken(name)
+    per_problem = [prepared.mistaken(name, k) for k in indices]
+    mistaken = [(key, hint, [m[j][2] for m in per_problem]) for j, (key, hint, _) in enumerate(per_problem[0])]
     for key, hint, wrong in mistaken:
         if all(_same(S, V) for S, V in zip(answers, wrong)):
             return hint

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 from .kit import KitError, build
-from .protocol import arguments
+from .sandbox import arguments
 
 
 class Function(NamedTuple):
@@ -66,6 +66,7 @@ class Row:
     err_independent: float = float("inf")
     note: str = ""                       # why there is no error to show: "shape (3,), expected (6,)", ...
     ok: bool = False
+    cpu: float = float("nan")            # CPU seconds of the call (the budget problem's child)
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,16 @@ class Exercise:
     """Everything the grader needs to know about one hand-out (see the module docstring).
 
     problems(seed) -> list of problems (each with a ``name``); inputs(function, problem) -> the
-    call's positional arguments (plain arrays, strings and package NamedTuples: they are sent
-    to the child as arrays and rebuilt there from the kit); reference(function, problem) -> Reference; compare(function, problem, answer,
-    reference, exercise) -> Row; mistakes(function) -> [(key, hint, fn(problem) -> mistaken
-    answer)]; shape_hint(function, answer, reference value, problem) -> str or "".
-    part(function, answer) -> (piece, note): the piece of the entry's answer this function
-    grades, or (None, why not) when the answer does not have that piece; None: the whole answer.
+    call's positional arguments (plain arrays, strings and package NamedTuples: they are sent to
+    the child as arrays and rebuilt there from the kit); reference(function, problem) ->
+    Reference; compare(function, problem, answer, reference, exercise) -> Row;
+    mistakes(function) -> [(key, hint, fn(problem) -> mistaken answer)]; shape_hint(function,
+    answer, reference value, problem) -> str or ""; part(function, answer) -> (piece, note): the
+    piece of the entry's answer this function grades, or (None, why not); None: the whole answer.
     inputs is called with the entry's name (``Function.called``), the rest with the function's.
+    budget(seed) -> one problem at the paper's size, graded in a child of its own within
+    ``budget_units`` times the CPU time of ``problems.forward_seconds()`` and ``budget_memory_mb``
+    (None: no budget).  ``hidden``: name prefixes of the problems hidden from students by default.
     """
 
     name: str                                   # the hand-out's file stem: tutorials/exercises/NAME.py
@@ -97,6 +101,11 @@ class Exercise:
     problem_notes: dict = field(default_factory=dict)   # problem-name prefix -> what to check
     tol_reference: float = 1e-8
     tol_independent: float = 1e-6
+    budget: Callable | None = None
+    budget_units: float = 0.0
+    budget_memory_mb: int = 0
+    hidden: tuple = ()
+    sources: tuple = ()                         # package modules the answers come from (similarity.py)
 
     @property
     def function_names(self) -> tuple:
@@ -168,35 +177,47 @@ def identify(names, stem: str = "") -> list:
 @dataclass
 class Prepared:
     """One exercise at one seed, computed once per grading run and shared by every submission:
-    the problems, each call's arguments (as arrays), the kit, the reference answers, and (lazily) every known
-    mistake applied to every problem, so grading a class recomputes none of them."""
+    the problems (the budget problem last, ``budget``: its index or None), which are hidden, the
+    kit, the reference answers and, lazily, every known mistake on every problem."""
 
     exercise: Exercise
     seed: int
     problems: list
-    calls: dict                                 # entry (called function) -> [argument trees per problem]
-    arrays: list                                # the arrays the trees point to
+    hidden: list                                # per problem: hidden from students
+    budget: int | None
     kit: Any                                    # kit.Kit: what the child may import
     references: dict                            # function -> [Reference per problem]
     _mistaken: dict = field(default_factory=dict)
 
-    def mistaken(self, name: str) -> list:
-        """[(key, hint, [mistaken answer per problem])] for function ``name``."""
-        if name not in self._mistaken:
-            self._mistaken[name] = [(key, hint, [fn(pb) for pb in self.problems])
-                                    for key, hint, fn in self.exercise.mistakes(name)]
-        return self._mistaken[name]
+    def mistaken(self, name: str, index: int) -> list:
+        """[(key, hint, mistaken answer)] of function ``name`` on problem ``index``."""
+        if (name, index) not in self._mistaken:
+            pb = self.problems[index]
+            self._mistaken[(name, index)] = [(key, hint, fn(pb)) for key, hint, fn in self.exercise.mistakes(name)]
+        return self._mistaken[(name, index)]
+
+    def calls(self, entries, indices) -> tuple:
+        """({entry: [argument trees per problem of ``indices``]}, arrays) for one child."""
+        arrays, types_used = [], set()
+        calls = {entry: [[arguments(a, arrays, types_used) for a in self.exercise.inputs(entry, self.problems[k])]
+                         for k in indices] for entry in entries}
+        missing = [t.__qualname__ for t in types_used if (t.__module__, t.__qualname__) not in self.kit.needed]
+        if missing:
+            raise KitError(f"exercise {self.exercise.name!r} sends {missing} to the child; add them to its imports")
+        return calls, arrays
 
 
-def prepare(exercise: Exercise, seed: int) -> Prepared:
-    """Problems, arguments (as arrays and trees for the child), kit and references, once."""
+def prepare(exercise: Exercise, seed: int, hidden=None) -> Prepared:
+    """Problems (the budget problem last), kit and references, once; ``hidden``: problem-name
+    prefixes hidden from students (None: the exercise's own)."""
     problems = list(exercise.problems(seed))
-    handed = build(exercise.imports)
-    arrays, types_used = [], set()
-    calls = {entry: [[arguments(a, arrays, types_used) for a in exercise.inputs(entry, pb)] for pb in problems]
-             for entry in exercise.entries}
-    missing = [t.__qualname__ for t in types_used if (t.__module__, t.__qualname__) not in handed.needed]
-    if missing:
-        raise KitError(f"exercise {exercise.name!r} sends {missing} to the child; add them to its imports")
+    budget = None
+    if exercise.budget is not None:
+        problems.append(exercise.budget(seed))
+        budget = len(problems) - 1
+    prefixes = exercise.hidden if hidden is None else tuple(hidden)
+    flags = [any(pb.name.startswith(p) for p in prefixes) for pb in problems]
     references = {f.name: [exercise.reference(f.name, pb) for pb in problems] for f in exercise.functions}
-    return Prepared(exercise, seed, problems, calls, arrays, handed, references)
+    prepared = Prepared(exercise, seed, problems, flags, budget, build(exercise.imports), references)
+    prepared.calls(exercise.entries, range(len(problems)))             # every argument can be sent
+    return prepared

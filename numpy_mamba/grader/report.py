@@ -1,14 +1,18 @@
 """What the grader writes: the student's text report, the class table, CSV and results.json.
 
-    text_report(sub)    one table per function, a summary with points and hints, what the file printed
-    class_table(subs)   one line per submission, then every failing function's hint
+    text_report(sub)    one table per function (and group of problems), a summary with points and
+                        hints, what the file printed
+    class_table(subs)   one line per submission, every failing function's hint, the similar files
     csv_text(...)       one row per submission: status, points, the error that stopped the file,
-                        per function status, max relative error, points, hint
-    gradescope(sub)     Gradescope's results.json: score, and tests[] with name/score/max_score/output
-                        (Markdown, tables in code blocks so their columns stay aligned)
+                        the similarity flag, per function status, max relative error, points, hint
+    gradescope(sub)     Gradescope's results.json: one test per function and group of problems, each
+                        with its points and visibility; every text in a code block
 
-Whatever the student's code wrote or raised passes through ``clean`` (printable characters only,
-trimmed) before it reaches a terminal, a report, the CSV or results.json.
+Student text (output, errors, hints, file names) is made harmless before it is shown: ``clean``
+keeps printable characters only (no escape sequence reaches a terminal), ``cell`` also defuses a
+spreadsheet formula (a leading = + - @, tab or carriage return gets an apostrophe, as OWASP
+advises against CSV injection), and ``block`` keeps Markdown inert inside a code fence longer
+than any run of backticks in the text.
 """
 from __future__ import annotations
 
@@ -18,14 +22,25 @@ import math
 import re
 import textwrap
 
+from .compare import combine
+from .sandbox import shown
+
 OUTPUT_SHOWN = 1500             # characters of what a file printed shown in a report
+UNSAFE = re.compile(r"[^\n\t\x20-\x7e\u00a0-\uffff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufff9-\uffff]")
+VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
 
 
 def clean(text: str, limit: int = OUTPUT_SHOWN) -> str:
     """Printable text only (no terminal control sequences), at most ``limit`` characters."""
-    text = re.sub(r"[^\n\t\x20-\x7e\u00a0-\uffff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufff9-\uffff]",
-                  "?", str(text))
+    text = UNSAFE.sub("?", str(text).encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
+
+
+def cell(text, limit: int = 1000) -> str:
+    """A CSV cell a spreadsheet shows as text: control characters stripped, a leading formula
+    character (= + - @ tab CR) behind an apostrophe."""
+    text = "".join(c for c in clean(str(text), limit) if c == "\n" or c.isprintable())
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _err(x: float) -> str:
@@ -33,151 +48,167 @@ def _err(x: float) -> str:
 
 
 def _points(x: float) -> str:
-    return f"{x:g}"
+    return f"{round(x, 2):g}"
 
 
 def function_table(result, function, exercise) -> list:
-    """The per-problem table of one function (empty when it has no rows)."""
+    """The per-problem table of one function on one group of problems (empty when it has no rows)."""
     if not result.rows:
         return []
-    lines = [f"{function.signature}    {function.equation}",
-             f"  {'problem':<32}{'vs package':>12}{exercise.independent_check:>17}  result"]
+    group = f"  ({result.group} problems)" if result.group else ""
+    lines = [f"{function.signature}    {function.equation}{group}",
+             f"  {'problem':<50}{'vs package':>12}{exercise.independent_check:>17}  result"]
     for row in result.rows:
+        cpu = "" if math.isnan(row.cpu) else f" (CPU {row.cpu:.2f} s)"
         if row.note:
-            lines.append(f"  {row.problem:<32}{clean(row.note, 40):>29}  FAIL")
+            lines.append(f"  {row.problem:<50}{clean(row.note, 40):>29}  FAIL{cpu}")
         else:
-            lines.append(f"  {row.problem:<32}{_err(row.err_reference):>12}{_err(row.err_independent):>17}  "
-                         f"{'ok' if row.ok else 'FAIL'}")
+            lines.append(f"  {row.problem:<50}{_err(row.err_reference):>12}{_err(row.err_independent):>17}  "
+                         f"{'ok' if row.ok else 'FAIL'}{cpu}")
     return lines + [""]
 
 
-def summary_lines(graded) -> list:
-    lines = [f"{'function':<10}{'result':<15}{'max rel. error':>15}{'points':>10}", "-" * 50]
-    for r in graded.results:
-        points = f"{_points(r.points)} / {_points(r.max_points)}"
-        lines.append(f"{r.name:<10}{r.status:<15}{_err(r.max_rel):>15}{points:>10}")
+def summary_lines(results) -> list:
+    lines = [f"{'function':<18}{'result':<15}{'max rel. error':>15}{'points':>12}", "-" * 60]
+    for r in results:
+        lines.append(f"{r.label:<18}{r.status:<15}{_err(r.max_rel):>15}{_points(r.points) + ' / ' + _points(r.max_points):>12}")
         if r.hint:
-            lines += textwrap.wrap(clean(r.hint), 92, initial_indent="          hint: ",
-                                   subsequent_indent="                ")
+            lines += textwrap.wrap(clean(r.hint), 92, initial_indent="          hint: ", subsequent_indent="                ")
     return lines
 
 
-def text_report(sub, seed: int, isolation: str = "") -> str:
-    """The report a student reads for one file (import errors and a missing exercise included)."""
-    out = [f"grading {clean(str(sub.path), 300)} (seed {seed})"] + ([isolation] if isolation else []) + [""]
-    if sub.problem:
-        return "\n".join(out + [clean(sub.problem)])
+def _exercise_lines(graded, public_only: bool) -> list:
+    ex = graded.exercise
+    names = ", ".join(ex.function_names)
+    if ex.entries != ex.function_names:                 # parts of the student's function(s)
+        names = f"{', '.join(ex.entries)}, graded as {names}"
+    out = [f"exercise '{ex.name}' ({names}); the hand-out allows {ex.allowed}", ""]
+    if graded.import_error:
+        return out + ["could not import the file:", clean(graded.import_error), ""]
+    results = [r for r in graded.results if not (public_only and r.group == "hidden")]
+    functions = {f.name: f for f in ex.functions}
+    for r in results:
+        out += function_table(r, functions[r.name], ex)
+    out += summary_lines(results)
+    out.append(f"(tolerances: {ex.tol_reference:g} vs the package, {ex.tol_independent:g} vs the check)")
+    hidden = graded.hidden_left or max([len(r.rows) for r in graded.results if r.group == "hidden" and public_only],
+                                       default=0)
+    if hidden:
+        out.append(f"The autograder adds {hidden} hidden problem{'s' if hidden > 1 else ''} to these; their results "
+                   "are shown after the due date.")
+    return out + [""]
+
+
+def text_report(sub, seed, isolation: str = "", public_only: bool = False) -> str:
+    """The report a student reads for one file; ``seed`` None: not shown (set by the instructor);
+    ``public_only``: leave out the results of hidden problems (what Gradescope shows at once)."""
+    said = f"seed {seed}" if seed is not None else "problems drawn by your instructor"
+    out = [f"grading {clean(shown(sub.path), 300)} ({said})"] + ([isolation] if isolation else []) + [""]
+    if sub.problem or sub.grader_error:
+        return "\n".join(out + [clean(sub.problem or sub.grader_error)])
     for graded in sub.graded:
-        ex = graded.exercise
-        graded_names = ", ".join(ex.function_names)
-        if ex.entries != ex.function_names:                 # parts of the student's function(s)
-            graded_names = f"{', '.join(ex.entries)}, graded as {graded_names}"
-        out.append(f"exercise '{ex.name}' ({graded_names}); the hand-out allows {ex.allowed}")
-        out.append("")
-        if graded.import_error:
-            out += [f"could not import {sub.path}:", clean(graded.import_error), ""]
-            continue
-        functions = {f.name: f for f in ex.functions}
-        for r in graded.results:
-            out += function_table(r, functions[r.name], ex)
-        out += summary_lines(graded)
-        out.append(f"(tolerances: {ex.tol_reference:g} vs the package, {ex.tol_independent:g} vs the check)")
-        out.append("")
-    out.append(f"points: {_points(sub.points)} / {_points(sub.max_points)}")
+        out += _exercise_lines(graded, public_only)
+    results = [r for r in sub.results if not (public_only and r.group == "hidden")]
+    points, most = (sum(r.points for r in results), sum(r.max_points for r in results)) if results else \
+        (sub.points, sub.max_points)
+    out.append(f"points: {_points(points)} / {_points(most)}")
     if sub.output_bytes:
-        shown = clean(sub.output)
+        printed = clean(sub.output)
         out += ["", f"your file printed {sub.output_bytes} bytes; the grader shows at most the first "
-                f"{min(len(shown), OUTPUT_SHOWN)} characters:", textwrap.indent(shown, "  | ")]
+                f"{min(len(printed), OUTPUT_SHOWN)} characters:", textwrap.indent(printed, "  | ")]
     return "\n".join(out)
 
 
 def status(sub) -> str:
     """One word for a submission's state in the class table and the CSV."""
+    if sub.grader_error:
+        return "grader error"
     if not sub.imported:
         return "import error"
     if sub.problem:
-        return "no exercise"
+        return "not graded" if sub.problem.startswith(("not graded", "no such")) or "symbolic link" in sub.problem \
+            else "no exercise"
     return "passed" if sub.passed else "failed"
 
 
-def class_table(subs, names: list) -> str:
-    width = max([10] + [len(str(s.path)) for s in subs]) + 2
-    ex_width = max([10] + [len("+".join(g.exercise.name for g in s.graded)) for s in subs]) + 2
-    head = f"{'submission':<{width}}{'exercise':<{ex_width}}{'status':<14}{'points':>9}  " + "".join(f"{n:<15}" for n in names)
+def class_table(subs, names: list, flags: dict | None = None) -> str:
+    """One line per submission, then each failing function's hint, then the similarity flags."""
+    labels = [clean(shown(s.path), 200) for s in subs]
+    width = max([10] + [len(label) for label in labels]) + 2
+    head = f"{'submission':<{width}}{'exercise':<12}{'status':<14}{'points':>9}  " + "".join(f"{n:<15}" for n in names)
     lines = [head, "-" * len(head)]
-    for s in subs:
-        by_name = {r.name: r.status for r in s.results}
-        exercises = "+".join(g.exercise.name for g in s.graded) or "-"
-        lines.append(f"{str(s.path):<{width}}{exercises:<{ex_width}}{status(s):<14}"
-                     f"{_points(s.points) + '/' + _points(s.max_points):>9}  " +
-                     "".join(f"{by_name.get(n, '-'):<15}" for n in names))
-    for s in subs:
-        notes = [(r.name, r.hint) for r in s.results if r.status == "FAIL"]
+    for label, s in zip(labels, subs):
+        by_name = combine(s.results)
+        exercise = "+".join(g.exercise.name for g in s.graded) or "-"
+        lines.append(f"{label:<{width}}{exercise:<12}{status(s):<14}{_points(s.points) + '/' + _points(s.max_points):>9}"
+                     "  " + "".join(f"{by_name[n].status if n in by_name else '-':<15}" for n in names))
+    for label, s in zip(labels, subs):
+        notes = [(r.label, r.hint) for r in s.results if r.status == "FAIL"]
         notes += [("import", g.import_error) for g in s.graded if g.import_error]
-        notes += [("file", s.problem)] if s.problem else []
+        notes += [("file", s.problem or s.grader_error)] if s.problem or s.grader_error else []
         for name, hint in notes:
-            lines += textwrap.wrap(clean(f"{s.path}: {name}: {hint}", 400), 110, subsequent_indent="    ")
+            lines += textwrap.wrap(clean(f"{label}: {name}: {hint}", 400), 110, subsequent_indent="    ")
+    for label, s in zip(labels, subs):
+        if flags and flags.get(s.path):
+            lines.append(f"similar code (for you, not a score): {label}: {clean(flags[s.path], 400)}")
     return "\n".join(lines)
 
 
-def csv_text(subs, names: list) -> str:
-    """One row per submission; ``error`` is what stopped the whole file (an import error, a file
-    not graded); per function ``NAME_status``, ``NAME_max_rel_error``, ``NAME_points``,
-    ``NAME_hint`` (empty for a function of another exercise)."""
-    columns = ["submission", "exercise", "status", "points", "max_points", "error"]
+def csv_text(subs, names: list, flags: dict | None = None) -> str:
+    """One row per submission; ``error`` is what stopped the whole file, ``similar`` the
+    similarity flag; per function ``NAME_status``, ``NAME_max_rel_error``, ``NAME_points``,
+    ``NAME_hint`` (empty for a function of another exercise).  Every cell passes ``cell``."""
+    columns = ["submission", "exercise", "status", "points", "max_points", "error", "similar"]
     columns += [f"{n}_{what}" for n in names for what in ("status", "max_rel_error", "points", "hint")]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, columns)
     writer.writeheader()
     for s in subs:
-        row = {"submission": clean(str(s.path), 500), "exercise": "+".join(g.exercise.name for g in s.graded),
+        row = {"submission": shown(s.path), "exercise": "+".join(g.exercise.name for g in s.graded),
                "status": status(s), "points": _points(s.points), "max_points": _points(s.max_points),
-               "error": clean(s.error, 1000)}
-        for g in s.graded:
-            for r in g.results:
-                row.update({f"{r.name}_status": r.status, f"{r.name}_points": _points(r.points),
-                            f"{r.name}_max_rel_error": "" if math.isnan(r.max_rel) else f"{r.max_rel:.3e}",
-                            f"{r.name}_hint": clean(r.hint, 1000)})
-            if g.import_error:
-                for f_ in g.exercise.functions:
-                    row.update({f"{f_.name}_status": "import error", f"{f_.name}_points": "0",
-                                f"{f_.name}_hint": clean(g.import_error, 1000)})
-        writer.writerow(row)
+               "error": s.error, "similar": (flags or {}).get(s.path, "")}
+        for name, r in combine(s.results).items():
+            row.update({f"{name}_status": r.status, f"{name}_points": _points(r.points), f"{name}_hint": r.hint,
+                        f"{name}_max_rel_error": "" if math.isnan(r.max_rel) else f"{r.max_rel:.3e}"})
+        for g in (g for g in s.graded if g.import_error):
+            for f in g.exercise.functions:
+                row.update({f"{f.name}_status": "import error", f"{f.name}_points": "0", f"{f.name}_hint": g.import_error})
+        writer.writerow({k: cell(v) for k, v in row.items()})
     return buffer.getvalue()
 
 
-FENCE = "`" * 3
+def block(text: str) -> str:
+    """A Markdown code block of cleaned text: the fence is longer than any run of backticks in it."""
+    text = clean(text, 20000)
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{fence}\n{text}\n{fence}"
 
 
-def _block(text: str) -> str:
-    """A Markdown code block (fixed width, so tables stay aligned) of cleaned text; a fence in
-    the text is broken up so that it cannot end the block."""
-    return f"{FENCE}\n" + clean(text, 20000).replace(FENCE, "` ` `") + f"\n{FENCE}"
-
-
-VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
-
-
-def gradescope(sub, seed: int, isolation: str = "", visibility: str = "visible") -> dict:
-    """Gradescope's results.json for one submission: one test per function of its exercise, each
-    with its points; a file that did not import: every test at 0 of its points, with the error;
-    a file not graded at all (no exercise function, ...): score 0 and why."""
+def gradescope(sub, isolation: str = "", hidden_visibility: str = "after_due_date") -> dict:
+    """Gradescope's results.json for one submission: a test per function and group of problems,
+    the hidden ones with ``hidden_visibility``; a file that did not import: every test at 0 of
+    its points, with the error; a file not graded at all: score 0 and why.  ``isolation`` goes
+    to nobody here: the caller prints it for the instructor."""
     tests = []
     for g in sub.graded:
         functions = {f.name: f for f in g.exercise.functions}
-        results = {r.name: r for r in g.results}
-        for f in g.exercise.functions:
-            r = results.get(f.name)
-            if r is None:                                       # the file did not import
-                output, score, state = "could not import the file:\n\n" + _block(g.import_error), 0.0, "failed"
-            else:
-                table = "\n".join([f"{r.status} (max rel. error {_err(r.max_rel)})"] +
-                                   function_table(r, functions[f.name], g.exercise))
-                output = _block(table) + (f"\n\nhint: {clean(r.hint)}" if r.hint else "")
-                score, state = r.points, "passed" if r.status == "pass" else "failed"
-            tests.append({"name": f"{f.signature}    {f.equation}", "score": score,
-                          "max_score": float(f.points), "status": state, "output": output,
-                          "output_format": "md", "visibility": visibility})
-    return {"score": float(sub.points), "output": _block(text_report(sub, seed, isolation)),
-            "output_format": "md", "test_output_format": "md", "visibility": visibility,
-            "stdout_visibility": "hidden", "tests": tests}
+        for r in g.results or [None]:
+            for f in ([functions[r.name]] if r is not None else g.exercise.functions):
+                tests.append(_test(g, f, r, hidden_visibility))
+    report = text_report(sub, None, public_only=True)
+    return {"score": float(sub.points), "output": block(report), "output_format": "md",
+            "test_output_format": "md", "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+
+
+def _test(graded, f, r, hidden_visibility: str) -> dict:
+    name = f"{f.signature}    {f.equation}"
+    if r is None:                                           # the file did not import
+        return {"name": name, "score": 0.0, "max_score": float(f.points), "status": "failed",
+                "output": block("could not import the file:\n\n" + graded.import_error), "output_format": "md",
+                "visibility": "visible"}
+    table = "\n".join([f"{r.status} (max rel. error {_err(r.max_rel)})"] + function_table(r, f, graded.exercise)
+                      + ([f"hint: {r.hint}"] if r.hint else []))
+    return {"name": name + (f"  [{r.group} problems]" if r.group else ""), "score": r.points,
+            "max_score": r.max_points, "status": "passed" if r.status == "pass" else "failed",
+            "output": block(table), "output_format": "md",
+            "visibility": hidden_visibility if r.group == "hidden" else "visible"}

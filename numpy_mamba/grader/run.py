@@ -1,24 +1,24 @@
 """``python -m numpy_mamba grade PATH...``: the autograder of tutorials/exercises/ (tutorials/README.md).
 
-A student grades one file:
+A student grades one file or notebook, on the public problems (the report says how many hidden
+ones the course's autograder adds):
 
-    python -m numpy_mamba grade gradients.py
+    python -m numpy_mamba grade my_gradients.py          (or my_gradients.ipynb)
 
-An instructor grades a class (files, or folders searched recursively for *.py; files whose
-names start with "_" and, inside folders, files that define no exercise function are skipped):
+An instructor grades a class (files, or folders searched recursively for *.py and *.ipynb;
+names starting with "_", and files that define no exercise function, are helpers), on every
+problem, with the similarity flag:
 
     python -m numpy_mamba grade submissions/ --exercise gradients --csv grades.csv
     python -m numpy_mamba grade submission/ --json results.json      # one submission
 
 Each file is graded as one exercise: the one --exercise names, else the one its name says
-(gradients.py, gradients_anna.py), else the only one whose functions it defines.  Each runs in
-its own child process, confined by the kernel (Landlock, seccomp: tutorials/INSTRUCTORS.md):
-it reads the standard library, numpy, scipy and its own copy, writes a fresh working directory
-only, starts no process, signals no one, opens no socket, and can import of numpy_mamba only
-what its hand-out needs (nothing that computes the answer).  The child only returns arrays;
-this process compares them and decides.  Every run prints one line saying which protections
-the kernel enforces; grading a folder or writing --json refuses to start without the full
-kernel sandbox unless --allow-weak-isolation is given.
+(gradients.py, gradients_anna.py), else the only one whose functions it defines.  Its functions
+run in child processes that hold no answer, confined at the best tier this machine offers
+(``sandbox``; tutorials/INSTRUCTORS.md): this process compares what they return.  Every run
+prints one line saying what is in force; a class run, --csv or --json refuses a weak sandbox
+unless --allow-weak-isolation is given.  No file stops a class run: whatever goes wrong with one
+fails that file with a message, and the CSV is always written.
 
 Points per part: --points grad_W_C=3,grad_w=4 or --points points.json ({"grad_W_C": 3, ...}).
 
@@ -28,7 +28,8 @@ Exit status, one file:   0 every function the file defines passes; 1 one fails, 
 Exit status, many files (or a folder):  0 every submission passes everything it defines; 1 at
                          least one does not (a file that does not import counts here); 2 usage
                          error, a path that does not exist, an output that cannot be written, or
-                         weak isolation without --allow-weak-isolation; 3 the grader failed.
+                         a weak sandbox without --allow-weak-isolation; 3 the grader failed on a
+                         file (every row still written).
 """
 from __future__ import annotations
 
@@ -39,15 +40,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .folders import inside
+from . import sandbox, similarity
+from .files import collect, helpers_of
 from .grade import GraderError, Limits, Session, grade_many
-from .kernel import probe
-from .registry import all_exercises, identify, top_level_names
+from .registry import all_exercises
 from .report import class_table, clean, csv_text, gradescope, text_report
-
-WEAK = ("the kernel sandbox is not complete here ({line}); a submission could read other files, "
-        "start processes or signal the grader.  Grade on Linux >= 6.12 (Landlock ABI 6), or pass "
-        "--allow-weak-isolation to grade anyway.")
+from .sandbox import shown
 
 
 def bounded_number(kind, low, high, what):
@@ -82,8 +80,13 @@ def parser() -> argparse.ArgumentParser:
                    help=f"memory a submission may allocate, in MB (default {Limits.memory_mb})")
     p.add_argument("--points", metavar="SPEC", type=points_spec, default=None,
                    help="points per graded function: NAME=N[,NAME=N...] or a JSON file {NAME: N}")
+    p.add_argument("--hidden", metavar="PREFIXES", type=hidden_spec, default=None,
+                   help="problems hidden from students, by name prefix (\"saturated,hinge's kink\"), or none; "
+                        "default: each exercise's own")
+    p.add_argument("--all-problems", action="store_true",
+                   help="grade one file on the hidden problems too (a class, --csv and --json always are)")
     p.add_argument("--allow-weak-isolation", action="store_true",
-                   help="grade a folder or write --json even where the kernel sandbox is incomplete")
+                   help="grade a class or write --json even where the sandbox is incomplete")
     p.add_argument("--jobs", type=bounded_number(int, 1, _cores(), "a number of processes (at most the cores)"),
                    default=None, help=f"submissions graded at once (default: the cores, {_cores()})")
     return p
@@ -117,6 +120,21 @@ def points_spec(text: str) -> dict:
     return out
 
 
+def hidden_spec(text: str) -> tuple:
+    """Problem-name prefixes from "A,B" ("none": no problem hidden); each must name a problem."""
+    if text.strip().lower() == "none":
+        return ()
+    prefixes = tuple(p.strip() for p in text.split(",") if p.strip())
+    from .problems import PROBLEM_RECIPES
+    from .exercises.stack import PROBLEM_RECIPES as LAYER_RECIPES
+    names = [name for name, _ in PROBLEM_RECIPES + LAYER_RECIPES]
+    unknown = [p for p in prefixes if not any(n.startswith(p) for n in names)]
+    if not prefixes or unknown:
+        raise argparse.ArgumentTypeError(f"expected problem-name prefixes (of {', '.join(names)}) or none, "
+                                         f"got {text!r}")
+    return prefixes
+
+
 def check_output(path: str) -> str:
     """'' when ``path`` can be written (its folder is created), else why not."""
     target = Path(path)
@@ -147,33 +165,13 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
-def _is_submission(path: Path) -> bool:
-    """A file found in a folder counts when it defines an exercise function (or will not parse)."""
-    try:
-        return bool(identify(top_level_names(path.read_bytes(), path), path.stem))
-    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
-        return True
-
-
-def collect(paths) -> tuple[list, list, list]:
-    """(submissions, the folder each was found in, skipped files) from files and folders, in a
-    stable order.  A symlink found in a folder is kept (and refused when graded if it leaves it)."""
-    files, folders, skipped = [], [], []
-    for path in map(Path, paths):
-        if not path.is_dir():
-            files.append(path)
-            folders.append(path.absolute().parent)
-            continue
-        for found in sorted(path.rglob("*.py")):
-            parts = found.relative_to(path).parts
-            if any(p.startswith((".", "_")) for p in parts):
-                continue
-            if (found.is_symlink() and not inside(found, path)) or _is_submission(found):
-                files.append(found)
-                folders.append(path.absolute())
-            else:
-                skipped.append(found)
-    return files, folders, skipped
+def _refusal(args, single: bool, isolation) -> str:
+    """Why this run must not start at this tier ("" when it may)."""
+    if isolation.complete or args.allow_weak_isolation or (single and not args.json):
+        return ""
+    return (f"the sandbox is not complete here ({isolation.line}); a submission could read other files "
+            "or signal your processes.  Grade on Linux with Landlock (>= 5.13), or as root in a container "
+            "prepared for it (tutorials/INSTRUCTORS.md), or pass --allow-weak-isolation to grade anyway.")
 
 
 def main(argv=None) -> int:
@@ -181,55 +179,80 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     missing = [s for s in args.paths if not Path(s).exists() and not Path(s).is_symlink()]
     if missing:
-        print(f"grade: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        print(f"grade: no such file or folder: {', '.join(map(shown, missing))}", file=sys.stderr)
         return 2
-    files, folders, skipped = collect(args.paths)
+    files, folders, shared, skipped = collect(args.paths)
     single = len(args.paths) == 1 and not Path(args.paths[0]).is_dir()
     if args.json and len(files) != 1:
-        p.error(f"--json writes results for one submission; {len(files)} found in {', '.join(args.paths)}")
+        p.error(f"--json writes results for one submission; {len(files)} found in {', '.join(map(shown, args.paths))}")
     if not files:
-        print(f"grade: no submissions (*.py defining an exercise function) in {', '.join(args.paths)}", file=sys.stderr)
+        print(f"grade: no submissions (*.py or *.ipynb defining an exercise function) in "
+              f"{', '.join(map(shown, args.paths))}", file=sys.stderr)
         return 2
     for out in (args.csv, args.json):
         problem = out and check_output(out)
         if problem:
             print(f"grade: {problem}", file=sys.stderr)
             return 2
-    isolation = probe()
-    if not isolation.complete and not args.allow_weak_isolation and (args.json or not single):
-        print(f"grade: {WEAK.format(line=isolation.line)}", file=sys.stderr)
+    try:
+        isolation = sandbox.isolation([] if single else [Path(x).absolute() for x in args.paths])
+    except ValueError as exc:
+        print(f"grade: {exc}", file=sys.stderr)
+        return 2
+    refused = _refusal(args, single, isolation)
+    if refused:
+        print(f"grade: {refused}", file=sys.stderr)
         return 2
     if not single:                                  # one file: the line heads its report
         print(isolation.line, file=sys.stderr)
-    session = Session(args.seed, Limits(args.time_limit, args.memory_limit), args.points)
+    public_only = single and not (args.json or args.csv or args.all_problems)
+    session = Session(args.seed, Limits(args.time_limit, args.memory_limit), args.points, args.hidden,
+                      public_only, isolation)
     jobs = min(args.jobs or _cores(), len(files))
+    helpers = [helpers_of(f, s) for f, s in zip(files, shared)]
     try:
-        subs = grade_many(files, session, jobs, args.exercise, folders)
+        subs = grade_many(files, session, jobs, args.exercise, folders, helpers)
     except GraderError as exc:
         print(f"grade: internal error: {exc}", file=sys.stderr)
         return 3
+    return _finish(args, subs, skipped, single, isolation)
+
+
+def _finish(args, subs: list, skipped: list, single: bool, isolation) -> int:
+    """Write the outputs, print the report or the class table; the exit status."""
     names = [n for e in all_exercises().values() for n in e.function_names
              if any(g.exercise.name == e.name for s in subs for g in s.graded)]
+    found = {} if single else similarity.flags(subs)
     if args.csv:
-        write_atomic(args.csv, csv_text(subs, names))
+        write_atomic(args.csv, csv_text(subs, names, found))
+        print(f"wrote {shown(args.csv)} ({len(subs)} submission{'s' if len(subs) > 1 else ''})", file=sys.stderr)
     if args.json:
-        write_atomic(args.json, json.dumps(gradescope(subs[0], args.seed, isolation.line), indent=1))
+        write_atomic(args.json, json.dumps(gradescope(subs[0]), indent=1))
+        print(f"wrote {shown(args.json)}", file=sys.stderr)
     try:
         if single:
             return _single(subs[0], args.seed, isolation.line)
-        print(class_table(subs, names))
+        print(class_table(subs, names, found))
         for path in skipped:
-            print(f"skipped {path}: defines no exercise function")
+            print(f"skipped {clean(shown(path))}: defines no exercise function")
         sys.stdout.flush()
     except BrokenPipeError:                         # grade ... | head: the grades stand
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if any(s.grader_error for s in subs):
+        return 3
     return 0 if all(s.passed for s in subs) else 1
 
 
-def _single(sub, seed: int, isolation: str = "") -> int:
+NOT_GRADED = ("no such", "could not", "not graded")
+
+
+def _single(sub, seed: int, isolation: str) -> int:
     """Print one student's report; the exit status of one file."""
-    if not sub.imported or sub.problem.startswith(("no such", "could not")) or sub.path.suffix != ".py":
-        print(f"grade: {clean(sub.problem or 'could not import ' + str(sub.path))}", file=sys.stderr)
+    if sub.grader_error:
+        print(f"grade: {clean(sub.grader_error)}", file=sys.stderr)
+        return 3
+    if not sub.imported or sub.problem.startswith(NOT_GRADED) or "symbolic link" in sub.problem:
+        print(f"grade: {clean(sub.problem or 'could not import ' + shown(sub.path))}", file=sys.stderr)
         for g in sub.graded:
             if g.import_error:
                 print(clean(g.import_error), file=sys.stderr)

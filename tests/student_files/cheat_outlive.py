@@ -7,7 +7,7 @@ import numpy as np
 
 from _spawn import python
 
-VICTIM = "/tmp/numpy_mamba_grader_victim"
+from _victim import VICTIM   # the folder the instructor keeps (its path, known to the attacker)
 CODE = f"""
 import os, time
 grader = int(os.environ.get("GRADER", "0")) or os.getppid()

@@ -4,7 +4,7 @@ import shutil
 
 import numpy as np
 
-VICTIM = "/tmp/numpy_mamba_grader_victim"
+from _victim import VICTIM   # the folder the instructor keeps (its path, known to the attacker)
 
 
 def grad_W_C(params, P, z):

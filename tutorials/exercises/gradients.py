@@ -1,38 +1,45 @@
 """Exercise: the gradients of the mean hinge loss, eqs (93), (118), (135) of Appendix E.
 
-Tutorial 3 (tutorials/03_gradients_by_hand.py) derives each one step by step.  The model is
-eq (3),
+Implement grad_W_C, grad_W_B and grad_w below (the cells before them give the model, the shapes
+and what you may use), then grade a copy of this file, or of the notebook you made of it:
 
-    F(Psi; P) = sum_{i=1}^{l+1} G_{i,l+1}(w) y_i s_i,     s_i = p_i^T W_B^T W_C p_query,
-
-and the loss of a batch is the MEAN hinge loss (1/B) sum_n max{0, 1 - z^n F(Psi; P^n)} (eq (4),
-Algorithm 1).  Each function takes
-
-    params : numpy_mamba.Params(W_B, W_C, w) with W_B, W_C : (m, d+1) and w : (d+1,)
-    P      : (B, d+1, l+1) a batch of prompts (eq (2)); P[n, :, i] is p_i, P[n, :, -1] is p_query,
-             P[n, -1, :] holds the labels y_1..y_l and a 0 in the query's slot
-    z      : (B,) query labels in {-1, +1}
-
-and returns the gradient of the mean loss with the shape of the parameter.  Derive each one on
-paper first (Appendix E.2-E.3 has the answers as eqs (93), (118), (135); mind the condition
-the paper states them under).  Check your answers:
-
-    python -m numpy_mamba grade tutorials/exercises/gradients.py
-
-The grader compares them with the package's analytic gradients (to 1e-12) and with central
-finite differences, on problems that include l = 1, saturated gates, prompts on both sides of
-the hinge and prompts within 1e-11 of its kink (where only an analytic gradient is right), and
-names the mistake when it recognises one.  You may use numpy, scipy, ``numpy_mamba.Params``,
-``numpy_mamba.gating`` and, from ``numpy_mamba.model``, ``Params``, ``gating``, ``log_gating``,
-``gate_logits`` and ``scores``; the grader runs your file where nothing else of numpy_mamba can be
-imported: the point is your own derivation.
+    cp tutorials/exercises/gradients.py my_gradients.py
+    python -m numpy_mamba grade my_gradients.py       (a notebook: grade my_gradients.ipynb)
 """
 import numpy as np
 from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)
 
 from numpy_mamba import gating   # G_{i,l+1}(w) of eq (3): (d+1,), (B, d+1, l+1) -> (B, l+1)
 
+# %% [markdown]
+# Tutorial 3 (`tutorials/03_gradients_by_hand.py`) derives each one step by step.  The model is
+# eq (3),
+#
+# $$F(\Psi; P) = \sum_{i=1}^{l+1} G_{i,l+1}(w)\, y_i\, s_i, \qquad s_i = p_i^\top W_B^\top W_C\, p_{query},$$
+#
+# and the loss of a batch is the **mean** hinge loss $\frac{1}{B} \sum_n \max\{0,\ 1 - z^n F(\Psi; P^n)\}$
+# (eq (4), Algorithm 1).  Each function takes
+#
+# - `params`: `numpy_mamba.Params(W_B, W_C, w)` with $W_B, W_C$ of shape (m, d+1) and $w$ of shape (d+1,);
+# - `P`: (B, d+1, l+1), a batch of prompts (eq (2)): `P[n, :, i]` is $p_i$, `P[n, :, -1]` is
+#   $p_{query}$, `P[n, -1, :]` holds the labels $y_1 \dots y_l$ and a 0 in the query's slot;
+# - `z`: (B,), the query labels in $\{-1, +1\}$;
+#
+# and returns the gradient of the mean loss with the shape of the parameter.  Derive each one on
+# paper first (Appendix E.2-E.3 has the answers as eqs (93), (118), (135); mind the condition the
+# paper states them under).
+#
+# The grader compares them with the package's analytic gradients (to $10^{-12}$) and with central
+# finite differences, on public problems ($l = 1$, $m \ne d+1$, both sides of the hinge, the data
+# model, and the paper's size, $d = 30$ and $B = 64$, within a CPU budget a few times what a
+# derivation needs: a finite difference or complex step per entry of $W_B$ or $W_C$ does not fit), and on
+# hidden ones the autograder adds (saturated gates, prompts within $10^{-11}$ of the hinge's
+# kink); it names the mistake when it recognises one.  You may use numpy, scipy,
+# `numpy_mamba.Params`, `numpy_mamba.gating` and, from `numpy_mamba.model`, `Params`, `gating`,
+# `log_gating`, `gate_logits` and `scores`; the grader runs your file where nothing else of
+# numpy_mamba can be imported: the point is your own derivation.
 
+# %%
 def forward_pieces(params, P):
     """What every gradient needs: G (B, l+1), y (B, l+1), s (B, l+1) and F (B,) of eq (3)."""
     W_B, W_C, w = params

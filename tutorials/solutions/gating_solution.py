@@ -1,24 +1,29 @@
 """Exercise: the Mamba gates G_{i,l+1}(w) of eq (3).
 
-Tutorial 1 (tutorials/01_ssm_to_linear_attention.py) shows where the gates come from: with
-A = -I and the zero-order hold, the scan of eq (1) forgets by A~ = 1 - sigma(w^T u) and writes
-with B~ = sigma(w^T u) B (Appendix E.1, eqs (84)-(92)).  Unrolling the scan gives
+Implement ``gates`` below (the cells before it give the equation and what you may use), then
+grade a copy of this file, or of the notebook you made of it:
 
-    G_{i,l+1}(w) = sigma(w^T p_i) * prod_{j=i+1}^{l+1} (1 - sigma(w^T p_j))     for i <= l,
-    G_{l+1,l+1}(w) = sigma(w^T p_query).
-
-Implement ``gates`` below, then check it:
-
-    python -m numpy_mamba grade tutorials/exercises/gating.py
-
-The grader compares your gates with the package's and, through F of eq (3), with the literal
-eq (1) scan, on prompts that include l = 1 and saturated gates (|w^T p| up to 50).  Use numpy
-and scipy only: the grader runs your file where nothing of numpy_mamba can be imported.
+    cp tutorials/exercises/gating.py my_gating.py
+    python -m numpy_mamba grade my_gating.py          (a notebook: grade my_gating.ipynb)
 """
 import numpy as np
 from scipy.special import expit, log_expit  # noqa: F401  (sigma and log sigma, overflow-safe)
 
+# %% [markdown]
+# Tutorial 1 (`tutorials/01_ssm_to_linear_attention.py`) shows where the gates come from: with
+# $A = -I$ and the zero-order hold, the scan of eq (1) forgets by $\tilde A = 1 - \sigma(w^\top u)$
+# and writes with $\tilde B = \sigma(w^\top u) B$ (Appendix E.1, eqs (84)-(92)).  Unrolling the
+# scan gives
+#
+# $$G_{i,l+1}(w) = \sigma(w^\top p_i) \prod_{j=i+1}^{l+1} \bigl(1 - \sigma(w^\top p_j)\bigr)
+#   \quad (i \le l), \qquad G_{l+1,l+1}(w) = \sigma(w^\top p_{query}).$$
+#
+# The grader compares your gates with the package's and, through $F$ of eq (3), with the
+# literal eq (1) scan, on public problems (a plain batch, $l = 1$, $m \ne d+1$, ...) and hidden
+# ones (saturated gates, $|w^\top p|$ up to 50) that the autograder adds.  Use numpy and scipy
+# only: the grader runs your file where nothing of numpy_mamba can be imported.
 
+# %%
 def gates(w, P):
     """G_{i,l+1}(w) of eq (3) for every column i = 1..l+1 of every prompt.
 

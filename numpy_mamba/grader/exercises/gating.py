@@ -116,4 +116,4 @@ GATES = register(Exercise(
     independent_check="vs eq (1) scan",
     problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array,
     mistakes=_mistakes, shape_hint=_shape_hint,
-    problem_notes={k: v for k, v in PROBLEM_NOTES.items() if k in ("saturated", "l = 1")}))
+    problem_notes={k: v for k, v in PROBLEM_NOTES.items() if k in ("saturated", "l = 1")}, hidden=("saturated",), sources=("numpy_mamba.model",)))

@@ -7,7 +7,7 @@ from ...gradients import gradients
 from ..compare import compare_array
 from ..hints import rel_error
 from ..mistakes import mistakes_for
-from ..problems import PROBLEM_NOTES, make_problems
+from ..problems import PROBLEM_NOTES, make_problems, paper_problem
 from ..registry import Exercise, Function, Reference, register
 
 FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
@@ -16,6 +16,13 @@ FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
 # the loss is 4e-5 off at best on the kink problem, and differencing F (with the hinge's slope
 # derived) 2.6e-12 off for w (tests/test_grader_shortcuts.py).
 TOL_REFERENCE = 1e-12
+# The paper-size problem's CPU budget, in forward passes of eq (3) (``problems.forward_seconds``):
+# every analytic file we have takes at most ~400 (Python loops over the batch); differences or a
+# complex step over W_B or W_C take at least one forward pass per coordinate, 961 of them, and
+# more than 1,700 units in practice (tests/test_grader_sandbox.py).  w has 31 coordinates, and a
+# method vectorised over every coordinate costs what loops over the batch cost: no budget stops
+# those (tutorials/INSTRUCTORS.md).
+BUDGET_UNITS = 1000
 
 # The forward pass of eq (3), nothing that differentiates it: the child gets these (and the
 # helpers they call, ``kit.py``) and no other part of the package.
@@ -50,4 +57,5 @@ GRADIENTS = register(Exercise(
              "log_gating, gate_logits, scores"),
     independent_check="vs finite diff.",
     problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array,
-    mistakes=_mistakes, problem_notes=PROBLEM_NOTES, tol_reference=TOL_REFERENCE))
+    mistakes=_mistakes, problem_notes=PROBLEM_NOTES, tol_reference=TOL_REFERENCE, budget=paper_problem,
+    budget_units=BUDGET_UNITS, budget_memory_mb=256, hidden=("saturated", "hinge's kink"), sources=("numpy_mamba.gradients",)))

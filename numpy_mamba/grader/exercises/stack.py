@@ -11,14 +11,17 @@ saturated gates.  The solution is the Mamba layer only, so every problem is "mam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
+from ...data import SECTION4, make_world, training_batch
 from ...gradcheck import numerical_gradient
 from ...layer import LayerCache, LayerParams, layer_backward, layer_forward
 from ..compare import compare_array, describe
 from ..hints import rel_error
 from ..layer_mistakes import LAYER_MISTAKES, mistaken_parts
+from ..layer_mistakes import backward as layer_mistakes_backward
 from ..problems import random_prompts
 from ..registry import Exercise, Function, Reference, register
 
@@ -26,6 +29,11 @@ PARTS = ("dH", "dW_B", "dW_C", "dW")
 # A backward pass meets this with room (within 4e-16 on every problem of 25 seeds); differencing
 # the layer is 4e-12 off at best for dH and 7e-12 for dW (tests/test_grader_shortcuts.py).
 TOL_REFERENCE = 1e-13
+# The paper-size problem's CPU budget, in forward passes of eq (3) (``problems.forward_seconds``):
+# a backward pass takes at most ~500 (tests/test_grader_sandbox.py prints them); any
+# per-coordinate method (finite differences, complex step, dual numbers) one forward pass of the
+# layer per coordinate, ~100 of these units each, for 41,664 coordinates of dH alone.
+BUDGET_UNITS = 2000
 EXPECTED = "not (dH, LayerParams(dW_B, dW_C, dW))"
 
 # The forward pass of one layer, nothing that differentiates it (``kit.py``).
@@ -114,12 +122,29 @@ def _numerical(dO, cache) -> tuple:
     return (dH,) + tuple(numerical_gradient(lambda layer: f(cache.H, layer), cache.layer))
 
 
-def make_problems(seed: int = 0) -> list:
+@lru_cache(maxsize=8)
+def make_problems(seed: int = 0) -> tuple:
+    """The seeded layer problems of PROBLEM_RECIPES with their differences, computed once per seed."""
     problems = []
     for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
         dO, cache = recipe(np.random.default_rng([seed, 100 + k]))
         problems.append(LayerProblem(name, dO, cache, _numerical(dO, cache)))
-    return problems
+    return tuple(problems)
+
+
+@lru_cache(maxsize=8)
+def paper_problem(seed: int = 0) -> LayerProblem:
+    """Layer 2 of a three-layer stack at Section 4's size (D = d+1 = 31, B = 64 prompts of l = 20
+    examples from the data model), graded within a CPU budget; the independent check is the
+    grader's own reading form of the backward pass (``layer_mistakes.backward``)."""
+    rng = np.random.default_rng([seed, 199])
+    world = make_world(rng=rng)
+    H = training_batch(world, 64, SECTION4.l_tr, p_a=0.5, rng=rng).P
+    O, _ = layer_forward(H, _layer(rng, world.d + 1))
+    dO, cache = rng.standard_normal(H.shape), layer_forward(H + O, _layer(rng, world.d + 1))[1]
+    dH, grads = layer_mistakes_backward(dO, cache)
+    return LayerProblem(f"paper size: D = {world.d + 1}, B = 64, N = {SECTION4.l_tr + 1} (CPU budget)", dO, cache,
+                        (dH,) + tuple(grads))
 
 
 def _inputs(name, pb):
@@ -176,4 +201,5 @@ STACK = register(Exercise(
              "numpy_mamba.layer's LayerParams, LayerCache, layer_forward, gates"),
     independent_check="vs finite diff.",
     problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array, part=part,
-    mistakes=_mistakes, shape_hint=_shape_hint, problem_notes=PROBLEM_NOTES, tol_reference=TOL_REFERENCE))
+    mistakes=_mistakes, shape_hint=_shape_hint, problem_notes=PROBLEM_NOTES, tol_reference=TOL_REFERENCE,
+    budget=paper_problem, budget_units=BUDGET_UNITS, budget_memory_mb=512, hidden=("saturated",), sources=("numpy_mamba.layer",)))

@@ -1,9 +1,9 @@
-"""The bytes between the child (``child.py``) and the parent (``sandbox.py``), both directions.
+"""The bytes between the child (``child.py``) and the parent (``parent.py``), both directions.
 
 A frame is a tag (b"J": a JSON object, b"A": an array as .npy bytes), a 4-byte big-endian
 length and the payload.  The child sends the events
 
-    ready {isolation} | setup_error | import_error | imported {defined} | start {function, problem}
+    ready | setup_error | import_error | imported {defined} | start {function, problem}
     | raised {function, problem, error, stub} | result {function, problem, answer, arrays} | done
 
 where ``answer`` is ``encode``'s tree (an array by its index among the ``arrays`` .npy frames
@@ -65,6 +65,7 @@ class Call:
     error: str = ""
     note: str = ""
     stub: bool = False
+    cpu: float = float("nan")       # CPU seconds, when the call had a child of its own
 
 
 @dataclass
@@ -72,7 +73,6 @@ class ChildRun:
     """What one child did: ``ended`` is "" when it finished, else why it stopped early."""
 
     ready: bool = False
-    isolation: str = ""
     setup_error: str = ""
     imported: bool = False
     import_error: str = ""
@@ -85,7 +85,7 @@ class ChildRun:
     pid: int | None = None
     output: bytes = b""
     output_bytes: int = 0
-    seconds: float = 0.0
+    cpu: float = float("nan")                       # CPU seconds from "ready" to the end (all threads)
 
 
 # ---- the child's side -------------------------------------------------------------------------
@@ -154,21 +154,14 @@ class FrameStream:
             left -= len(data)
         return b"".join(chunks)
 
-    def frame(self) -> tuple:
+    def read(self, tag: bytes):
+        """The next frame's payload: a JSON object (tag b"J") or an array (tag b"A")."""
         head = self._exactly(5)
-        return head[:1], self._exactly(struct.unpack(">I", head[1:])[0])
-
-    def json(self) -> dict:
-        tag, payload = self.frame()
-        if tag != b"J":
-            raise ValueError("expected a JSON frame")
-        return json.loads(payload)
-
-    def array(self) -> np.ndarray:
-        tag, payload = self.frame()
-        if tag != b"A":
-            raise ValueError("expected an array frame")
-        return np.lib.format.read_array(io.BytesIO(payload), allow_pickle=False)
+        payload = self._exactly(struct.unpack(">I", head[1:])[0])
+        if head[:1] != tag:
+            raise ValueError(f"expected a frame of tag {tag!r}")
+        return json.loads(payload) if tag == b"J" else np.lib.format.read_array(io.BytesIO(payload),
+                                                                                allow_pickle=False)
 
 
 # ---- the parent's side ------------------------------------------------------------------------
@@ -296,7 +289,6 @@ class Reader:
         run, event = self.run, m["event"]
         if event == "ready" and not run.ready and not run.setup_error:
             run.ready = True
-            run.isolation = str(m.get("isolation", ""))[:300]
         elif event == "setup_error" and not run.ready and not run.setup_error:
             run.setup_error = str(m.get("error", ""))[:2000]
         elif event == "import_error" and run.ready and not run.imported:

@@ -1,17 +1,17 @@
-"""The child process that imports and calls one submission; run as a script by ``sandbox.py``:
+"""What runs in the child; run as a script by ``parent.py``:
 
-    python -I numpy_mamba/grader/child.py --server SOCKET     (``serve``: forks the children)
+    python -I numpy_mamba/grader/sandbox/child.py --server SOCKET      (``serve``)
 
-The server is a fresh interpreter that never imports numpy_mamba: it loads ``protocol.py``
-and ``kernel.py`` by path, imports numpy and scipy.special, and forks one child per request
-(``main``).  The child reads the request: the
-submission's folder (a copy of the file and its helper modules, made by the parent), the
-working directory, limits, the hand-out kit (``kit.py``: the source of what the exercise lets a
-submission import) and every call's arguments as plain arrays.  It then serves the kit as the
-only ``numpy_mamba`` there is, and confines itself for good (``kernel.confine``) before the
-submission's first line runs.  It imports the file, reports which exercise functions it
-defines, calls each on every problem's arguments and sends back what came out.  It holds no
-reference, tolerance or score, and nothing it sends is trusted by the parent.
+The server is a fresh interpreter that never imports numpy_mamba: it loads its siblings
+(``protocol.py``, ``kernel.py`` and what it uses) by path, imports numpy and scipy.special, and
+forks one monitor per request, which forks the child (``main``).  The child takes a session of
+its own and reads the request: the submission's folder (the copy ``staging.py`` made), the
+working directory, the tier and limits, the hand-out kit (the source of what the exercise lets a
+submission import) and every call's arguments as plain arrays.  It serves the kit as the only
+``numpy_mamba`` there is, confines itself for good (``kernel.confine``), then imports the file,
+reports which of the requested functions it defines, calls each on every argument list and
+sends back what came out.  It holds no reference, tolerance or score, and nothing it sends is
+trusted by the parent.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import importlib.abc
 import importlib.util
 import linecache
 import os
+import signal
+import struct
 import sys
 import tempfile
 import traceback
@@ -29,15 +31,21 @@ KIT_FILE = "<numpy_mamba hand-out kit>"
 
 
 def _sibling(name: str):
-    """Load grader/NAME.py by path (the package itself is never imported here)."""
-    if f"_grader_{name}" in sys.modules:
-        return sys.modules[f"_grader_{name}"]
-    spec = importlib.util.spec_from_file_location(f"_grader_{name}",
-                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """Load sandbox/NAME.py by path as ``_sandbox_NAME`` (numpy_mamba itself is never imported here)."""
+    key = f"_sandbox_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                        f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+def _siblings() -> tuple:
+    """(protocol, kernel), kernel's own siblings loaded first."""
+    _sibling("landlock"), _sibling("seccomp")
+    return _sibling("protocol"), _sibling("kernel")
 
 
 class HandOut(importlib.abc.MetaPathFinder):
@@ -117,13 +125,14 @@ def _describe(exc: BaseException, directory: str) -> str:
 
 def _read_request(protocol) -> tuple:
     stream = protocol.FrameStream(0)
-    request = stream.json()
-    arrays = [stream.array() for _ in range(request["n_arrays"])]
+    request = stream.read(b"J")
+    arrays = [stream.read(b"A") for _ in range(request["n_arrays"])]
     os.close(0)
     return request, arrays
 
 
-def _prepare(request: dict, arrays: list, kernel) -> tuple:
+def _prepare(request: dict, arrays: list, kernel) -> dict:
+    """Serve the kit, rebuild every call's arguments, then confine this process for good."""
     workdir = request["workdir"]
     os.chdir(workdir)
     os.environ.update({"HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir})
@@ -133,9 +142,9 @@ def _prepare(request: dict, arrays: list, kernel) -> tuple:
     namespace = _install_kit(request["kit"], request["modules"], request["allowed"], request["exercise"])
     calls = {name: [[_argument(t, arrays, namespace) for t in args] for args in problems]
              for name, problems in request["calls"].items()}
-    isolation = kernel.confine(request["readable"], request["writable"], request["memory_bytes"],
-                               request["cpu_seconds"], request["parent"])
-    return calls, isolation
+    kernel.confine(request["tier"], request["readable"], request["writable"], request["listable"],
+                   request["memory_bytes"], request["cpu_seconds"], request["parent"])
+    return calls
 
 
 def _run(request: dict, calls: dict, protocol, out: int) -> None:
@@ -175,17 +184,16 @@ def main(out: int, parent: int) -> None:
     """The child: the request on fd 0, results to fd ``out``, stdout/stderr already the capture
     pipe; ``parent``: the process to die with.  Never returns."""
     try:
-        protocol, kernel = _sibling("protocol"), _sibling("kernel")
-        import numpy  # noqa: F401  (already imported by the server: the submission's import is instant)
-        import scipy.special  # noqa: F401
+        os.setsid()                                 # a session of its own: no terminal, no shared group
+        protocol, kernel = _siblings()
         request, arrays = _read_request(protocol)
-        calls, isolation = _prepare(dict(request, parent=parent), arrays, kernel)
+        calls = _prepare(dict(request, parent=parent), arrays, kernel)
     except BaseException as exc:                    # the grader's own setup failed: not the student's
         try:
-            sys.modules["_grader_protocol"].send_json(out, {"event": "setup_error", "error": repr(exc)[:MAX_TEXT]})
+            sys.modules["_sandbox_protocol"].send_json(out, {"event": "setup_error", "error": repr(exc)[:MAX_TEXT]})
         finally:
             os._exit(70)
-    protocol.send_json(out, {"event": "ready", "isolation": isolation.line})
+    protocol.send_json(out, {"event": "ready"})
     try:
         _run(request, calls, protocol, out)
         protocol.send_json(out, {"event": "done"})
@@ -196,18 +204,45 @@ def main(out: int, parent: int) -> None:
     os._exit(0)
 
 
+def _report(fd: int, kind: bytes, value: int) -> None:
+    os.write(fd, kind + struct.pack(">q", value))
+
+
+def _monitor(fds: list, kernel) -> None:
+    """Fork the child, report its pid ("P"), then its CPU time in microseconds ("C") and wait
+    status ("S"); a fork that fails is reported ("F", the errno).  Never returns."""
+    kernel.die_with_parent()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    report, request, capture, results = fds
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        _report(report, b"F", exc.errno or 0)
+        os._exit(0)
+    if pid == 0:                                    # the child
+        kernel.die_with_parent()
+        for fd, target in ((request, 0), (capture, 1), (capture, 2), (results, 3)):
+            os.dup2(fd, target)
+        os.closerange(4, 1 << 16)
+        main(3, os.getppid())
+    for fd in (request, capture, results):
+        os.close(fd)
+    _report(report, b"P", pid)
+    _, status, usage = os.wait4(pid, 0)
+    _report(report, b"C", round((usage.ru_utime + usage.ru_stime) * 1e6))
+    _report(report, b"S", os.waitstatus_to_exitcode(status))
+    os._exit(0)
+
+
 def serve(sock_fd: int) -> None:
     """The clean fork server: a process that has imported numpy, scipy.special and this module's
     siblings (never numpy_mamba, never an answer) and forks one child per request, so a child
     starts in milliseconds.  A request is one message on ``sock_fd`` carrying four descriptors:
     a socket to report on, and the child's request, capture and result pipes.  For each, a
-    monitor is forked; it forks the child, reports the child's pid ("P") and, when it ends, its
-    wait status ("S") on the report socket, then exits.  Everything dies with the grader."""
-    import signal
+    monitor is forked (``_monitor``), which forks the child.  A fork that fails is reported on
+    that request's socket, and the server serves the next.  Everything dies with the grader."""
     import socket
-    import struct
-    kernel = _sibling("kernel")
-    _sibling("protocol")
+    _, kernel = _siblings()
     kernel.die_with_parent()
     import numpy  # noqa: F401
     import scipy.special  # noqa: F401
@@ -220,32 +255,17 @@ def serve(sock_fd: int) -> None:
             os._exit(0)
         if len(fds) != 4:
             os._exit(0)
-        if os.fork() == 0:                                    # the monitor
-            server.close()
-            kernel.die_with_parent()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            report, request, capture, results = fds
+        try:
             pid = os.fork()
-            if pid == 0:                                      # the child
-                kernel.die_with_parent()
-                os.dup2(request, 0)
-                os.dup2(capture, 1)
-                os.dup2(capture, 2)
-                os.dup2(results, 3)
-                os.closerange(4, 1 << 16)
-                main(3, os.getppid())
-            for fd in (request, capture, results):
-                os.close(fd)
-            os.write(report, b"P" + struct.pack(">q", pid))
-            _, status = os.waitpid(pid, 0)
-            os.write(report, b"S" + struct.pack(">q", os.waitstatus_to_exitcode(status)))
-            os._exit(0)
+        except OSError as exc:
+            pid = -1
+            _report(fds[0], b"F", exc.errno or 0)
+        if pid == 0:
+            server.close()
+            _monitor(fds, kernel)
         for fd in fds:
             os.close(fd)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--server":
-        serve(int(sys.argv[2]))
-    else:
-        main(int(sys.argv[1]), os.getppid())
+    serve(int(sys.argv[2]))

@@ -1,0 +1,205 @@
+"""The files of one submission: measured before they are read, copied where only its children can
+read them, and removed afterwards whatever a child left.
+
+``read_source(path)``: a regular file's bytes, at most MAX_SOURCE (a FIFO, a device, a file too
+large or one that grows while it is read is refused with a message, never read whole).
+``Folder``: a fresh folder holding ``src/`` (the copy of the submission and its helpers, which
+is all of the student's that a child reads) and one working directory per child.  In the user
+tier (``kernel.Isolation``) the folder is searchable but not listable by others, and ``src/``
+and each working directory belong to the submission's own sandbox user (a slot of
+``kernel.SANDBOX_UID`` held while it is graded), so a classmate's child, another user, can open
+neither.  ``remove_tree`` deletes a folder whatever a child left in it (thousands of nested
+folders, read-only files, symlinks, which it never follows) and never raises.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+from .kernel import SANDBOX_UID
+
+MAX_SOURCE = 2**20              # a submission or helper larger than this (1 MB) is not graded
+MAX_HELPERS = 20                # helper modules of one submission, at most
+DISK_LIMIT = 64 * 2**20         # a working directory larger than this stops its child
+DISK_ENTRIES = 10000            # ... and so does one holding more entries than this
+
+
+class StagingError(Exception):
+    """A submission's files could not be read or copied: the message says which and why."""
+
+
+def shown(path) -> str:
+    """A path as text any terminal and file can take: bytes that are not UTF-8 as \\xNN, control
+    characters as \\x.. escapes (no escape sequence reaches a terminal)."""
+    text = os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                   for c in text)
+
+
+def read_source(path, limit: int = MAX_SOURCE) -> bytes:
+    """The bytes of regular file ``path``, measured before reading; StagingError otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise StagingError(f"could not read {shown(path)}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StagingError(f"{shown(path)} is not a regular file")
+        if info.st_size > limit:
+            raise StagingError(f"{shown(path)} is larger than {limit // 2**20} MB ({info.st_size} bytes): not graded")
+        data = os.read(fd, limit + 1)
+        if len(data) > limit:
+            raise StagingError(f"{shown(path)} grew beyond {limit // 2**20} MB while it was read: not graded")
+        return data
+    except OSError as exc:
+        raise StagingError(f"could not read {shown(path)}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+class _Slots:
+    """Sandbox users handed out to submissions graded at the same time (one each)."""
+
+    def __init__(self):
+        self.lock, self.taken = threading.Lock(), set()
+
+    def take(self) -> int:
+        with self.lock:
+            slot = next(k for k in range(len(self.taken) + 1) if k not in self.taken)
+            self.taken.add(slot)
+            return SANDBOX_UID + slot
+
+    def give_back(self, uid: int) -> None:
+        with self.lock:
+            self.taken.discard(uid - SANDBOX_UID)
+
+
+SLOTS = _Slots()
+
+
+class Folder:
+    """The folder of one submission (see the module docstring); a context manager that removes
+    it, and gives back its sandbox user, on exit.  ``uid``: None outside the user tier."""
+
+    def __init__(self, user_tier: bool):
+        self.uid = SLOTS.take() if user_tier else None
+        try:
+            self.base = Path(tempfile.mkdtemp(prefix="numpy_mamba_grade_"))
+            self.src = self.base / "src"
+            self.src.mkdir()
+            if self.uid is not None:
+                os.chmod(self.base, 0o711)
+        except OSError as exc:
+            self.close()
+            raise StagingError(f"could not make a folder to grade in: {exc.strerror}") from None
+
+    def stage(self, name: str, source: bytes, helpers: dict) -> Path:
+        """Write the submission (as ``name``) and ``helpers`` {file name: bytes} into src/."""
+        try:
+            for file_name, data in [(name, source)] + sorted(helpers.items()):
+                (self.src / file_name).write_bytes(data)
+            self._own(self.src, 0o500)
+        except OSError as exc:
+            raise StagingError(f"could not copy the submission to grade it: {exc.strerror}") from None
+        return self.src / name
+
+    def workdir(self) -> str:
+        """A fresh working directory for one child."""
+        try:
+            path = tempfile.mkdtemp(prefix="work_", dir=self.base)
+            self._own(Path(path), 0o700)
+        except OSError as exc:
+            raise StagingError(f"could not make a working directory: {exc.strerror}") from None
+        return path
+
+    def _own(self, folder: Path, mode: int) -> None:
+        if self.uid is not None:
+            for path in [folder] + list(folder.iterdir()):
+                os.chown(path, self.uid, self.uid)
+            os.chmod(folder, mode)
+
+    def close(self) -> None:
+        if getattr(self, "base", None) is not None:
+            remove_tree(self.base)
+        if self.uid is not None:
+            SLOTS.give_back(self.uid)
+            self.uid = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def disk_usage(folder: str) -> int:
+    """Bytes under ``folder`` (symlinks not followed), or DISK_LIMIT + 1 past DISK_ENTRIES entries."""
+    total, entries, stack = 0, 0, [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    if entries > DISK_ENTRIES:
+                        return DISK_LIMIT + 1
+                    info = entry.stat(follow_symlinks=False)
+                    total += info.st_blocks * 512 if hasattr(info, "st_blocks") else info.st_size
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:                                  # a path too deep or gone: what was counted stands
+            continue
+    return total
+
+
+def remove_tree(root) -> None:
+    """Delete ``root`` and everything in it; never raises, never follows a symlink, and needs no
+    recursion: each round empties the top folder's subfolders and moves their own subfolders up."""
+    try:
+        os.chmod(root, 0o700)
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    hoisted = 0
+    try:
+        for _ in range(1_000_000):
+            names = os.listdir(top)
+            if not names:
+                break
+            for name in names:
+                hoisted = _empty_one(top, name, hoisted)
+    except OSError:
+        pass
+    finally:
+        os.close(top)
+    try:
+        os.rmdir(root)
+    except OSError:
+        pass
+
+
+def _empty_one(top: int, name: str, hoisted: int) -> int:
+    """Remove entry ``name`` of folder ``top``: a file at once; a folder after its files are removed
+    and its subfolders moved up into ``top`` (numbered from ``hoisted``)."""
+    try:
+        if not stat.S_ISDIR(os.stat(name, dir_fd=top, follow_symlinks=False).st_mode):
+            os.unlink(name, dir_fd=top)
+            return hoisted
+        sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+        try:
+            os.chmod(sub, 0o700)
+            for inner in os.listdir(sub):
+                if stat.S_ISDIR(os.stat(inner, dir_fd=sub, follow_symlinks=False).st_mode):
+                    hoisted += 1
+                    os.rename(inner, f".up{hoisted}", src_dir_fd=sub, dst_dir_fd=top)
+                else:
+                    os.unlink(inner, dir_fd=sub)
+        finally:
+            os.close(sub)
+        os.rmdir(name, dir_fd=top)
+    except OSError:
+        pass
+    return hoisted

@@ -112,12 +112,12 @@ def table1_png(result: dict, path, label: str = "one-layer analogue", note: str 
     table_h, bars_h = 0.78 * (len(rows) + 1) + 1.3, 4.2
     height = table_h + bars_h + 1.0
     fig = Figure(figsize=(16, height))
-    ax = fig.add_axes((0.01, (bars_h + 1.0) / height, 0.98, table_h / height))
+    ax = fig.add_axes((0.01, (bars_h + 1.0) / height, 0.98, (table_h - 0.7) / height))
     ax.axis("off")
     narrow = 0.055                                      # placement, kappa_a', the paper's two numbers
     widths = [narrow] * 4 + [(1 - 4 * narrow) / (len(header) - 4)] * (len(header) - 4)
     table = ax.table(cellText=rows, colLabels=[h.replace(": ", "\n") for h in header], cellLoc="center",
-                     colWidths=widths, bbox=(0, 0, 1, 1 - 0.7 / table_h))
+                     colWidths=widths, bbox=(0, 0, 1, 1))
     table.auto_set_font_size(False)
     table.set_fontsize(8.5)
     rule, kappa = main_table1(result["settings"])
@@ -135,7 +135,8 @@ def table1_png(result: dict, path, label: str = "one-layer analogue", note: str 
                  "tasks, and below it by task group (training / reversed / distance 2 / distance 3, rounded).\nFQ = outliers "
                  "farthest from the query, R = at random positions, CQ = closest to the query. Blue: main setting "
                  f"({rule} labels, kappa_a' = {kappa:g}; REPORT.md, \"Main setting\").", fontsize=10)
-    _untrained_bars(fig, result, (rule, kappa), (0.06, 0.9 / height, 0.92, (bars_h - 0.5) / height))
+    _untrained_bars(fig, result, (rule, kappa), (0.06, 0.9 / height, 0.92, (bars_h - 0.9) / height),
+                    legend_y=(bars_h + 0.6) / height)
     fig.text(0.01, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + settings_line(
         result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nTask groups: "
         "training = the 6 training tasks (b = a+1 on the cycle of Condition 1), reversed = (a+1, a), distance 2 and 3 = "
@@ -149,7 +150,7 @@ BAR_STYLE = {("mamba", "trained"): ("#0072B2", None), ("mamba", "untrained"): ("
              ("linear_transformer", "trained"): ("#E69F00", None), ("linear_transformer", "untrained"): ("#E69F00", "//")}
 
 
-def _untrained_bars(fig, result: dict, main: tuple, rect: tuple) -> None:
+def _untrained_bars(fig, result: dict, main: tuple, rect: tuple, legend_y: float) -> None:
     """Bars of the main setting's accuracy per task group, one panel per placement: each model trained
     (solid) and untrained (hatched); bar = pooled accuracy, whiskers = min-max over seeds."""
     rule, kappa = main
@@ -176,7 +177,10 @@ def _untrained_bars(fig, result: dict, main: tuple, rect: tuple) -> None:
                                                 for g in BAR_GROUPS], fontsize=8.5)
         ax.set_ylim(0, 104)
         ax.axhline(50, color=GREY, ls=":", lw=0.8)
-        ax.set_title(f"{place}, main setting: trained vs untrained ({seeds} seeds; whiskers: seed min-max)", fontsize=9)
+        ax.set_title(f"{place}, main setting", fontsize=9)
         if q == 0:
             ax.set_ylabel("accuracy (%)")
-            ax.legend(fontsize=8, loc="lower left", ncol=2)
+            fig.legend(*ax.get_legend_handles_labels(), loc="center", ncol=4, fontsize=9,
+                       bbox_to_anchor=(0.5, legend_y),
+                       title=f"trained against untrained (Algorithm 1's initialisation), main setting; bars: pooled "
+                             f"accuracy over {seeds} seeds, whiskers: seed min-max", title_fontsize=9)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import stack
-from ..model import scores
+from ..model import Params, scores
 
 
 def step_classes(M1: int) -> list:
@@ -82,7 +82,8 @@ def layer_scores(model: str, n_layers: int, prenorm: bool, params, P) -> list:
     if n_layers == 1:
         return [scores(params, P)[:, :-1]]
     _, caches = stack.stack_forward(params, P, model, prenorm=prenorm)
-    return [(c.layer if isinstance(c, stack.PreNormCache) else c).S[:, :-1, -1] for c in caches]
+    inputs = [(c.layer if isinstance(c, stack.PreNormCache) else c).H for c in caches]      # each (B, d+1, l+1)
+    return [scores(Params(layer.W_B, layer.W_C, layer.W[:, -1]), H)[:, :-1] for layer, H in zip(params, inputs)]
 
 
 def score_by_step(s, steps, M1: int) -> list:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from ..model import PAPER_MODELS as MODELS
 from ..runs.output import SMOKE
 from ..runs.results import details, opening
-from ..runs.step_size import RULE
 from .claims import claims, gap
 from .settings import FACTOR_LABEL, MODEL_TEXT, TESTS
 from .tables import accuracy_table, mean_over, mechanism_tables
@@ -97,7 +96,8 @@ def _question(result: dict) -> list:
 def _step_sizes(result: dict) -> list:
     """The step-size rule, the delta and eta it chose per model and arm, and the runs that diverged."""
     s = result["settings"]
-    lines = ["- Step size: " + RULE + "; per model and architecture, on a selection world with T = "
+    lines = ["- Step size: the rule of numpy_mamba/runs/step_size.py (rule [step-size](#rule-step-size)); per model "
+             "and architecture, on a selection world with T = "
              f"{s['T_short']}, eta grid {', '.join(f'{e:g}' for e in s['eta_grid'])}; delta = 0.2 (Section 4) unless "
              "every eta diverges there, then the next of " + ", ".join(f"{d:g}" for d in s["deltas"]) + ". The other "
              "task sets and the longer runs keep the baseline's delta and eta.", ""]

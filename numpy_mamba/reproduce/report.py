@@ -22,7 +22,7 @@ from ..runs.results import details, opening
 from ..runs.step_size import RULE as STEP_RULE
 from .tables import SHORT, main_setting_note, step_size_table
 
-RULES = {**FIG2_RULES, **MECHANISM_RULES}
+RULES = {**FIG2_RULES, **MECHANISM_RULES, "step-size": STEP_RULE}
 
 
 def own_results(experiment, results: dict) -> dict:
@@ -79,7 +79,7 @@ def settings_section(results: dict) -> str:
 def _step_size_bullet(s: dict, results: dict) -> str:
     """How eta was chosen per model, and what was chosen."""
     return (f"- Step size eta, **chosen per model** (never on test settings) by the rule of "
-            f"numpy_mamba/runs/step_size.py: {STEP_RULE}. Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
+            f"numpy_mamba/runs/step_size.py (rule [step-size](#rule-step-size)). Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
             f"(all <= 1, as Theorems 1 and 3 need), {s['select_seeds']} selection seed(s) with their own worlds and "
             f"streams, the experiments' T = {s['T']}, {s['n_heldout']} held-out prompts per seed; applied separately "
             f"to each training setting. Chosen: {_eta_text(results)}. Every candidate's held-out loss is in the "
@@ -199,7 +199,7 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
     steps = step_size_table([(long, res) for _, long, res in training_runs(results)])
     if steps:
         parts += ["", "### Step size (rule of numpy_mamba/runs/step_size.py)", "",
-                  f"Rule: {STEP_RULE}. Held-out hinge loss per selection seed:", steps]
+                  "Rule [step-size](#rule-step-size). Held-out hinge loss per selection seed:", steps]
     for experiment in registry.EXPERIMENTS:
         text = experiment.report(own_results(experiment, results))
         if text:

@@ -148,7 +148,7 @@ def judge_theorem4(out: dict, lt_context: dict | None = None) -> dict:
     v = combine(judged)
     out["verdict"]["linear_transformer"], out["judged"]["linear_transformer"] = verdict_text(v), v
     out["verdict_detail"]["linear_transformer"] = "; ".join(
-        f"eps = {e:g}: {r['claimed']} measured cells meet (b)-(d), {verdict_text(r)} ({where_text(r, 160)}); highest "
+        f"eps = {e:g}: {r['claimed']} measured cells meet (b)-(d), {verdict_text(r)} ({where_text(r)}); highest "
         f"interval end {r['worst']['high']:.3f} (error {r['worst']['rate']:.3f}) at {r['worst']['cell']}"
         for e, r in found.items() if r["level"] is not None)
     return out

@@ -10,8 +10,9 @@ from ..data import SECTION4
 from ..measure.mechanism_verdicts import corollary1_text
 from ..runs.output import SMOKE
 from ..runs.results import opening
-from ..runs.step_size import RULE as STEP_RULE, table_rows
+from ..runs.step_size import table_rows
 from ..sgd import TrainConfig
+from .settings import LABEL_WORD
 
 
 def _d(mapping, nd=2) -> str:
@@ -175,10 +176,10 @@ def _tolerance(results: dict, files: dict) -> list:
         f"![alpha]({files['alpha'].name})", "",
         f"Models trained with Algorithm 1 (T = {sa['T']}, delta = {sa['delta']}, l_tr = {sa['l_tr']}) at a step size "
         f"chosen per model and training p_a by the rule of the reproduce section (numpy_mamba/runs/step_size.py: "
-        f"{STEP_RULE}), over eta in {sa.get('eta_grid', 'n/a')} with {len(sa.get('select_seeds', []))} selection seed(s) "
+        f"rule [step-size](#rule-step-size)), over eta in {sa.get('eta_grid', 'n/a')} with {len(sa.get('select_seeds', []))} selection seed(s) "
         f"on worlds and streams of their own and {sa.get('n_heldout', 'n/a')} held-out training prompts each: "
         f"{_etas(sa)}. Corollary 1 below uses the same Mamba. "
-        f"test prompts of Definition 2 with K' = {sa['K_prime']:g}, Section 4's unseen outliers v', {sa['label_rule']} labels on outlier "
+        f"test prompts of Definition 2 with K' = {sa['K_prime']:g}, Section 4's unseen outliers v', {LABEL_WORD[sa['label_rule']]} labels on outlier "
         f"examples, {sa['B_test']} prompts per point. alpha* = the largest alpha (interpolated on a grid of step "
         f"0.05) before the test error first exceeds {sa['threshold']}. The error at alpha = 0 is not 0 (K' = {sa['K_prime']:g} "
         "and unseen tasks), which is why the threshold is not small.", "",
@@ -212,7 +213,7 @@ def _corollary1(results: dict, files: dict) -> list:
         "### Corollary 1: attention concentrates on same-pattern examples",
         f"![attention]({files['attention'].name})", "",
         f"Trained Mamba (p_a = {sa['cor1_p_a']}), test prompts with l_ts = {sa['l_ts']}, alpha = {sa['alpha']}, "
-        f"kappa_a' = {min(sa['kappa_a_prime']):g}, K' = {sa['K_prime']:g}, {sa['label_rule']} labels, {len(att['runs'])} seeds x {sa['B_test']} prompts, grouped by the "
+        f"kappa_a' = {min(sa['kappa_a_prime']):g}, K' = {sa['K_prime']:g}, {LABEL_WORD[sa['label_rule']]} labels, {len(att['runs'])} seeds x {sa['B_test']} prompts, grouped by the "
         "prompt's task: training partner (a training task), reversed pair (same patterns, labels swapped), "
         "patterns 2 or 3 steps apart on the cycle of training tasks. " + _cor1(att), "",
     ]
@@ -228,7 +229,7 @@ def _gates(results: dict, files: dict) -> list:
         "### Corollary 2 and Lemma 5: gates",
         f"![gates]({files['gates'].name})", "",
         f"Mamba trained for T = {s['T']} steps on worlds with M1 in {s['M1_grid']}, {len(s['seeds'])} seeds each; "
-        + _M1_etas(g) + f" Test prompts: kappa_a' = {s['kappa_a_prime']:g}, K' = {s['K_prime']:g}, {s['label_rule']} "
+        + _M1_etas(g) + f" Test prompts: kappa_a' = {s['kappa_a_prime']:g}, K' = {s['K_prime']:g}, {LABEL_WORD[s['label_rule']]} "
         f"labels, alpha = {s['alpha']}, l_ts = {s['l_ts']}.", "",
         f"- (17) (rule [m1-slope](#rule-m1-slope)): slope of log(mean gate on outlier test examples) on log M1: "
         f"{g['slope_G_outlier_vs_M1']:.2f} (per seed {[round(x, 2) for x in g['slope_G_outlier_vs_M1_per_seed']]}; of "

@@ -16,6 +16,7 @@ from ..data import SECTION4
 # the world of the theory checks: Section 4's (its seed is TheorySettings.world_seed)
 WORLD = {name: getattr(SECTION4, name) for name in ("d", "M1", "M2", "V", "beta")}
 ETA_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+LABEL_WORD = {"flip": "flipped", "target": "targeted (+1)", "random": "random"}     # a label_rule in a sentence
 
 
 class Recorded:

@@ -42,17 +42,17 @@ def figure(result: dict, path) -> Path:
                                fontsize=10)
         axes[1, col].set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: held-out pairs two steps apart",
                                fontsize=10)
-    for row in (0, 1):
-        handles = {lab: h for ax in axes[row] for h, lab in zip(*ax.get_legend_handles_labels())}
-        fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=len(handles), fontsize=9,
-                   bbox_to_anchor=(0.5, 0.955 - row * 0.232))
     for col, test in enumerate(("FQ", "clean")):
         _curves(fig, axes[3, 2 * col:2 * col + 2], result, test)
     fig.suptitle(f"Ablation of the distance-2 gap ({s['seeds']} seeds; bars: mean over seeds, whiskers: min-max; a "
                  "bar with fewer seeds says how many)", fontsize=12)
     footnote(fig, _settings_text(result), note="Residual stacks of stack.py (our architecture); pre-norm: "
              "H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1)))")
-    fig.tight_layout(rect=(0, 0.05, 1, 0.94), h_pad=4.5)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.94), h_pad=6)
+    for row in (0, 1, 2):                      # one legend per row, above its titles (the panels share it)
+        handles = {lab: h for ax in axes[row] for h, lab in zip(*ax.get_legend_handles_labels())}
+        fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(len(handles), 7), fontsize=9,
+                   bbox_to_anchor=(0.5, axes[row, 0].get_position().y1 + 0.022))
     return save_figure(fig, path, bool(s.get("quick")))
 
 
@@ -100,7 +100,6 @@ def _ratios(ax, result: dict, m: str, L: str) -> None:
     ax.set_xticks(range(n_layers), [f"layer {k + 1}" for k in range(n_layers)])
     ax.set_ylabel("score at distance 2 / score at distance 0")
     ax.set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: distance-2 score by layer", fontsize=10)
-    ax.legend(fontsize=7, loc="best")
 
 
 def _curves(fig, axes, result: dict, test: str) -> None:
@@ -119,7 +118,6 @@ def _curves(fig, axes, result: dict, test: str) -> None:
         ax.set_xlabel(f"SGD step (trained on {'the cycle' if tasks == 'cycle' else 'all pairs'})")
         ax.set_ylabel("distance-2 accuracy (%)")
         ax.set_ylim(40, 101)
-        ax.set_title(f"distance-2 accuracy along training, {test} prompts, trained on "
-                     f"{'the cycle' if tasks == 'cycle' else 'all pairs'}\n(step 0: initialisation; line: seed mean, "
-                     "band: min-max)", fontsize=10)
+        ax.set_title(f"distance 2, {test} prompts, trained on {'the cycle' if tasks == 'cycle' else 'all pairs'}\n"
+                     "(step 0: initialisation; seed mean, band: min-max)", fontsize=10)
         ax.legend(fontsize=8, loc="lower right")

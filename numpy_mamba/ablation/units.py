@@ -77,13 +77,24 @@ def group_counts(net: Network, params, tests: dict, n_groups: int) -> dict:
 
 def mechanism_by_layer(world, model: str, arm: str, params, layers: list, clean, delta: float) -> dict:
     """Every layer's pattern terms (``terms.pattern_terms`` on its W_B, W_C) and attention scores
-    by signed step on the clean test prompts: {"terms": [per layer], "scores": [per layer]}."""
+    by signed step on the clean test prompts: {"terms": [per layer], "scores": [per layer]}.  A
+    value that overflowed (a run on its way to diverging) is None: not measured, never inf."""
     n_layers, prenorm = ARMS[arm]
     with np.errstate(over="ignore", invalid="ignore"):
         s = layer_scores(model, n_layers, prenorm, params, clean.P)
-    steps = signed_steps(clean, world.M1)
-    return {"terms": [pattern_terms(world, layer.W_B, layer.W_C, delta) for layer in layers],
-            "scores": [score_by_step(x, steps, world.M1) for x in s]}
+        steps = signed_steps(clean, world.M1)
+        found = {"terms": [pattern_terms(world, layer.W_B, layer.W_C, delta) for layer in layers],
+                 "scores": [score_by_step(x, steps, world.M1) for x in s]}
+    return finite_or_none(found)
+
+
+def finite_or_none(obj):
+    """``obj`` (nested dicts and lists of numbers) with every non-finite number replaced by None."""
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_none(v) for v in obj]
+    return None if isinstance(obj, float) and not np.isfinite(obj) else obj
 
 
 def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks: str, step: dict) -> dict:
@@ -106,7 +117,8 @@ def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks:
                               **mechanism_by_layer(world, model, arm, params, layers, clean, config.delta)}
             first = checkpoints[t]["terms"][0]
         else:
-            first = pattern_terms(world, layers[0].W_B, layers[0].W_C, config.delta)
+            with np.errstate(over="ignore", invalid="ignore"):
+                first = finite_or_none(pattern_terms(world, layers[0].W_B, layers[0].W_C, config.delta))
         return {f"terms_{k}": first[k] for k in TRACKED}
 
     diverged_at = None
@@ -117,7 +129,7 @@ def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks:
         history, diverged_at = exc.history, exc.step
     return {"seed": seed, "model": model, "arm": arm, "tasks": tasks, "T": config.T, **step, "diverged_at": diverged_at,
             "checkpoints": {str(t): c for t, c in checkpoints.items()},
-            "trajectory": {k: np.round(np.asarray(v, dtype=float), 6).tolist() for k, v in history.items()}}
+            "trajectory": finite_or_none({k: np.round(np.asarray(v, dtype=float), 6).tolist() for k, v in history.items()})}
 
 
 def selection_plan(settings: AblationSettings, model: str, arm: str, delta: float) -> Plan:

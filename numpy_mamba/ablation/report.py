@@ -13,6 +13,9 @@ from .settings import FACTOR_LABEL, MODEL_TEXT, TESTS
 from .tables import accuracy_table, mean_over, mechanism_tables
 
 
+HEADING = "## Ablation: the distance-2 gap (`python -m numpy_mamba ablation`)"
+
+
 def change_verdict(cell: dict) -> str:
     """Paired change in points with its 95% t-interval and what the interval says."""
     if cell is None or cell["mean"] is None or cell["t95"] is None:
@@ -56,7 +59,7 @@ def report_section(result: dict) -> str:
     s = result["settings"]
     first = (f"{s['seeds']} seeds per arm, factors {', '.join(FACTOR_LABEL[f] for f in result['factors'])}; "
              f"{result.get('seconds', 'n/a')} s wall time with --jobs {result.get('jobs', 'n/a')}.")
-    lines = ["## Ablation: the distance-2 gap (`python -m numpy_mamba ablation`)", ""] + opening(first, rows) + [""]
+    lines = [HEADING, ""] + opening(first, rows) + [""]
     if s["quick"]:
         lines += [f"**{SMOKE}**", ""]
     lines += _question(result) + _step_sizes(result)

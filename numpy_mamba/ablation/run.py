@@ -41,6 +41,7 @@ from ..runs.results import save_claims, write_results
 from ..runs.staging import run_staged
 from ..runs.summary import print_claims_summary
 from .claims import ABLATION_RULES, claims
+from .report import HEADING
 from .settings import FULL, QUICK, AblationSettings
 from .units import choose_steps, plan
 
@@ -89,7 +90,7 @@ def main(argv=None) -> int:
             save_compact_json(stage.dir / "ablation.json", result)
         figure(result, stage.dir / "ablation.png")
         write_section(stage.report, "ablation", report_section(result))
-        save_claims(stage.dir, "ablation", claims(result), ABLATION_RULES, result["settings"]["quick"])
+        save_claims(stage.dir, "ablation", claims(result), ABLATION_RULES, result["settings"]["quick"], heading=HEADING)
         write_results(stage.report, out, stage.dir)
         elapsed["seconds"] = result["seconds"]
 

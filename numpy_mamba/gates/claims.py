@@ -42,6 +42,6 @@ def gates_claim(summary: dict, alphas: list, kappas: list, main_kappa: float) ->
                     "Transformer at alpha = 0.7, the decay gates (Mamba-2, RetNet, Gated Retention) do not",
                     "E.6: the analysis extends (no number)", f"error at alpha = {alphas[a]}, flip, kappa_a' = "
                     f"{main_kappa:g}: {ours}", judge_cases(cases), "gates",
-                    [("gates_error_vs_alpha.png", "gates_error_vs_alpha.png"),
+                    [("gates_error_vs_alpha.png", "gates_error_vs_alpha.png"), ("training", "gates_training.png"),
                      ("section", "#other-gates-of-appendix-e6-python--m-numpy_mamba-gates")])
     return {"row": row, "headlines": heads}

@@ -91,7 +91,8 @@ def _bound_row(res: dict, alpha, key: str, rule: str) -> list:
                   f"{PANEL[r]} {_r(point(untrained, 'mamba', r, 'all', alpha, kap, Kp)):.3f}" for r in RULES) + ".")
     if key == "fig2_small":
         return claim_row(key, "Fig 2: Mamba's error < 0.01 with alpha close to 0.8 (A flip, B target, C random)",
-                         "< 0.01 at alpha ~ 0.8 in A, B, C", ours, verdict, rule, SEE_FIG2, detail,
+                         "< 0.01 at alpha ~ 0.8 in A, B, C", ours, verdict, rule,
+                         SEE_FIG2 + [("kappa_a' = 8", "fig2_kappa8.png"), ("training", "fig2_training.png")], detail,
                          ("Fig 2: Mamba's error at alpha = 0.8 (A, B, C)", "< 0.01",
                           ", ".join(f"{_r(main[r]):.3f}" for r in RULES)))
     return claim_row(key, f"Thm 2 (c): Mamba's error <= eps for alpha < min(1, p_a l_tr / l_ts) = {s['p_a_fig2']:g}",

@@ -166,9 +166,14 @@ def training_table(results: dict) -> str:
 
 
 def claims_file(results: dict) -> dict:
-    """What ``runs.results.save_claims`` writes for this command: rows, rules, notes."""
+    """What ``runs.results.save_claims`` writes for this command: rows, rules, notes, section heading."""
     note = (main_setting_note(results["table1"]) if "table1" in results else MAIN_SETTING_RULE + ".")
-    return {"rows": claim_rows(results), "rules": RULES, "notes": {"Main setting": note}}
+    return {"rows": claim_rows(results), "rules": RULES, "notes": {"Main setting": note}, "heading": heading(results)}
+
+
+def heading(results: dict) -> str:
+    """The section's heading (stamped for a smoke run)."""
+    return "## Reproduction of Section 4 (python -m numpy_mamba reproduce)" + (f" -- {SMOKE}" if _mode(results)[1] else "")
 
 
 def _mode(results: dict) -> tuple[str, bool]:
@@ -183,9 +188,8 @@ def _mode(results: dict) -> tuple[str, bool]:
 def build(results: dict, wall_seconds: float | None = None) -> str:
     """The whole "reproduce" section from the results present ({JSON name: result})."""
     mode, smoke = _mode(results)
-    title = "## Reproduction of Section 4 (python -m numpy_mamba reproduce)"
     rows = claim_rows(results)
-    parts = [title + (f" -- {SMOKE}" if smoke else ""), ""]
+    parts = [heading(results), ""]
     first = (f"Run: {mode}; experiments: {', '.join(sorted(results))}"
              + (f"; {wall_seconds:.1f} s wall time (--jobs as run)" if wall_seconds else "") + ".")
     parts += opening(first, rows) + [""]

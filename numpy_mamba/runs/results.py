@@ -30,16 +30,18 @@ def anchor(heading: str) -> str:
 
 
 def save_claims(folder, command: str, rows: list, rules: dict, quick: bool, notes: dict | None = None,
-                headlines: list | None = None) -> Path:
-    """``claims_<command>.json``: the command's rows, the rules they cite {name: text}, its notes and
-    its headline numbers [(what, paper, ours)] (default: those its rows carry)."""
+                headlines: list | None = None, heading: str = "") -> Path:
+    """``claims_<command>.json``: the command's rows, the rules they cite {name: text}, its notes, its
+    headline numbers [(what, paper, ours)] (default: those its rows carry) and the heading of its
+    REPORT.md section (the results section links it)."""
     if command not in COMMANDS:
         raise ValueError(f"command must be one of {COMMANDS}; got {command!r}.")
     missing = sorted({r["rule"] for r in rows if r["rule"]} - set(rules))
     if missing:
         raise ValueError(f"{command}: rows cite rules {missing} that are not in its rules {sorted(rules)}.")
     return save_json(Path(folder) / f"claims_{command}.json",
-                     {"command": command, "quick": bool(quick), "rows": rows, "rules": rules, "notes": notes or {},
+                     {"command": command, "quick": bool(quick), "heading": heading, "rows": rows, "rules": rules,
+                      "notes": notes or {},
                       "headlines": [list(h) for h in (headlines if headlines is not None else headline_numbers(rows))]})
 
 
@@ -87,7 +89,8 @@ def section(claims: dict) -> str:
     lines += ["Verdicts: **holds** (in every case of the claim's grid), **holds in part** (in the cases named), "
               "**holds in trend** (the direction, not the size), **does not hold here**; \"borderline\" where a "
               "margin is within 10 % of its threshold. Each rule is written once under [Rules](#rules); the "
-              "main setting is argued once under [Main setting](#main-setting).", ""]
+              "main setting is argued once under [Main setting](#main-setting). Sections: " + ", ".join(
+                  f"[{c}]({anchor(found['heading'])})" for c, found in claims.items() if found.get("heading")) + ".", ""]
     lines += table(claims)
     notes = {name: text for found in claims.values() for name, text in found.get("notes", {}).items()}
     for name, text in notes.items():

@@ -118,6 +118,11 @@ def markdown(results: dict, timings: dict, common: dict, files: dict, rows: list
     return "\n".join(lines)
 
 
+def heading(command: str) -> str:
+    """The section's heading (stamped for a smoke run)."""
+    return f"## Theory checks ({command})" + (f" -- {SMOKE}" if "--quick" in command else "")
+
+
 def _head(timings: dict, common: dict, rows: list) -> list:
     """The section's title, its three-line opening, the smoke stamp of a quick run, and how it was made."""
     cmd = common["command"]
@@ -126,7 +131,7 @@ def _head(timings: dict, common: dict, rows: list) -> list:
     first = (f"`{cmd}` in {timings['total']} s (--jobs {timings.get('workers (--jobs)', 1)}); world of Section 4 "
              f"({world}, kappa_a = {SECTION4.kappa_a:g}, K = {TrainConfig.K}), world seed {common['world_seed']}.")
     return [
-        f"## Theory checks ({cmd})" + (f" -- {SMOKE}" if smoke else ""), "", *opening(first, rows), "",
+        heading(cmd), "", *opening(first, rows), "",
         *([f"**{SMOKE}.** Tiny grids that only show the pipeline runs; do not read any number or verdict below as a "
            "result.", ""] if smoke else []),
         "Every setting is in the JSON next to each figure. The theorems hold up to constants; each verdict is computed "

@@ -103,7 +103,8 @@ def write_outputs(results: dict, timings: dict, common: dict, out: Path, report:
     save_json(out / "theory_summary.json", dict(common, timings_seconds=timings,
                                                  summary=summary(results)))
     claim_rows = rows(results)
-    save_claims(out, "theory", claim_rows, RULES, "--quick" in common["command"])
+    save_claims(out, "theory", claim_rows, RULES, "--quick" in common["command"],
+                heading=report_text.heading(common["command"]))
     if report is not None:
         write_section(report, "theory", report_text.markdown(results, timings, common, files, claim_rows))
         write_results(report, *folders, out)

@@ -90,6 +90,15 @@ def test_spread_over_seeds():
     assert spread([None])["mean"] is None and spread([0.5])["t95"] is None
 
 
+def test_spread_of_huge_terms_is_finite_or_not_measured():
+    """A diverging run's terms reach 1e200: squaring them overflowed, and the inf made the full
+    ablation refuse to write its JSON after 19 minutes; the interval is taken on scaled values."""
+    s = spread([1e200, -1e200, 3e200])
+    assert s["mean"] == pytest.approx(1e200) and s["t95"] == pytest.approx(spread([1, -1, 3])["t95"] * 1e200)
+    assert spread([1.7e308, 1.7e308, -1e308])["t95"] is None                  # beyond the float range
+    assert spread([0.0, 0.0])["t95"] == 0.0
+
+
 def test_settings_refuse_checkpoints_that_miss_the_baseline():
     # If this fails, a setting whose checkpoints do not include T_short or T_long would report a
     # baseline or long run that was never measured.

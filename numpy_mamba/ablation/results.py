@@ -21,12 +21,21 @@ PAPER = asdict(SECTION4)          # Section 4's settings, as the JSON records th
 
 
 def spread(values) -> dict:
-    """Mean over seeds with min, max and the 95% t-interval half-width of the mean (None with < 2 seeds)."""
+    """Mean over seeds with min, max and the 95% t-interval half-width of the mean (None with < 2
+    seeds).  The spread is taken on values scaled by their largest magnitude, so that the huge but
+    finite terms of a run on its way to diverging give a finite interval; a statistic beyond the
+    float range is None (not measured), never inf."""
     v = np.asarray([x for x in values if x is not None], dtype=float)
     if v.size == 0:
         return {"mean": None, "min": None, "max": None, "t95": None, "n_seeds": 0}
-    half = float(t_dist.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else None
-    return {"mean": float(v.mean()), "min": float(v.min()), "max": float(v.max()), "t95": half, "n_seeds": int(v.size)}
+    scale = float(np.abs(v).max()) or 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = scale * float(np.mean(v / scale))
+        half = scale * float(t_dist.ppf(0.975, v.size - 1) * np.std(v / scale, ddof=1) / np.sqrt(v.size)) \
+            if v.size > 1 else None
+    finite = lambda x: x if x is not None and np.isfinite(x) else None  # noqa: E731
+    return {"mean": finite(mean), "min": float(v.min()), "max": float(v.max()), "t95": finite(half),
+            "n_seeds": int(v.size)}
 
 
 def _accuracy(counts: dict, g):

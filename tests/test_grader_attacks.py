@@ -150,6 +150,7 @@ def build_class(folder: Path, victim: Path) -> None:
 
 IMAGE = r"""
 set -e
+umask 022                                           # as an image build: what root makes, others read
 img="$1"; shift
 if [ -n "{pyhome}" ]; then                        # the interpreter lives in a folder only root may enter
     mkdir -p "$img/home/{pyhome}"
@@ -194,6 +195,7 @@ def container_image():
     top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_"))
     os.chmod(top, 0o755)
     private = Path(tempfile.mkdtemp(prefix="numpy_mamba_private_"))           # mode 700
+    caller = os.umask(0o022)            # built as an image is, whatever the umask of the run (CI's: 077)
     try:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(top / "venv")], check=True, timeout=120)
         public = top / "public"
@@ -207,8 +209,10 @@ def container_image():
         def wrap(command, user=None):
             return (["unshare", "--mount", "--propagation", "private", "bash", "-c", script, "image", str(top)]
                     + (["runuser", "-u", user, "--"] if user else []) + list(command))
+        os.umask(caller)
         yield wrap, str(top / "venv" / "bin" / "python"), public, private
     finally:
+        os.umask(caller)
         shutil.rmtree(top, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
 

@@ -244,3 +244,20 @@ def test_a_full_disk_fails_the_submission_it_stops_and_the_class_goes_on(tmp_pat
     assert done.returncode == 1, done.stderr
     assert rows["alice.py"]["points"] == "10"
     assert rows["bloated.py"]["status"] == "not graded" and "No space left on device" in rows["bloated.py"]["error"]
+
+
+def test_a_child_gone_before_its_ready_frame_is_read_still_has_its_cpu_time():
+    """On a loaded machine a child can send "ready", finish and be reaped before the grader reads
+    the frame; its CPU time at "ready" is then the last reading before it, never NaN (a NaN CPU
+    time failed the budget check of a correct submission in a loaded run)."""
+    from numpy_mamba.grader.sandbox.parent import Limits, _conclude, _Watch
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()                                            # reaped: /proc/PID no longer exists
+    run = ChildRun(pid=gone.pid)
+    watch = _Watch(run, None, Limits(cpu=10.0, memory_mb=512, wall=60.0), ".")
+    watch.before_ready = 0.25
+    run.ready = True
+    watch.became_ready()
+    watch.total_cpu, watch.exited, run.exitcode = 1.0, True, 0
+    _conclude(watch)
+    assert run.cpu == pytest.approx(0.75) and run.ended == "exited with status 0"

@@ -19,6 +19,7 @@ alone: the server goes on serving the others.  What comes back is parsed strictl
 """
 from __future__ import annotations
 
+import math
 import os
 import selectors
 import signal
@@ -151,6 +152,7 @@ class _Watch:
         self.run, self.report, self.limits, self.workdir = run, report, limits, workdir
         self.buffer, self.exited, self.total_cpu = bytearray(), False, float("nan")
         self.ready_at, self.ready_cpu, self.last_cpu, self.last_tick = None, 0.0, 0.0, 0.0
+        self.before_ready = 0.0                          # its CPU time when last seen before "ready"
 
     def messages(self) -> None:
         """Read the monitor's messages: pid "P", CPU microseconds "C", exit "S", fork failure "F"."""
@@ -172,9 +174,19 @@ class _Watch:
                 self.run.setup_error = f"could not start a process for this submission: {os.strerror(value)}"
                 self.exited = True
 
+    def starting(self) -> None:
+        """Note its CPU time while it starts (a child that is gone by the time its "ready" frame
+        is read, on a loaded machine, is then still measured)."""
+        cpu = cpu_seconds(self.run.pid) if self.run.pid else float("nan")
+        if not math.isnan(cpu):
+            self.before_ready = cpu
+
     def became_ready(self) -> None:
+        """Its CPU time at "ready": read now, or, if it has already ended, the last reading before
+        (an over-count by at most one poll, never unknown)."""
         self.ready_at = self.last_tick = time.monotonic()
-        self.ready_cpu = self.last_cpu = cpu_seconds(self.run.pid) if self.run.pid else 0.0
+        cpu = cpu_seconds(self.run.pid) if self.run.pid else float("nan")
+        self.ready_cpu = self.last_cpu = self.before_ready if math.isnan(cpu) else cpu
 
     def over(self) -> str:
         """Why the child must stop now ("" while it is within its limits)."""
@@ -268,6 +280,8 @@ def _follow(watch: _Watch, reader: Reader, capture_r: int, results_r: int) -> No
     try:
         while not watch.exited:
             stop = watch.over() if run.ready else "setup time limit" if time.monotonic() > boot_deadline else ""
+            if not run.ready:
+                watch.starting()
             if stop:
                 run.ended = stop
                 return

@@ -61,6 +61,7 @@ def _bars(ax, result: dict, which: str, m: str, L: str, factors: list) -> None:
     seeds = result["settings"]["seeds"]
     present = [f for f in factors if f in result["table"][which]["FQ"][m].get(L, {})]
     width = 0.8 / max(len(present), 1)
+    lows, notes = [], []
     for i, f in enumerate(present):
         cells = [result["table"][which][test][m][L][f].get("distance_2") for test in TESTS]
         mean = np.array([np.nan if c is None or c["mean"] is None else 100 * c["mean"] for c in cells])
@@ -69,13 +70,23 @@ def _bars(ax, result: dict, which: str, m: str, L: str, factors: list) -> None:
         x = np.arange(len(TESTS)) + (i - (len(present) - 1) / 2) * width
         ax.bar(x, mean, width, color=FACTOR_COLOR[f], edgecolor="white", label=FACTOR_LABEL[f])
         ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt="none", ecolor="black", lw=0.8, capsize=1.5)
+        lows.append(lo)
         for xi, c in zip(x, cells):
             if c is not None and c["n_seeds"] < seeds:
-                ax.text(xi, 41, f"{c['n_seeds']}/{seeds}", rotation=90, ha="center", va="bottom", fontsize=7)
+                notes.append((xi, f"{c['n_seeds']}/{seeds}"))
+    bottom = _bottom(lows)
+    for xi, note in notes:
+        ax.text(xi, bottom + 1, note, rotation=90, ha="center", va="bottom", fontsize=7)
     ax.set_xticks(np.arange(len(TESTS)), list(TESTS))
-    ax.set_ylim(40, 101)
+    ax.set_ylim(bottom, 101)
     ax.axhline(50, color="grey", ls=":", lw=0.8)
     ax.set_ylabel("accuracy on distance-2 tasks (%)")
+
+
+def _bottom(lows: list) -> float:
+    """The accuracy axis starts at 40 %, or lower (by tens, down to 0) so that no bar or whisker is cut."""
+    finite = [v for v in np.concatenate([np.ravel(x) for x in lows]) if np.isfinite(v)] if lows else []
+    return float(min(40, max(0, 10 * np.floor((min(finite) - 2) / 10)))) if finite else 40.0
 
 
 def _ratios(ax, result: dict, m: str, L: str) -> None:
@@ -117,7 +128,9 @@ def _curves(fig, axes, result: dict, test: str) -> None:
                                 color=MODEL_COLOR[m], alpha=0.12)
         ax.set_xlabel(f"SGD step (trained on {'the cycle' if tasks == 'cycle' else 'all pairs'})")
         ax.set_ylabel("distance-2 accuracy (%)")
-        ax.set_ylim(40, 101)
+        ax.set_ylim(_bottom([[100 * v["min"] for m in MODELS for L in ("1", "3")
+                              for v in result["accuracy_along_long_run"][m][L][tasks][f"{test}_distance_2"]
+                              if v["min"] is not None]]), 101)
         ax.set_title(f"distance 2, {test} prompts, trained on {'the cycle' if tasks == 'cycle' else 'all pairs'}\n"
                      "(step 0: initialisation; seed mean, band: min-max)", fontsize=10)
         ax.legend(fontsize=8, loc="lower right")

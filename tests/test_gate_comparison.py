@@ -71,3 +71,23 @@ def test_error_bars_are_a_t_interval_or_a_wilson_interval_never_zero_wide_at_zer
     assert half[1] == 0.0
     mean, half = mean_and_halfwidth([[0.0]], n_test=100)
     assert mean[0] == 0.0 and 0.03 < half[0] < 0.05
+
+
+def test_the_gates_prediction_reaches_each_level():
+    """If this fails, the gates' prediction (input gates below the linear Transformer at alpha = 0.7, decay
+    gates not) is judged wrongly: matched by intervals it holds, an input gate lower only in the mean
+    holds in trend, an input gate above the linear Transformer fails."""
+    from numpy_mamba.gates.claims import gates_claim
+
+    def summary(errors, half=0.01):
+        key = "kappa_a_prime=2/flip"
+        return {m: {"error_mean": {key: [0.0, e]}, "error_halfwidth95": {key: [0.0, half]}} for m, e in errors.items()}
+
+    base = {"linear_transformer": 0.86, "mamba2": 0.87, "retnet": 0.86, "gated_retention": 0.87}
+    level = lambda s: gates_claim(s, [0.0, 0.7], [2.0], 2.0)["row"]["level"]  # noqa: E731
+    assert level(summary({**base, "mamba": 0.5, "gla": 0.6})) == "full"
+    assert level(summary({**base, "mamba": 0.5, "gla": 0.85}, half=0.05)) == "part"
+    assert level(summary({**base, "mamba": 0.84, "gla": 0.85, "mamba2": 0.5, "retnet": 0.5,
+                          "gated_retention": 0.5}, half=0.05)) == "trend"
+    assert level(summary({**base, "mamba": 0.95, "gla": 0.95, "mamba2": 0.5, "retnet": 0.5, "gated_retention": 0.5})) \
+        == "none"

@@ -39,14 +39,18 @@ def test_layer_scores_are_the_stacks_own_scores_at_the_query_column(model):
         assert sums[f"L{k}_score_diff"] == pytest.approx(diff, rel=1e-12, abs=1e-12)
 
 
+def _layer_profiles(layers, batch) -> list:
+    """What ``depth3.seed_unit`` measures in each layer: eq (3)'s gate profile of the layer's view."""
+    return [gate_profile(params, batch._replace(P=H)) for params, H in depth3.layer_view(layers, batch.P, "mamba")]
+
+
 def test_layer_gates_are_the_label_channels_gates_at_the_query_column():
     """If this fails, Figures 4 and 6 plot another channel's gate, another column's, or a layer's
     gates on the wrong input, instead of G_{d+1,i,l+1} of that layer."""
     _, batch, layers = _stack_and_batch()
     _, caches = forward_with_caches(layers, batch.P, "mamba")
-    profiles = depth3.layer_gate_profiles(layers, batch)
     n, l = batch.outlier.shape
-    for k, (cache, prof) in enumerate(zip(caches, profiles), start=1):
+    for k, (cache, prof) in enumerate(zip(caches, _layer_profiles(layers, batch)), start=1):
         G = cache.G[:, -1, :-1, -1]                                        # (n, l): channel d+1, column l+1
         for i in range(l):
             for mask, key in ((batch.outlier[:, i], "outlier_mean"), (~batch.outlier[:, i], "clean_mean")):
@@ -64,7 +68,7 @@ def test_layer_one_of_a_one_layer_stack_is_the_one_layer_measurement():
     group = np.arange(batch.P.shape[0]) % 4
     assert depth3.layer_score_sums(layers, batch, "mamba", group) == {
         f"L1_{k}": v for k, v in mechanism.score_sums(params, batch, group).items()}
-    assert depth3.layer_gate_profiles(layers, batch) == [gate_profile(params, batch)]
+    assert _layer_profiles(layers, batch) == [gate_profile(params, batch)]
 
 
 def test_layer_inputs_are_the_residual_stream():
@@ -81,23 +85,24 @@ def test_layer_inputs_are_the_residual_stream():
 def _gate_runs(outlier: float, clean: float, l: int = 20) -> dict:
     """A fig4-like result whose gates are ``outlier`` on outlier examples and ``clean`` on clean ones."""
     run = {"outlier_mean": [outlier] * l, "clean_mean": [clean] * l, "outlier_gate_mean": outlier,
-           "outlier_gate_max": outlier, "clean_gate_mean": clean, "clean_rank_mean": [clean * 0.5 ** j for j in range(l)],
+           "outlier_gate_max": outlier, "clean_gate_mean": clean, "clean_rank_mean": [clean * 0.6 ** j for j in range(l)],
            "clean_rank_count": [500] * l, "outlier_count": [500] * l, "clean_count": [500] * l}
-    return {"per_seed": [run, run], "paper": {"M1": 6}}
+    return {"per_seed": [{"flip/2": run}, {"flip/2": run}], "paper": {"M1": 6}, "setting_keys": ["flip/2"],
+            "main_setting": "flip/2"}
 
 
 def test_gate_rules_fail_on_a_layer_whose_gates_all_vanished():
     """If this fails, a layer whose gates all underflowed to 0 (it passes nothing at all) is called
     'holds' for Corollary 2, or the rank fit crashes on log(0)."""
-    rows = fig4_claims(_gate_runs(0.0, 0.0), "test", "Fig 6")
-    assert rows[0][3].startswith("**does not hold here**") and rows[1][3].startswith("**does not hold here**")
+    rows = fig4_claims(_gate_runs(0.0, 0.0))
+    assert rows[0]["verdict"] == rows[1]["verdict"] == "does not hold here"
 
 
 def test_gate_rules_fail_when_outlier_gates_are_the_larger_ones_and_pass_on_the_paper_pattern():
     """If this fails, Corollary 2 (i) does not depend on outlier gates being small."""
-    assert fig4_claims(_gate_runs(0.3, 0.1), "test", "Fig 6")[0][3].startswith("**does not hold here**")
-    good = fig4_claims(_gate_runs(0.001, 0.1), "test", "Fig 6")
-    assert good[0][3].startswith("**holds**") and good[1][3].startswith("**holds**")
+    assert fig4_claims(_gate_runs(0.3, 0.1))[0]["verdict"] == "does not hold here"
+    good = fig4_claims(_gate_runs(0.001, 0.1))
+    assert good[0]["verdict"] == "holds" and good[1]["verdict"] == "holds"
 
 
 def test_grid_edges_flag_edge_picks_and_say_where_the_grid_cannot_grow():

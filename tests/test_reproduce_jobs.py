@@ -20,7 +20,7 @@ from test_runs import _interrupted_run, _unwritable_folders
 
 TIMING_KEYS = {"seconds", "train_seconds"}
 TINY = replace(QUICK, seeds=2, T=12, record_every=4, eta_grid=(0.05, 0.5), n_test=30, n_probe=8, n_heldout=16,
-               alphas=(0.3, 0.7), kappa_a_primes=(8.0,), K_primes=(1.5,))
+               alphas=(0.3, 0.7), kappa_a_primes=(2.0,), K_primes=(1.5,))
 
 
 def numbers(obj):

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from numpy_mamba.measure.verdicts import claim_row
 from numpy_mamba.reproduce import common, registry, run
 from numpy_mamba.reproduce.experiment import Experiment
 from numpy_mamba.runs.jobs import Plan, Unit
@@ -80,7 +81,9 @@ def toy_draw(results, out):
 
 
 TOY = Experiment("toy", ("toy",), "toy                 a toy -> toy.json, toy.txt", toy_selection, toy_plan,
-                 claims=lambda results: [["toy claim", "paper", str(results["toy"]["values"]), "**reproduced**"]]
+                 claims=lambda results: [claim_row("toy", "toy claim", "paper", str(results["toy"]["values"]),
+                                                   {"level": "full", "holds_in": ["a"], "part_in": [], "trend_in": [],
+                                                    "fails_in": []}, "", [("toy.txt", "toy.txt")])]
                  if results else [],
                  draw=toy_draw, report=lambda results: "### Toy section" if results else "")
 
@@ -93,11 +96,12 @@ def test_a_new_experiment_is_one_module_plus_one_registry_entry(tmp_path, monkey
     results, timings = run.compute(common.QUICK, ("toy",), progress=False)
     assert results["toy"]["values"] == [0.5, 1.5] and "toy" in timings
     report_path = tmp_path / "REPORT.md"
-    written = run.write_outputs(results, ("toy",), tmp_path, tmp_path, report_path, 1.0)
-    assert {p.name for p in written} == {"toy.json", "toy.txt", "REPORT.md"}
+    written = run.write_outputs(results, ("toy",), tmp_path, tmp_path, report_path, 1.0, quick=False)
+    assert {p.name for p in written} == {"toy.json", "toy.txt", "REPORT.md", "claims_reproduce.json"}
     assert json.loads((tmp_path / "toy.json").read_text())["values"] == [0.5, 1.5]
     text = report_path.read_text()
-    assert "| toy claim | paper | [0.5, 1.5] | **reproduced** |" in text and "### Toy section" in text
+    assert "| toy claim | paper | [0.5, 1.5] | **holds** | holds: everywhere | [toy.txt](toy.txt) |" in text
+    assert "### Toy section" in text and "#### toy claim" in text
     assert run.load_results(tmp_path).keys() == {"toy"}
     assert np.isclose(results["toy"]["seconds"], timings["toy"] + timings["step size (toy, mamba)"]
                       + timings["step size (toy, linear_transformer)"])

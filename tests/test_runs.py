@@ -501,3 +501,53 @@ def test_compact_json_keeps_the_content_and_refuses_nan(tmp_path):
     assert json.loads(path.read_text()) == obj and "[1, 0.0025, null]" in path.read_text()
     with pytest.raises(ValueError, match="NaN"):
         save_compact_json(tmp_path / "bad.json", {"x": float("nan")})
+
+
+# ------------------------------------------------------------------ the results table
+def _row(key, claim="a claim", rule="r", headline=None, where="holds: everywhere"):
+    return {"key": key, "claim": claim, "paper": "p", "ours": "o", "level": "full", "verdict": "holds", "where": where,
+            "rule": rule, "see": [["fig.png", "fig.png"]], "detail": "numbers", "headline": headline}
+
+
+def test_the_results_table_opens_the_report_and_links_every_row(tmp_path):
+    """If this fails, the results section is not the first section of REPORT.md whatever order the
+    commands ran in, a row loses its figure or detail link, or a rule is written more than once."""
+    from numpy_mamba.runs.results import anchor, save_claims, write_results
+    report = tmp_path / "REPORT.md"
+    write_section(report, "theory", "## Theory\nbody")
+    save_claims(tmp_path, "theory", [_row("t1", "Thm 1: a claim", headline=("slope", "1", "1.03"))], {"r": "a rule"}, False)
+    save_claims(tmp_path, "gates", [_row("g1", "Ours: gates")], {"r": "a rule"}, True, headlines=[("x", "n/a", "0.5")])
+    write_results(report, tmp_path)
+    text = report.read_text()
+    assert text.index("<!-- BEGIN results -->") < text.index("<!-- BEGIN theory -->"), "the table comes first"
+    assert "| Thm 1: a claim | p | o | **holds** ([r](#rule-r)) | holds: everywhere | [fig.png](fig.png), [detail]" \
+           "(#thm-1-a-claim) |" in text
+    assert "Ours: gates (SMOKE RUN)" in text and text.count('name="rule-r"') == 1
+    assert anchor("### Figure 2 in numbers") == "#figure-2-in-numbers" and anchor("Thm 1: a (b)") == "#thm-1-a-b"
+    found = json.loads((tmp_path / "claims_gates.json").read_text())
+    assert found["headlines"] == [["x", "n/a", "0.5"]]
+
+
+def test_the_results_table_refuses_long_cells_and_unknown_rules(tmp_path):
+    """If this fails, a cell longer than 300 characters reaches the first screen, or a row cites a rule
+    that is written nowhere."""
+    from numpy_mamba.runs.results import save_claims, section
+    with pytest.raises(ValueError, match="cite rules"):
+        save_claims(tmp_path, "theory", [_row("t1", rule="nowhere")], {"r": "a rule"}, False)
+    with pytest.raises(ValueError, match="command must be one of"):
+        save_claims(tmp_path, "nothing", [], {}, False)
+    long = {"theory": {"quick": False, "rows": [_row("t1", where="x" * 301)], "rules": {"r": "a rule"}, "notes": {}}}
+    with pytest.raises(ValueError, match="301 characters"):
+        section(long)
+
+
+def test_headline_numbers_end_a_command_above_its_verdict_counts(tmp_path, capsys):
+    """If this fails, a command's closing lines lose its headline numbers (paper against ours) or put
+    them below the verdict counts."""
+    from numpy_mamba.runs.results import save_claims
+    from numpy_mamba.runs.summary import print_claims_summary
+    path = save_claims(tmp_path, "theory", [_row("t1", headline=("Thm 1: slope", "1", "1.03")), _row("t2")],
+                       {"r": "a rule"}, False)
+    print_claims_summary("theory", path, tmp_path, 1.5)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "theory: Thm 1: slope: paper 1, ours 1.03" and lines[1] == "theory: 2 verdicts: 2 holds"

@@ -89,7 +89,9 @@ def test_theory_quick_writes_figures_json_and_only_its_report_section(theory_qui
         assert data["command"].endswith("--quick")
     summary = json.loads((tmp_path / "theory_summary.json").read_text())["summary"]
     for key in ("thm1_verdict", "thm3_verdict", "thm2_verdict", "thm4_verdict"):
-        assert summary[key] in VERDICTS or summary[key].startswith("not measured"), f"{key}: {summary[key]}"
+        assert summary[key].removesuffix(" (borderline)") in VERDICTS + ("not run",), f"{key}: {summary[key]}"
+    rows = json.loads((tmp_path / "claims_theory.json").read_text())["rows"]
+    assert len(rows) >= 12 and all(r["verdict"].removesuffix(" (borderline)") in VERDICTS for r in rows)
     text = report.read_text()
     assert "KEEP ME" in text and "OLD-PLACEHOLDER" not in text, "only the theory section may change"
     assert "### Theorems 1 and 3" in text and "theory_convergence.png" in text
@@ -113,7 +115,7 @@ def test_rendering_states_the_verdicts_the_results_carry(theory_quick, tmp_path)
     results["alpha"]["verdict"]["linear_transformer"] = "MADE-UP VERDICT 2"
     files = {k: tmp_path / f"{k}.png" for k in ("convergence", "alpha", "attention", "gates", "trajectory")}
     common = {"world": conv["world"], "world_seed": conv["world_seed"], "command": conv["command"]}
-    text = report_text.markdown(results, {"total": 1.0}, common, files)
+    text = report_text.markdown(results, {"total": 1.0}, common, files, [])
     assert "**MADE-UP VERDICT 1**" in text and "**MADE-UP VERDICT 2**" in text
     summary = claims.summary(results)
     assert summary["thm1_verdict"] == "MADE-UP VERDICT 1" and summary["thm4_verdict"] == "MADE-UP VERDICT 2"
@@ -141,41 +143,9 @@ def test_settings_are_frozen_and_a_quick_run_says_so_in_every_part():
     assert json.loads(json.dumps(FULL.alpha.to_dict())) == FULL.alpha.to_dict(), "to_dict holds the JSON's values"
 
 
-def test_convergence_verdict_names_the_p_a_where_no_run_converged():
-    from numpy_mamba.theory.claims import convergence_verdict
-    slope = {"mean": 1.0, "sd": 0.05, "claim": 1.0, "per_seed": [1.0, 1.0]}
-    grid = [0.0, 0.4, 0.7]
-    assert convergence_verdict(grid, [[10, 20, 40], [11, 19, 41]], slope)[0] == "holds"
-    verdict, detail = convergence_verdict(grid, [[10, 20, None], [11, 19, None]], slope)
-    assert verdict == "holds in part" and "no seed reached eps at p_a = 0.7" in detail, (
-        "a p_a where T is infinite contradicts T = Theta((1-p_a)^-1) and must not be dropped silently")
-    steep = dict(slope, mean=2.7, sd=0.9)
-    assert convergence_verdict(grid, [[10, 20, None]], steep)[0] == "holds in part"
-
-
-def _alpha_run(model, p_a, l_ts, seed, alpha_star):
-    return {"model": model, "p_a": p_a, "kappa_a_prime": 2.0, "l_ts": l_ts, "seed": seed, "alpha_star": alpha_star,
-            "predicted": min(1.0, p_a * 20 / l_ts)}
-
-
-def test_theorem2_and_remark5_verdicts_are_per_case():
-    from numpy_mamba.theory.claims import judge_tolerated
-    runs = [_alpha_run("mamba", 0.6, 20, s, 0.7) for s in (0, 1)] + [_alpha_run("mamba", 0.6, 10, s, 0.5) for s in (0, 1)]
-    runs += [_alpha_run("linear_transformer", 0.6, l, s, 0.4) for l in (10, 20) for s in (0, 1)]
-    out = judge_tolerated({"settings": {"alphas": [0.0, 0.05, 0.1]}, "runs": runs})
-    assert out["verdict"]["mamba"] == "holds in part" and "fails in: p_a = 0.6, kappa_a' = 2, l_ts = 10" in (
-        out["verdict_detail"]["mamba"])
-    assert out["verdict"]["remark5"] == "holds"
-    runs[-1]["alpha_star"] = 0.8                                       # LT beats Mamba in one seed at l_ts = 20
-    out = judge_tolerated({"settings": {"alphas": [0.0, 0.05, 0.1]}, "runs": runs})
-    assert out["verdict"]["remark5"] == "holds in part"
-    # Theorem 4 is judged on the error curves where its conditions hold (tests/test_theory_rules.py);
-    # made-up runs without curves leave it unmeasured rather than judged on alpha* alone
-    assert out["verdict"]["linear_transformer"] == "not measured"
-
-
 def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
-    from numpy_mamba.measure.verdicts import corollary1, word
+    from numpy_mamba.measure.mechanism_verdicts import corollary1
+    from numpy_mamba.measure.verdicts import verdict_text
     from numpy_mamba.measure.tasks import task_group_names
     from numpy_mamba.theory.mechanism import judge_attention
     rng = np.random.default_rng(0)
@@ -183,7 +153,7 @@ def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
     same, diff = rng.normal(50, 5, 100), np.where(group == 2, 20.0, -20.0) + rng.normal(0, 1, 100)
     out = judge_attention({"runs": [{"same": same, "different": diff, "group": group, "median_same": 50.0}]}, 6)
     shared = corollary1(same, diff, group, task_group_names(6))
-    assert out["verdict"]["corollary1"] == word(shared["level"]) == "holds in part"
+    assert out["verdict"]["corollary1"] == verdict_text(shared) == "holds in part"
 
 
 def test_lemma6_verdict_says_what_happens_outside_its_window():
@@ -197,5 +167,6 @@ def test_lemma6_verdict_says_what_happens_outside_its_window():
     s = {"eta": 0.02, "p_a": 0.6, "kappa_a": 2.0, "lemma6_l_grid": [10, 40]}
     out = analyse_trajectory({"settings": s, "history": hist}, M1=6)
     assert out["verdict"]["lemma6_in_window"] == "holds"
-    assert out["verdict"]["lemma6_outside_window"].startswith("not claimed there; grows with l")
+    assert "lemma6_outside_window" not in out["verdict"], "outside its window the lemma claims nothing: no verdict"
+    assert out["lemma6"]["outside_window"].startswith("not claimed there; grows with l")
     assert out["lemma6"]["checked_steps"] < out["lemma6"]["total_steps"]

@@ -1,60 +1,20 @@
-"""The verdict rules of REPORT.md as the reproduce section applies them, and the step-size rule, on
-known inputs: each rule has a case that passes and a case that fails.  If a test here fails, a
-verdict printed in REPORT.md no longer follows the rule written next to it (e.g. a flat error
-curve would be called a rise, or outlier gates half as large as clean ones "near zero")."""
+"""The verdict rules of REPORT.md as the reproduce section applies them (every setting of a grid
+judged, the verdict naming where it holds), the one main setting, and the step-size rule, on known
+inputs.  If a test here fails, a row of the results table no longer follows the rule it names (e.g.
+a rise at one kappa_a' would be called a rise everywhere, or one model matching Table 1 a match)."""
 import numpy as np
 import pytest
 
 from numpy_mamba.reproduce.claims import _lt_rise_row, _remark5_row
 from numpy_mamba.reproduce.claims_mechanism import fig3_claims, fig4_claims, table1_claims
-from numpy_mamba.reproduce.common import FULL, PAPER, TABLE1_MAIN
+from numpy_mamba.reproduce.common import FULL, MAIN_SETTING_RULE, PAPER, main_table1
 from numpy_mamba.reproduce.mechanism import vote_baseline
 from numpy_mamba.measure.tasks import task_group_names, task_groups
 from numpy_mamba.runs.step_size import candidates, choose
-from numpy_mamba.measure.error_verdicts import below_at_every_alpha, rise_after_half
-from numpy_mamba.measure.verdicts import corollary1, where_it_holds
+from numpy_mamba.measure.verdicts import where_it_holds
 from numpy_mamba.sgd import DivergenceError
 
 ALPHAS = np.round(np.arange(0.0, 0.951, 0.05), 2)
-N = 4000
-
-
-def _counts(rates, n=N, seeds=2):
-    """Error counts (seeds, n_alpha) for error rates per alpha, n prompts per seed and point."""
-    wrong = np.round(np.asarray(rates) * n).astype(int)
-    return np.tile(wrong, (seeds, 1)), np.full((seeds, len(rates)), n)
-
-
-def test_rise_rule_fails_on_a_flat_curve():
-    flat = np.full(ALPHAS.size, 0.2)                       # the LT at 0.2 everywhere: nothing happens at 1/2
-    assert rise_after_half(*_counts(flat), ALPHAS)["holds"] is False
-
-
-def test_rise_rule_passes_on_a_jump_at_one_half():
-    jump = np.where(ALPHAS > 0.5, 0.8, 0.2)
-    r = rise_after_half(*_counts(jump), ALPHAS)
-    assert r["holds"] is True and r["rise"] == pytest.approx(0.6)
-
-
-def test_rise_rule_fails_on_a_slow_steady_increase_and_on_too_few_prompts():
-    slow = 0.2 + 0.2 * ALPHAS                               # +0.04 across the two windows: below the 0.1 margin
-    assert rise_after_half(*_counts(slow), ALPHAS)["holds"] is False
-    jump = np.where(ALPHAS > 0.5, 0.4, 0.2)
-    assert rise_after_half(*_counts(jump, n=5, seeds=1), ALPHAS)["holds"] is False, "overlapping intervals must fail"
-
-
-def test_rise_rule_reports_an_empty_window_and_rejects_bad_shapes():
-    assert rise_after_half(*_counts([0.1, 0.2]), [0.0, 0.3])["holds"] is None
-    with pytest.raises(ValueError, match="n_alpha"):
-        rise_after_half(np.zeros((2, 3)), np.ones((2, 3)), ALPHAS)
-
-
-def test_remark5_rule_names_the_alphas_where_mamba_is_not_below():
-    lt = _counts(np.where(ALPHAS > 0.5, 0.8, 0.2))
-    assert below_at_every_alpha(_counts(np.full(ALPHAS.size, 0.1)), lt, ALPHAS) == {"holds": True, "failing_alphas": []}
-    mamba = np.where(ALPHAS >= 0.9, 0.85, 0.1)               # worse than the LT at alpha = 0.9, 0.95
-    r = below_at_every_alpha(_counts(mamba), lt, ALPHAS)
-    assert r["holds"] is False and r["failing_alphas"] == [0.9, 0.95]
 
 
 def test_where_it_holds_levels():
@@ -64,21 +24,6 @@ def test_where_it_holds_levels():
     assert where_it_holds({"a": False})["level"] == "none"
     with pytest.raises(ValueError):
         where_it_holds({})
-
-
-def test_corollary1_rule_by_task_group():
-    names = task_group_names(6)
-    group = np.repeat(np.arange(4), 10)
-    same = np.full(40, 50.0)
-    negative = np.full(40, -20.0)
-    assert corollary1(same, negative, group, names)["level"] == "full"
-    diff = negative.copy()
-    diff[group == 2] = 25.0                                  # distance-2 prompts: large positive sums
-    c = corollary1(same, diff, group, names)
-    assert c["level"] == "part" and c["fails_in"] == ["distance 2"] and c["by_group"]["distance_2"]["share_below"] == 0
-    assert corollary1(np.full(40, 0.5), negative, group, names)["level"] == "none", "same-pattern sum below 1 fails"
-    with pytest.raises(ValueError, match="equal-length"):
-        corollary1(same, diff[:3], group, names)
 
 
 def test_task_groups_known_answer():
@@ -116,51 +61,60 @@ def test_step_size_rule_takes_any_fields():
         candidates({"eta": ()})
 
 
-# ------------------------------------------------------------------ the rules as wired into the claims table
-def _verdict(row) -> str:
-    return row[3].split("**")[1]
+# ------------------------------------------------------------------ the rules as wired into the results table
+KEYS = [f"{r}/{k:g}" for r in ("flip", "target", "random") for k in (2.0, 8.0)]
 
 
-def _gate_result(ratio, seeds: int = 5, l: int = 20) -> dict:
-    """A fig4-like result whose outlier gate is ``ratio`` (scalar or (l,)) times the clean gate at
-    every position; clean gates decay by 1/2 per step from the query, as eq (18) allows."""
+def _gate_result(ratio_of, seeds: int = 5, l: int = 20) -> dict:
+    """A fig4-like result over the settings KEYS whose outlier gate is ``ratio_of(key)`` (scalar or
+    (l,)) times the clean gate at every position; clean gates halve per step from the query."""
     clean = np.array([0.25 * 0.5 ** (l - 1 - i) for i in range(l)])
     runs = []
     for k in range(seeds):
-        out = np.asarray(ratio) * clean * (1 + 0.02 * k)
-        runs.append({"outlier_mean": out.tolist(), "clean_mean": clean.tolist(), "outlier_gate_mean": float(out.mean()),
-                     "outlier_gate_max": float(out.max()), "clean_gate_mean": float(clean.mean()),
-                     "clean_rank_mean": clean[::-1].tolist(), "clean_rank_count": [500] * l})
-    return {"per_seed": runs, "paper": {"M1": PAPER["M1"]}}
+        profiles = {}
+        for key in KEYS:
+            out = np.asarray(ratio_of(key)) * clean * (1 + 0.02 * k)
+            profiles[key] = {"outlier_mean": out.tolist(), "clean_mean": clean.tolist(),
+                             "outlier_gate_mean": float(out.mean()), "outlier_gate_max": float(out.max()),
+                             "clean_gate_mean": float(clean.mean()), "clean_rank_mean": clean[::-1].tolist(),
+                             "clean_rank_count": [500] * l}
+        runs.append(profiles)
+    return {"per_seed": runs, "paper": {"M1": PAPER["M1"]}, "setting_keys": KEYS, "main_setting": "target/2"}
 
 
-def test_corollary2_i_fails_when_outlier_gates_are_half_the_clean_ones():
-    """Three-layer layer 1 measured outlier / clean ratios of 0.44-0.74: small in absolute terms
-    (mean outlier gate far below 1/M1^2), but not "close to 0" next to a clean example at the
-    same position.  The one-layer ratio (0.065) holds."""
-    bad = _gate_result(np.linspace(0.44, 0.74, 20))
-    assert np.mean([r["outlier_gate_mean"] for r in bad["per_seed"]]) < PAPER["M1"] ** -2
-    assert _verdict(fig4_claims(bad)[0]) == "does not hold here"
-    assert _verdict(fig4_claims(_gate_result(0.065))[0]) == "holds"
-    half = _gate_result(np.where(np.arange(20) < 10, 0.5, 0.05))
-    row = fig4_claims(half)[0]
-    assert _verdict(row) == "holds in part" and "i = 1" in row[3]
+def test_corollary2_i_is_judged_in_every_setting_and_names_where_it_holds():
+    """Outlier gates at 0.065 of the clean gate at kappa_a' = 8 and at 0.44-0.74 at kappa_a' = 2 (the
+    one-layer and three-layer numbers): the row must say it holds at kappa_a' = 8 only and leans the
+    claimed way at 2, and report the main setting's ratio."""
+    row = fig4_claims(_gate_result(lambda key: 0.065 if key.endswith("/8") else np.linspace(0.44, 0.74, 20)))[0]
+    assert row["verdict"] == "holds in part" and "holds: kappa_a' = 8 (3 of 6)" in row["where"]
+    assert "in trend: kappa_a' = 2" in row["where"] and row["ours"].startswith("outlier / clean gate 0.46-0.77")
+    assert fig4_claims(_gate_result(lambda key: 0.065))[0]["verdict"] == "holds"
+    assert fig4_claims(_gate_result(lambda key: 2.0))[0]["verdict"] == "does not hold here"
 
 
-def _score_result(gap_of_step, seeds: int = 3, steps=np.arange(0, 501, 10)) -> dict:
+def _score_result(gap_of_step, seeds: int = 3, steps=np.arange(0, 501, 10), diff_d2=-5.0) -> dict:
+    final = {"same": [50.0] * 8, "different": [-5.0, -5.0, diff_d2, -5.0] * 2, "group": [0, 1, 2, 3] * 2}
     runs = [{"step": steps.tolist(), "score_same": (gap_of_step(steps) * (1 + 0.01 * k)).tolist(),
-             "score_diff": np.zeros(steps.size).tolist(), "final_same": [50.0] * 8, "final_different": [-5.0] * 8,
-             "final_group": [0, 1, 2, 3] * 2} for k in range(seeds)]
-    return {"per_seed": {"mamba": runs, "linear_transformer": runs}, "alpha": 0.3, "task_groups": list(task_group_names(6))}
+             "score_diff": np.zeros(steps.size).tolist(), "final": {key: final for key in KEYS}} for k in range(seeds)]
+    return {"per_seed": {"mamba": runs, "linear_transformer": runs}, "alpha": 0.3, "task_groups": list(task_group_names(6)),
+            "setting_keys": KEYS, "main_setting": "target/2"}
 
 
-def test_gap_growth_fails_on_a_jump_at_the_first_step_then_flat():
-    """Fig 3 at eta = 1: the gap jumps from 3.6 to about 50 in the first step and then stays; larger
-    at the end than at step 0, but it does not grow during training."""
+def test_gap_growth_row_reaches_holds_in_trend_and_fails_on_a_jump():
+    """Fig 3 at eta = 1: the gap jumps from 3.6 to about 50 in the first step and then stays: larger at
+    the end than at step 0, but not growing in training; a slow rise holds in trend, steady growth holds."""
     jump = lambda t: np.where(t == 0, 3.6, 50.0 + 0.01 * np.sin(t))  # noqa: E731
-    assert _verdict(fig3_claims(_score_result(jump))[1]) == "does not hold here"
-    steady = lambda t: 3.6 + 0.2 * t  # noqa: E731
-    assert _verdict(fig3_claims(_score_result(steady))[1]) == "holds"
+    assert fig3_claims(_score_result(jump))[1]["verdict"] == "does not hold here"
+    slow = lambda t: np.where(t == 0, 3.6, 64.0 + 0.012 * t)  # noqa: E731
+    assert fig3_claims(_score_result(slow))[1]["verdict"] == "holds in trend"
+    assert fig3_claims(_score_result(lambda t: 3.6 + 0.2 * t))[1]["verdict"] == "holds"
+
+
+def test_corollary1_row_names_the_task_group_that_only_leans():
+    row = fig3_claims(_score_result(lambda t: 3.6 + 0.2 * t, diff_d2=18.8))[0]
+    assert row["verdict"] == "holds in part" and "in trend: distance 2 (6 of 24)" in row["where"]
+    assert fig3_claims(_score_result(lambda t: 3.6 + 0.2 * t))[0]["verdict"] == "holds"
 
 
 def _table1_result(acc: dict, seeds=(0.0, 0.0), n: int = 1000, kappas=(2.0, 8.0)) -> dict:
@@ -178,55 +132,54 @@ def _table1_result(acc: dict, seeds=(0.0, 0.0), n: int = 1000, kappas=(2.0, 8.0)
                     a = acc.get((rule, kap), {}).get(m, {}).get(p, 0.9)
                     for s, shift in enumerate(seeds):
                         wrong[m][s, r, k, q] = np.round((1 - a - shift) * n // 4)
-                    accuracy[m][rule][str(kap)][p] = {"all": {"rate": a}}
-    return {"settings": {"kappa_a_primes": list(kappas)}, "label_rules": rules, "paper": PAPER, "n_prompts": n_prompts,
-            "wrong": wrong, "accuracy": accuracy}
+                    accuracy[m][rule][str(kap)][p] = {"all": {"rate": a, "seed_ci95": [a - 0.01, a + 0.01]}}
+    return {"settings": {"kappa_a_primes": list(kappas), **{k: getattr(FULL, k) for k in ("main_kappa_a_prime",
+                                                                                          "mechanism_label_rule")}},
+            "label_rules": rules, "paper": PAPER, "n_prompts": n_prompts, "wrong": wrong, "accuracy": accuracy}
 
 
 PAPER_LIKE = {"mamba": {"FQ": 0.998, "R": 0.99, "CQ": 0.73}, "linear_transformer": {"FQ": 0.785, "R": 0.783, "CQ": 0.786}}
+MAIN = (FULL.mechanism_label_rule, FULL.main_kappa_a_prime)
 
 
-def test_table1_pattern_fails_in_the_main_setting_with_mamba_cq_below_chance():
-    """One-layer Mamba at CQ = 23.6 %: CQ is the worst by far and the LT is flat, but a cell below
-    chance is not the paper's pattern."""
-    main = (TABLE1_MAIN["label_rule"], TABLE1_MAIN["kappa_a_prime"])
+def test_table1_pattern_is_judged_in_every_setting_and_names_where():
+    """One-layer Mamba at CQ = 23.6 % in the main setting, the paper's pattern elsewhere: the row must
+    hold in part and name the main setting among the failures."""
     below = {"mamba": {"FQ": 0.948, "R": 0.809, "CQ": 0.236}, "linear_transformer": PAPER_LIKE["linear_transformer"]}
     others = {(r, k): PAPER_LIKE for r in ("flip", "target", "random") for k in (2.0, 8.0)}
-    rows = table1_claims(_table1_result({**others, main: below}))
-    assert _verdict(rows[1]) == "holds in part", "it fails in the main setting and holds in the other five"
-    assert "every cell above chance: False" in rows[1][2] and "Mamba CQ (accuracy 23.6 %" in rows[1][2]
-    everywhere = {key: below for key in others}
-    assert _verdict(table1_claims(_table1_result(everywhere))[1]) == "does not hold here"
-    assert _verdict(table1_claims(_table1_result({main: PAPER_LIKE}))[1]) == "holds"
+    row = table1_claims(_table1_result({**others, MAIN: below}))[1]
+    assert row["verdict"] == "holds in part" and "fails: target, kappa_a' = 2 (1 of 6)" in row["where"]
+    assert table1_claims(_table1_result({key: below for key in others}))[1]["verdict"] == "does not hold here"
+    every = {key: PAPER_LIKE for key in others}
+    assert table1_claims(_table1_result(every))[1]["verdict"] == "holds"
+    straddle = {key: {"mamba": PAPER_LIKE["mamba"], "linear_transformer": {"FQ": 0.6, "R": 0.6, "CQ": 0.6}} for key in others}
+    assert table1_claims(_table1_result(straddle))[1]["verdict"] == "holds"
+    assert table1_claims(_table1_result(straddle, seeds=(-0.15, 0.15)))[1]["verdict"] == "holds in trend", \
+        "an LT at 45 % and 75 % over seeds is above chance only pooled"
 
 
-def test_table1_pattern_fails_when_the_seeds_straddle_chance():
-    """Pooled LT accuracy 0.6, seeds at 0.45 and 0.75: above chance pooled, not over seeds."""
-    main = (TABLE1_MAIN["label_rule"], TABLE1_MAIN["kappa_a_prime"])
-    acc = {"mamba": PAPER_LIKE["mamba"], "linear_transformer": {"FQ": 0.6, "R": 0.6, "CQ": 0.6}}
-    every = {(r, k): acc for r in ("flip", "target", "random") for k in (2.0, 8.0)}
-    assert _verdict(table1_claims(_table1_result(every))[1]) == "holds"
-    assert _verdict(table1_claims(_table1_result(every, seeds=(-0.15, 0.15)))[1]) == "does not hold here"
+def test_table1_numbers_are_not_matched_by_one_model_alone():
+    """The three-layer case: the linear Transformer within 2 points of the paper while Mamba misses by
+    10-18 points is no match of the table (the rule that called this "holds in part" is gone)."""
+    lt_only = {"mamba": {"FQ": 0.894, "R": 0.811, "CQ": 0.684}, "linear_transformer": PAPER_LIKE["linear_transformer"]}
+    assert table1_claims(_table1_result({MAIN: lt_only}))[0]["verdict"] == "does not hold here"
+    assert table1_claims(_table1_result({MAIN: PAPER_LIKE}))[0]["verdict"] == "holds in part"
+    every = {(r, k): PAPER_LIKE for r in ("flip", "target", "random") for k in (2.0, 8.0)}
+    assert table1_claims(_table1_result(every))[0]["verdict"] == "holds"
 
 
-def test_table1_numbers_are_judged_in_the_main_setting():
-    main = (TABLE1_MAIN["label_rule"], TABLE1_MAIN["kappa_a_prime"])
-    assert _verdict(table1_claims(_table1_result({main: PAPER_LIKE}))[0]) == "holds"
-    lt_only = {"mamba": {"FQ": 0.9, "R": 0.8, "CQ": 0.7}, "linear_transformer": PAPER_LIKE["linear_transformer"]}
-    assert _verdict(table1_claims(_table1_result({main: lt_only}))[0]) == "holds in part"
-    elsewhere = {("flip", 8.0): PAPER_LIKE}
-    assert _verdict(table1_claims(_table1_result(elsewhere))[0]) == "does not hold here", \
-        "a match outside the main setting must not count"
-
-
-def test_table1_main_setting_is_targeted_labels_at_the_papers_kappa_a():
-    assert TABLE1_MAIN == {"label_rule": "target", "kappa_a_prime": PAPER["kappa_a"]} and PAPER["kappa_a"] == 2.0
+def test_one_main_setting_for_every_figure_and_table():
+    """If this fails, Figure 2 and Section 4.2 take their main settings from different arguments:
+    both must be at kappa_a' = kappa_a = 2, the magnitude Section 4 states, with K' = 1.5; Section 4.2's
+    labels are the targeted ones Table 1's numbers admit."""
+    assert FULL.main_kappa_a_prime == PAPER["kappa_a"] == 2.0 and FULL.main_K_prime == 1.5
+    assert main_table1(FULL.to_dict()) == ("target", 2.0) and "kappa_a' = kappa_a = 2" in MAIN_SETTING_RULE
 
 
 def test_vote_baseline_known_answers_by_symmetry():
     """At alpha = 1/2 a vote of the query-pattern examples is at chance with flipped labels, right
     on about 3/4 of the prompts with targeted labels and nearly always with random ones; if this
-    fails, the argument for Table 1's main setting in REPORT.md rests on wrong counts."""
+    fails, the main-setting argument in REPORT.md rests on wrong counts."""
     from dataclasses import replace
     vote = vote_baseline(replace(FULL, n_test=4000))
     for p in ("FQ", "R", "CQ"):
@@ -235,33 +188,35 @@ def test_vote_baseline_known_answers_by_symmetry():
         assert vote["random"][p] > 0.9
 
 
-def _fig2_result(lt_rates, mamba_rates, n=4000) -> dict:
-    """A Fig 2 result with one labelling axis filled for every rule: rates (S, n_alpha) per model."""
-    lt, mb = np.asarray(lt_rates, dtype=float), np.asarray(mamba_rates, dtype=float)
-    S, A = lt.shape
-    shape = (S, 3, 1, 1, A, 1)
-    count = lambda r: np.broadcast_to(np.round(r * n).astype(int)[:, None, None, None, :, None], shape)  # noqa: E731
-    return {"settings": {"kappa_a_primes": [8.0], "K_primes": [1.5], "alphas": ALPHAS.tolist(), "main_kappa_a_prime": 8.0,
-                         "main_K_prime": 1.5},
-            "wrong": {"linear_transformer": count(lt), "mamba": count(mb)}, "n_prompts": np.full(shape, n),
-            "error": {m: {rule: {"all": {k: [[[0.1] * A]] for k in ("rate", "ci95_low", "ci95_high", "seed_mean",
-                                                                   "seed_min", "seed_max")}}
-                          for rule in ("flip", "target", "random")} for m in ("mamba", "linear_transformer")}}
+def _fig2_result(lt_rates, mamba_rates, n=4000, kappas=(2.0, 8.0)) -> dict:
+    """A Fig 2 result: rates (S, n_alpha) per model for each kappa_a' ({kappa: (lt, mamba)} or one
+    pair for every kappa_a'), the same for every labelling, K' = 1.5."""
+    per = lt_rates if isinstance(lt_rates, dict) else {k: (lt_rates, mamba_rates) for k in kappas}
+    S, A = np.asarray(next(iter(per.values()))[0]).shape
+    shape = (S, 3, len(kappas), 1, A, 1)
+    wrong = {m: np.zeros(shape, dtype=int) for m in ("linear_transformer", "mamba")}
+    for k, kap in enumerate(kappas):
+        for m, rates in zip(("linear_transformer", "mamba"), per[kap]):
+            wrong[m][:, :, k, 0, :, 0] = np.round(np.asarray(rates) * n).astype(int)[:, None, :]
+    stats = {k: [[[0.1] * A]] * len(kappas) for k in ("rate", "ci95_low", "ci95_high", "seed_mean", "seed_min", "seed_max")}
+    return {"settings": {"kappa_a_primes": list(kappas), "K_primes": [1.5], "alphas": ALPHAS.tolist(),
+                         "main_kappa_a_prime": 2.0, "main_K_prime": 1.5},
+            "wrong": wrong, "n_prompts": np.full(shape, n),
+            "error": {m: {rule: {"all": stats} for rule in ("flip", "target", "random")} for m in wrong}}
 
 
-def test_lt_rise_row_fails_when_only_one_seed_rises():
-    """Pooled over two seeds the LT's error rises by 0.3 with tight Clopper-Pearson intervals, but
-    one seed does not rise at all: the reproduce row must use the interval over seeds."""
-    up, flat = np.where(ALPHAS > 0.5, 0.8, 0.2), np.full(ALPHAS.size, 0.2)
-    low = np.full(ALPHAS.size, 0.01)
-    res = _fig2_result([up, flat], [low, low])
-    assert _verdict(_lt_rise_row(res, ALPHAS, 8.0, 1.5, "main")) == "does not hold here"
-    res = _fig2_result([up, up * 0.95], [low, low])
-    assert _verdict(_lt_rise_row(res, ALPHAS, 8.0, 1.5, "main")) == "holds"
+def test_lt_rise_row_names_the_settings_where_the_rise_holds():
+    """The LT's error rises by 0.6 at kappa_a' = 8 with agreeing seeds, and by 0.3 pooled at kappa_a' = 2
+    where one seed does not rise (intervals overlap): holds at kappa_a' = 8, in trend at 2."""
+    up, flat, low = np.where(ALPHAS > 0.5, 0.8, 0.2), np.full(ALPHAS.size, 0.2), np.full(ALPHAS.size, 0.01)
+    row = _lt_rise_row(_fig2_result({2.0: ([up, flat], [low, low]), 8.0: ([up, up * 0.95], [low, low])}, None))
+    assert row["verdict"] == "holds in part" and "holds: kappa_a' = 8" in row["where"]
+    assert "in trend: kappa_a' = 2" in row["where"]
+    assert _lt_rise_row(_fig2_result([flat, flat], [low, low]))["verdict"] == "does not hold here"
 
 
-def test_remark5_row_fails_when_one_seed_of_mamba_is_as_bad_as_the_lt():
+def test_remark5_row_reaches_holds_in_trend_when_one_seed_of_mamba_is_as_bad_as_the_lt():
     lt = np.where(ALPHAS > 0.5, 0.6, 0.1)
     good, bad = np.full(ALPHAS.size, 0.05), np.where(ALPHAS > 0.5, 0.7, 0.05)
-    assert _verdict(_remark5_row(_fig2_result([lt] * 3, [good] * 3), ALPHAS, 1.5)) == "holds"
-    assert _verdict(_remark5_row(_fig2_result([lt] * 3, [good, good, bad]), ALPHAS, 1.5)) == "does not hold here"
+    assert _remark5_row(_fig2_result([lt] * 3, [good] * 3))["verdict"] == "holds"
+    assert _remark5_row(_fig2_result([lt] * 3, [good, good, bad]))["verdict"] == "holds in trend"

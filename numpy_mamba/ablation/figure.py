@@ -1,5 +1,6 @@
-"""ablation.png, drawn from the saved "ablation" JSON: accuracy per task group for every factor
-(rows 1-2), layer 1's S(a, b) along the long runs (row 3) and distance-2 accuracy along them (row 4).
+"""ablation.png, drawn from the saved "ablation" JSON, one row per question: distance-2 accuracy for
+every factor and test (row 1), on the held-out pairs (row 2), every layer's distance-2 score over
+its distance-0 score (row 3) and distance-2 accuracy along the long runs (row 4).
 """
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import numpy as np
 
 from ..model import PAPER_MODELS as MODELS
 from ..runs.output import footnote, save_figure, subplots
-from .settings import FACTOR_LABEL, FACTORS, GROUP_LABEL, MODEL_TEXT, TESTS
+from .settings import FACTOR_LABEL, FACTORS, MODEL_TEXT, TESTS
+from .tables import mean_over
 
-BARS = [(1, f) for f in FACTORS[:3]] + [(3, f) for f in FACTORS]
-BAR_COLOR = {"baseline": "#555555", "all_pairs": "#0072B2", "long": "#E69F00", "prenorm": "#CC79A7"}
-CLASS_COLOR = {0: "#000000", 1: "#009E73", 2: "#D55E00", 3: "#56B4E9"}
+FACTOR_COLOR = {"untrained": "#BBBBBB", "baseline": "#555555", "all_pairs": "#0072B2", "long": "#E69F00",
+                "all_pairs_long": "#56B4E9", "heldout": "#009E73", "prenorm": "#CC79A7"}
 MODEL_COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
+PANELS = [(m, L) for m in MODELS for L in ("1", "3")]
 
 
 def _settings_text(result: dict) -> str:
@@ -23,96 +25,112 @@ def _settings_text(result: dict) -> str:
                        for m, arms in result["step"].items() for a, v in arms.items())
     return (f"Training p_a = {s['p_a']}, B = {s['B']}, K = {s['K']}, kappa_a = {paper['kappa_a']:g}, l = {paper['l_tr']}; "
             f"baseline: Condition 1 cycle, T = {s['T_short']}, residual stack; more steps: T = {s['T_long']} (same runs "
-            f"continued); {s['seeds']} seeds; tests: {s['n_test']} prompts per seed, targeted labels, kappa_a' = "
-            f"{s['kappa_a_prime']:g}, K' = {s['K_prime']:g}. Step sizes (rule of step_size.py, delta = 0.2 first): {chosen}.")
+            f"continued); held-out pairs {', '.join(f'({a},{b})' for a, b in result['held_out'])}; {s['seeds']} seeds; "
+            f"tests: {s['n_test']} prompts per seed and test, targeted labels, kappa_a' = {s['kappa_a_prime']:g}, K' = "
+            f"{s['K_prime']:g}. Step sizes (rule of step_size.py, delta = 0.2 first): {chosen}.")
 
 
 def figure(result: dict, path) -> Path:
-    """ablation.png: accuracy per task group for every factor (FQ and clean prompts, bars = seed mean,
-    whiskers = seed min-max), S(a, b) by signed step along the long runs, and distance-2 accuracy
-    along the long runs."""
-    fig = subplots(4, 4, figsize=(18, 19))[0]
-    for ax in fig.axes:
-        ax.remove()
-    grid = fig.add_gridspec(4, 4, hspace=0.38, wspace=0.3, bottom=0.07, top=0.925)
-    _accuracy_bars(fig, grid, result)
-    _score_curves(fig, grid, result)
-    _distance2_curves(fig, grid, result)
-    fig.suptitle("Ablation of the distance-2 gap: training task set, number of steps, pre-norm; per task group "
-                 "(bars: mean over seeds, whiskers: min-max)", fontsize=12)
+    """ablation.png: the four rows of the module docstring, one panel per (model, depth)."""
+    fig, axes = subplots(4, 4, figsize=(20, 21))
+    s = result["settings"]
+    for col, (m, L) in enumerate(PANELS):
+        _bars(axes[0, col], result, "all", m, L, [f for f in FACTORS if f != "heldout"])
+        _bars(axes[1, col], result, "heldout", m, L, ["untrained", "baseline", "all_pairs", "heldout"])
+        _ratios(axes[2, col], result, m, L)
+        axes[0, col].set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: distance-2 accuracy\n(prompts of every task)",
+                               fontsize=10)
+        axes[1, col].set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: held-out pairs two steps apart",
+                               fontsize=10)
+    for col, test in enumerate(("FQ", "clean")):
+        _curves(fig, axes[3, 2 * col:2 * col + 2], result, test)
+    fig.suptitle(f"Ablation of the distance-2 gap ({s['seeds']} seeds; bars: mean over seeds, whiskers: min-max; a "
+                 "bar with fewer seeds says how many)", fontsize=12)
     footnote(fig, _settings_text(result), note="Residual stacks of stack.py (our architecture); pre-norm: "
              "H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1)))")
-    return save_figure(fig, path, bool(result["settings"].get("quick")))
+    fig.tight_layout(rect=(0, 0.05, 1, 0.94), h_pad=6)
+    for row in (0, 1, 2):                      # one legend per row, above its titles (the panels share it)
+        handles = {lab: h for ax in axes[row] for h, lab in zip(*ax.get_legend_handles_labels())}
+        fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(len(handles), 7), fontsize=9,
+                   bbox_to_anchor=(0.5, axes[row, 0].get_position().y1 + 0.022))
+    return save_figure(fig, path, bool(s.get("quick")))
 
 
-def _accuracy_bars(fig, grid, result: dict) -> None:
-    """Rows 1-2: accuracy per task group on the FQ and the clean prompts, one bar per (depth, factor)."""
-    groups = result["task_groups"] + ["all"]
-    width = 0.8 / len(BARS)
-    for row, test in enumerate(TESTS):
-        for col, m in enumerate(MODELS):
-            ax = fig.add_subplot(grid[row, 2 * col:2 * col + 2])
-            for i, (L, f) in enumerate(BARS):
-                cell = result["table"][test][m][str(L)][f]
-                mean, lo, hi = (np.array([np.nan if cell[g][k] is None else 100 * cell[g][k] for g in groups])
-                                for k in ("mean", "min", "max"))
-                x = np.arange(len(groups)) + (i - (len(BARS) - 1) / 2) * width
-                ax.bar(x, mean, width, color=BAR_COLOR[f], alpha=1.0 if L == 3 else 0.45,
-                       hatch=None if L == 3 else "//", edgecolor="white", label=f"{L} layer{'s' * (L > 1)}: {FACTOR_LABEL[f]}")
-                ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt="none", ecolor="black", lw=0.8, capsize=1.5)
-            ax.set_xticks(np.arange(len(groups)), [GROUP_LABEL[g] for g in groups])
-            ax.set_ylim(40, 101)
-            ax.axhline(50, color="grey", ls=":", lw=0.8)
-            ax.set_ylabel("accuracy (%)")
-            what = ("Table 1's FQ prompts (alpha = 0.5, outliers farthest from the query)" if test == "FQ"
-                    else "clean prompts (alpha = 0)")
-            ax.set_title(f"{MODEL_TEXT[m]}: {what}", fontsize=10)
-            if row == 0 and col == 0:
-                fig.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=7, fontsize=9,
-                           bbox_to_anchor=(0.5, 0.968))
+def _bars(ax, result: dict, which: str, m: str, L: str, factors: list) -> None:
+    """Distance-2 accuracy (%) per test (x) and factor (bars) of one model and depth."""
+    seeds = result["settings"]["seeds"]
+    present = [f for f in factors if f in result["table"][which]["FQ"][m].get(L, {})]
+    width = 0.8 / max(len(present), 1)
+    lows, notes = [], []
+    for i, f in enumerate(present):
+        cells = [result["table"][which][test][m][L][f].get("distance_2") for test in TESTS]
+        mean = np.array([np.nan if c is None or c["mean"] is None else 100 * c["mean"] for c in cells])
+        lo = np.array([np.nan if c is None or c["min"] is None else 100 * c["min"] for c in cells])
+        hi = np.array([np.nan if c is None or c["max"] is None else 100 * c["max"] for c in cells])
+        x = np.arange(len(TESTS)) + (i - (len(present) - 1) / 2) * width
+        ax.bar(x, mean, width, color=FACTOR_COLOR[f], edgecolor="white", label=FACTOR_LABEL[f])
+        ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt="none", ecolor="black", lw=0.8, capsize=1.5)
+        lows.append(lo)
+        for xi, c in zip(x, cells):
+            if c is not None and c["n_seeds"] < seeds:
+                notes.append((xi, f"{c['n_seeds']}/{seeds}"))
+    bottom = _bottom(lows)
+    for xi, note in notes:
+        ax.text(xi, bottom + 1, note, rotation=90, ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(np.arange(len(TESTS)), list(TESTS))
+    ax.set_ylim(bottom, 101)
+    ax.axhline(50, color="grey", ls=":", lw=0.8)
+    ax.set_ylabel("accuracy on distance-2 tasks (%)")
 
 
-def _score_curves(fig, grid, result: dict) -> None:
-    """Row 3: layer 1's S(a, b) by distance along the long runs (seed mean), with the product term
-    and its path through the middle pattern at distance 2."""
+def _bottom(lows: list) -> float:
+    """The accuracy axis starts at 40 %, or lower (by tens, down to 0) so that no bar or whisker is cut."""
+    finite = [v for v in np.concatenate([np.ravel(x) for x in lows]) if np.isfinite(v)] if lows else []
+    return float(min(40, max(0, 10 * np.floor((min(finite) - 2) / 10)))) if finite else 40.0
+
+
+def _ratios(ax, result: dict, m: str, L: str) -> None:
+    """Every layer's distance-2 score over its distance-0 score, in weight space (S, hatched) and on
+    the layer's clean inputs (s, solid), for the untrained model, the baseline and all pairs."""
     classes = result["step_classes"]
-    for col, (m, L) in enumerate((m, L) for m in MODELS for L in (1, 3)):
-        ax = fig.add_subplot(grid[2, col])
-        runs = [r for r in result["runs"] if r["model"] == m and r["arm"] == ("one_layer" if L == 1 else "three_layer")
-                and r["tasks"] == "cycle"]
-        step = np.asarray(runs[0]["trajectory"]["step"])
-        full = [r for r in runs if len(r["trajectory"]["step"]) == len(step)]     # diverged runs stop early
-        for name, style, label in (("terms_S", "-", "S, distance {k}"), ("terms_product", "--", "product term, distance 2"),
-                                   ("terms_via_middle", ":", "product via the middle pattern, distance 2")):
-            traj = np.mean([np.asarray(r["trajectory"][name]) for r in full], 0)           # (records, classes)
-            for k in (1, 2, 3) if name == "terms_S" else (2,):
-                cols = [i for i, c in enumerate(classes) if abs(c) == k]
-                ax.plot(step, traj[:, cols].mean(1), style, color=CLASS_COLOR[k], lw=1.6, label=label.format(k=k))
-        ax.axhline(0, color="grey", lw=0.6)
-        ax.set_xlabel("SGD step (Condition 1 cycle)")
-        ax.set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L > 1)}", fontsize=10)
-        if col == 0:
-            ax.set_ylabel("layer 1: S(a, b) = (mu_b,0)^T W_B^T W_C (mu_a,0)\n(mean over pairs at that distance, seeds)")
-            ax.legend(fontsize=7, loc="lower left")
+    factors = [f for f in ("untrained", "baseline", "all_pairs", "prenorm") if f in result["mechanism"][m].get(L, {})]
+    n_layers = len(result["mechanism"][m][L]["baseline"]["terms"])
+    width = 0.8 / (2 * len(factors))
+    for i, f in enumerate(factors):
+        mech = result["mechanism"][m][L][f]
+        for j, (kind, hatch) in enumerate((("terms", "//"), ("scores", None))):
+            vals = []
+            for k in range(n_layers):
+                cells = mech[kind][k]["S"] if kind == "terms" else mech[kind][k]
+                s0, s2 = cells[0]["mean"], mean_over(cells, classes, 2)
+                vals.append(np.nan if s0 in (None, 0) or s2 is None else s2 / s0)
+            x = np.arange(n_layers) + (2 * i + j - (2 * len(factors) - 1) / 2) * width
+            ax.bar(x, vals, width, color=FACTOR_COLOR[f], hatch=hatch, edgecolor="white",
+                   label=f"{FACTOR_LABEL[f]}, {'S in weight space' if kind == 'terms' else 's on the inputs'}")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(n_layers), [f"layer {k + 1}" for k in range(n_layers)])
+    ax.set_ylabel("score at distance 2 / score at distance 0")
+    ax.set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: distance-2 score by layer", fontsize=10)
 
 
-def _distance2_curves(fig, grid, result: dict) -> None:
-    """Row 4: distance-2 accuracy at every checkpoint of the long runs (seed mean, min-max band)."""
-    for col, test in enumerate(TESTS):
-        ax = fig.add_subplot(grid[3, 2 * col:2 * col + 2])
+def _curves(fig, axes, result: dict, test: str) -> None:
+    """Distance-2 accuracy at every checkpoint of the long runs on the cycle and on all pairs."""
+    for ax, tasks in zip(axes, ("cycle", "all")):
         for m in MODELS:
-            for L, ls in ((1, "--"), (3, "-")):
-                c = result["accuracy_along_long_run"][m][str(L)]
+            for L, ls in (("1", "--"), ("3", "-")):
+                c = result["accuracy_along_long_run"][m][L][tasks]
                 cur = c[f"{test}_distance_2"]
                 ok = [i for i, v in enumerate(cur) if v["mean"] is not None]
                 steps = np.asarray(c["step"])[ok]
-                ax.plot(steps, [100 * cur[i]["mean"] for i in ok], ls, marker="o", ms=3,
-                        color=MODEL_COLOR[m], label=f"{MODEL_TEXT[m]}, {L} layer{'s' * (L > 1)}")
+                ax.plot(steps, [100 * cur[i]["mean"] for i in ok], ls, marker="o", ms=3, color=MODEL_COLOR[m],
+                        label=f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}")
                 ax.fill_between(steps, [100 * cur[i]["min"] for i in ok], [100 * cur[i]["max"] for i in ok],
                                 color=MODEL_COLOR[m], alpha=0.12)
-        ax.set_xlabel("SGD step (Condition 1 cycle, residual stack)")
+        ax.set_xlabel(f"SGD step (trained on {'the cycle' if tasks == 'cycle' else 'all pairs'})")
         ax.set_ylabel("distance-2 accuracy (%)")
-        ax.set_title(f"distance-2 accuracy along training, {'FQ' if test == 'FQ' else 'clean'} prompts\n"
-                     "(step 0: Algorithm 1's initialisation; line: seed mean, band: min-max)", fontsize=10)
-        if test == "clean":
-            ax.legend(fontsize=8, loc="lower left")
+        ax.set_ylim(_bottom([[100 * v["min"] for m in MODELS for L in ("1", "3")
+                              for v in result["accuracy_along_long_run"][m][L][tasks][f"{test}_distance_2"]
+                              if v["min"] is not None]]), 101)
+        ax.set_title(f"distance 2, {test} prompts, trained on {'the cycle' if tasks == 'cycle' else 'all pairs'}\n"
+                     "(step 0: initialisation; seed mean, band: min-max)", fontsize=10)
+        ax.legend(fontsize=8, loc="lower right")

@@ -1,6 +1,6 @@
-"""What the ablation varies and at what size: the arms (depth and architecture), the factors, the
-test prompts, the mechanism terms it records, and ``AblationSettings`` (its choices and run size;
-the paper's are ``SECTION4``), with the names its figure and report give them.
+"""What the ablation varies and at what size: the arms (depth and architecture), the training task
+sets, the factors, the test prompts, the mechanism terms it records, and ``AblationSettings`` (its
+choices and run size; the paper's are ``SECTION4``), with the names its figure and report give them.
 """
 from __future__ import annotations
 
@@ -12,14 +12,23 @@ from ..sgd import TrainConfig
 
 STREAM = 11
 ARMS = {"one_layer": (1, False), "three_layer": (3, False), "three_layer_prenorm": (3, True)}
-FACTORS = ("baseline", "all_pairs", "long", "prenorm")
-TESTS = {"FQ": dict(alpha=0.5, placement="farthest"), "clean": dict(alpha=0.0, placement="random")}
+# the training task sets: T_tr (Condition 1's cycle), every ordered pair of T, and every ordered pair
+# but HELD_OUT, which stay unseen so that the all-pairs arm's generalisation can still be measured
+TASK_SETS = ("cycle", "all", "heldout")
+# one pair of patterns held out per pattern: (0, 2) and (3, 5) two steps apart, (1, 4) three steps
+# apart on the cycle, each in both orders; every pattern keeps four of its five partners
+HELD_OUT = ((0, 2), (2, 0), (3, 5), (5, 3), (1, 4), (4, 1))
+FACTORS = ("untrained", "baseline", "all_pairs", "long", "all_pairs_long", "heldout", "prenorm")
+TESTS = {"FQ": dict(alpha=0.5, placement="farthest"), "R": dict(alpha=0.5, placement="random"),
+         "CQ": dict(alpha=0.5, placement="closest"), "clean": dict(alpha=0.0, placement="random")}
+PROMPT_SETS = ("all", "heldout")            # test prompts from every task of T, and from HELD_OUT only
 TERMS = ("S", "init", "linear", "product", "via_ends", "via_middle", "via_other", "outside", "dW_B", "dW_C")
-TRACKED = ("S", "linear", "product", "via_middle")          # terms recorded along training
+TRACKED = ("S", "linear", "product", "via_middle")          # terms of layer 1 recorded along training
 
 GROUP_LABEL = {"training": "training", "reversed": "reversed", "distance_2": "distance 2", "distance_3": "distance 3",
                "all": "all tasks"}
-FACTOR_LABEL = {"baseline": "baseline", "all_pairs": "all pairs", "long": "more steps", "prenorm": "pre-norm"}
+FACTOR_LABEL = {"untrained": "untrained", "baseline": "baseline", "all_pairs": "all pairs", "long": "more steps",
+                "all_pairs_long": "all pairs + more steps", "heldout": "all pairs but held-out", "prenorm": "pre-norm"}
 MODEL_TEXT = {"mamba": "Mamba", "linear_transformer": "linear Transformer"}
 
 
@@ -72,9 +81,16 @@ def arm_network(model: str, arm: str) -> Network:
     return network(model, n_layers, prenorm)
 
 
+def run_length(settings: AblationSettings, arm: str, tasks: str) -> int:
+    """Steps of one run: T_long for the residual arms on the cycle and on all pairs (their checkpoints
+    give the T_short factors too), T_short for the held-out task set and the pre-norm arm."""
+    return settings.T_long if tasks in ("cycle", "all") and not ARMS[arm][1] else settings.T_short
+
+
 def source(factor: str, n_layers: int, settings: AblationSettings):
-    """Where a factor's numbers come from: (arm, tasks, checkpoint step); None for prenorm at one layer."""
+    """Where a factor's numbers come from: (arm, task set, checkpoint step); None for pre-norm at one layer."""
     arm = "one_layer" if n_layers == 1 else "three_layer"
-    return {"baseline": (arm, "cycle", settings.T_short), "all_pairs": (arm, "all", settings.T_short),
-            "long": (arm, "cycle", settings.T_long),
+    return {"untrained": (arm, "cycle", 0), "baseline": (arm, "cycle", settings.T_short),
+            "all_pairs": (arm, "all", settings.T_short), "long": (arm, "cycle", settings.T_long),
+            "all_pairs_long": (arm, "all", settings.T_long), "heldout": (arm, "heldout", settings.T_short),
             "prenorm": None if n_layers == 1 else ("three_layer_prenorm", "cycle", settings.T_short)}[factor]

@@ -2,11 +2,16 @@
 S(a, b) = (mu_b, 0)^T W_B^T W_C (mu_a, 0) (``measure.attention.pattern_scores``; layer 1's W_B, W_C
 in a stack) by the signed step b - a on the cycle of Condition 1's training tasks, split with
 W = W^(0) + dW (W^(0) = delta [I_d 0], Algorithm 1) into the initial term, the terms linear in dW
-and the product dW_B^T dW_C, the product split further by the pattern direction it passes through.
+and the product dW_B^T dW_C, the product split further by the pattern direction it passes through;
+and, on test prompts, every layer's attention score s_{i,l+1} on its own input, by the signed step
+between the example's pattern and the query's (``layer_scores``, ``score_by_step``).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from .. import stack
+from ..model import Params, scores
 
 
 def step_classes(M1: int) -> list:
@@ -57,3 +62,31 @@ def pattern_terms(world, W_B, W_C, delta: float) -> dict:
     half = (M1 - 1) // 2
     signed = (np.arange(M1)[:, None] - np.arange(M1)[None, :] + half) % M1 - half   # b - a: [b, a]
     return {name: [float(np.mean(value[signed == s])) for s in step_classes(M1)] for name, value in terms.items()}
+
+
+def signed_steps(batch, M1: int) -> np.ndarray:
+    """The signed step (example pattern - query pattern) on the cycle of every context example, in
+    the range of ``step_classes``: batch.task (B, 2), batch.z (B,) (the query has pattern a of task
+    (a, b) when z = +1, Definition 2), batch.same_pattern (B, l) -> int (B, l)."""
+    a, b = batch.task[:, 0], batch.task[:, 1]
+    query = np.where(batch.z > 0, a, b)                                    # (B,)
+    other = np.where(batch.z > 0, b, a)
+    pattern = np.where(batch.same_pattern, query[:, None], other[:, None])  # (B, l)
+    half = (M1 - 1) // 2
+    return (pattern - query[:, None] + half) % M1 - half
+
+
+def layer_scores(model: str, n_layers: int, prenorm: bool, params, P) -> list:
+    """Every layer's attention scores s_{i,l+1} = k_i^T q_{l+1} on its own input (eq (3) at one layer;
+    layer k of a stack reads H^(k-1), or RMSNorm(H^(k-1)) with pre-norm): [(B, l)] first layer first."""
+    if n_layers == 1:
+        return [scores(params, P)[:, :-1]]
+    _, caches = stack.stack_forward(params, P, model, prenorm=prenorm)
+    inputs = [(c.layer if isinstance(c, stack.PreNormCache) else c).H for c in caches]      # each (B, d+1, l+1)
+    return [scores(Params(layer.W_B, layer.W_C, layer.W[:, -1]), H)[:, :-1] for layer, H in zip(params, inputs)]
+
+
+def score_by_step(s, steps, M1: int) -> list:
+    """Mean score over the context examples of each signed step (``step_classes``): s, steps (B, l)
+    -> [mean per class] (None for a class without examples)."""
+    return [float(s[steps == c].mean()) if np.any(steps == c) else None for c in step_classes(M1)]

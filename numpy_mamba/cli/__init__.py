@@ -25,7 +25,8 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
                   "Figures 2-6 and Table 1 at one and three layers, with the reproduce section of REPORT.md"),
     "theory": ("numpy_mamba.theory.run", "numerical checks of the theorems, corollaries and lemmas, with the theory section"),
     "ablation": ("numpy_mamba.ablation.run",
-                 "why the trained models miss tasks two steps apart: task set, steps, pre-norm, with the ablation section"),
+                 "why the trained models miss tasks two steps apart: untrained models, task sets, held-out pairs, "
+                 "steps, pre-norm, with the ablation section"),
     "gates": ("numpy_mamba.gates.compare",
               "Mamba-2, RetNet, Gated Retention and GLA against Mamba (Appendix E.6), with the gates section"),
     "grade": ("numpy_mamba.grader.run", "grade an exercise file, or a folder of them (--csv, --json)"),

@@ -7,6 +7,7 @@ Each is linear attention times a gate, like Mamba's eq (3); only the gate differ
     scan.py       the update equations (187), (190), (193), (197) run literally, token by token
     compare.py    ``python -m numpy_mamba gates``: all six models trained and tested alike
     plots.py      its figures, JSON and REPORT.md section
+    claims.py     its prediction (input gates beat the linear Transformer, decay gates do not) as a rule
 
 ``network(name)`` makes a family's ``Network`` (name in ``GATES``: "mamba2", "retnet",
 "gated_retention", "gla"), which ``sgd.train`` and the experiments take like the paper's models:

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from ..runs.jobs import Unit, add_jobs_argument, run_units
+from ..runs.results import write_results
 from ..runs.staging import run_staged
-from ..runs.summary import print_summary
+from ..runs.summary import print_claims_summary
 from ..data import SECTION4, make_world, testing_batch, training_batch
 from .families import GATES
 from .scan import gate_recurrent_forward
@@ -239,18 +240,12 @@ def main(argv=None) -> int:
         if not args.quiet:
             print(f"[gates] writing figures, JSON and the report section of {out}", file=sys.stderr, flush=True)
         write_outputs(result, stage.dir, quick=args.quick, start=start)   # states one elapsed time
+        write_results(stage.report, out, stage.dir)
 
     code = run_staged("gates", out, work)
     if code != 0:
         return code
-    from .plots import comparison_with_lt
     saved = json.loads((out / "gates.json").read_text())
-    alphas, kappa = saved["settings"]["alphas"], saved["settings"]["kappa_a_prime"][-1]
-    a = alphas.index(0.7) if 0.7 in alphas else len(alphas) - 1
-    *rows, (_, lt_m, lt_h, _) = comparison_with_lt(saved["summary"], a, kappa)
-    verdicts = [(f"{model} error {m:.3f} ± {h:.3f} vs the linear Transformer's {lt_m:.3f} ± {lt_h:.3f} "
-                 f"(alpha = {alphas[a]}, flipped labels, kappa_a' = {kappa:g})", "below" if below else "not below")
-                for model, m, h, below in rows]
-    print_summary("gates", verdicts, out, saved["timings_seconds"]["total"], quick=args.quick,
-                  report=out / "REPORT.md")
+    print_claims_summary("gates", out / "claims_gates.json", out, saved["timings_seconds"]["total"], quick=args.quick,
+                         report=out / "REPORT.md")
     return 0

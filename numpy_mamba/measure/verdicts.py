@@ -1,25 +1,37 @@
-"""The one vocabulary of every verdict in REPORT.md, and the rules on the mechanism that the
-"reproduce" and "theory" sections both judge: Corollary 1 (attention sums), Corollary 2 (i) (outlier
-against clean gates) and the growth of a recorded quantity during training.  The rules on error
-rates (Figure 2, Remark 5, Table 1, Theorem 4) are in ``error_verdicts.py``.
+"""The one vocabulary of every verdict in REPORT.md, and how a claim judged case by case (setting,
+task group, seed, position, ...) becomes one verdict that names where it holds.
 
-Each rule is a function of measured numbers that can fail, with its text next to it (``*_RULE``).
-A rule returns a level, "full", "part", "trend" or "none", which every section prints in one
-vocabulary (``WORDS``, ``word``): "holds", "holds in part" (in some settings, cases or seeds, which
-the result names), "holds in trend" (the claimed direction, not the claimed size) and "does not
-hold here".  Every interval a rule uses includes seed-to-seed variation (``rates.seed_interval``
-or, for gate ratios, a t interval over seeds of the log ratio).
+Every rule (``mechanism_verdicts.py``, ``error_verdicts.py``, the theory's and the ablation's) gives
+each case one level: "full" (the claim, at its claimed size), "trend" (the claimed direction, not
+the claimed size) or "none"; ``judge_cases`` turns the cases into one verdict:
+
+    holds               every case holds
+    holds in part       some cases hold (the verdict names which): a subset of the grid, never a
+                        loosened size
+    holds in trend      no case holds at the claimed size, some show the claimed direction
+    does not hold here  no case shows even the direction
+
+A case whose margin is within 10 % of its threshold is *borderline* (``near``); the verdict lists
+those cases, so a thin pass or a thin failure is never shown as clear.  Case names are strings or
+``case(...)`` tuples of (dimension, value) pairs, which ``describe`` folds into short phrases
+("kappa_a' = 2, 4; every labelling").
 """
 from __future__ import annotations
 
+from itertools import combinations, product
 from typing import Mapping
 
 import numpy as np
-from scipy.stats import t as t_dist
 
-from .tasks import group_label
-
+LEVELS = ("full", "part", "trend", "none")
 WORDS = {"full": "holds", "part": "holds in part", "trend": "holds in trend", "none": "does not hold here"}
+BORDERLINE = 0.1                # a margin within this fraction of its threshold's scale is borderline
+
+VOCABULARY_RULE = ("each claim is judged case by case (every setting of its grid, task group, seed or position, as "
+                   "its rule says); a case holds (the claimed size), holds in trend (the claimed direction only) or "
+                   "fails. The verdict: **holds** if every case holds; **holds in part** if some cases hold (named); "
+                   "**holds in trend** if none holds but some show the direction; **does not hold here** otherwise. A "
+                   f"case whose margin is within {BORDERLINE:.0%} of its threshold is reported as borderline")
 
 
 def word(level: str) -> str:
@@ -29,153 +41,165 @@ def word(level: str) -> str:
     return WORDS[level]
 
 
-def where_it_holds(cases: Mapping[str, bool]) -> dict:
-    """A claim checked case by case (settings, labellings, ...): "full" if it holds in every case,
-    "part" if in some, "none" if in none.  Returns {"level", "holds_in": [...], "fails_in": [...]}."""
+def case(*pairs) -> tuple:
+    """A structured case name: case(("", "flip"), ("kappa_a'", 8)) is shown "flip, kappa_a' = 8"."""
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise ValueError(f"a case is built from (dimension, value) pairs; got {pair!r}.")
+    return tuple((dim, _text(value)) for dim, value in pairs)
+
+
+def _text(value) -> str:
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def case_name(key) -> str:
+    """The display name of a case: a string as is, a ``case`` tuple as 'flip, kappa_a' = 8'."""
+    if isinstance(key, str):
+        return key
+    return ", ".join(value if not dim else f"{dim} = {value}" for dim, value in key)
+
+
+def near(margin: float, scale: float) -> bool:
+    """Borderline: |margin| (the distance of a value from its threshold) within BORDERLINE x |scale|
+    (the threshold, or for a threshold of 0 the size of the compared values)."""
+    margin, scale = float(margin), abs(float(scale))
+    return bool(np.isfinite(margin) and abs(margin) <= BORDERLINE * scale)
+
+
+def judge_cases(cases: Mapping, borderline=()) -> dict:
+    """One verdict from per-case levels (``VOCABULARY_RULE``).
+
+    cases : {case name or ``case`` tuple: "full" | "part" | "trend" | "none"} ("part": a case that
+    itself holds in some of its sub-cases, e.g. a setting where the claim holds at some positions);
+    borderline : the case names whose margin is within BORDERLINE of its threshold.
+    Returns {"level", "holds_in", "part_in", "trend_in", "fails_in", "borderline"} (names in the
+    order given, as display strings in "names"), and "cases" {name: level}.
+    """
     if not cases:
-        raise ValueError("where_it_holds needs at least one case; got none.")
-    holds = [name for name, ok in cases.items() if ok]
-    fails = [name for name, ok in cases.items() if not ok]
-    level = "full" if not fails else "part" if holds else "none"
-    return {"level": level, "holds_in": holds, "fails_in": fails}
+        raise ValueError("judge_cases needs at least one case; got none.")
+    bad = {k: v for k, v in cases.items() if v not in LEVELS}
+    if bad:
+        raise ValueError(f"every case level must be one of {LEVELS}; got {bad}.")
+    by = {level: [k for k, v in cases.items() if v == level] for level in LEVELS}
+    if len(by["full"]) == len(cases):
+        level = "full"
+    elif by["full"] or by["part"]:
+        level = "part"
+    elif by["trend"]:
+        level = "trend"
+    else:
+        level = "none"
+    return {"level": level, "holds_in": by["full"], "part_in": by["part"], "trend_in": by["trend"],
+            "fails_in": by["none"], "borderline": [k for k in cases if k in set(borderline)],
+            "order": list(cases), "cases": {case_name(k): v for k, v in cases.items()}}
 
 
-def where_text(result: dict, what: str = "") -> str:
-    """Where a case-by-case claim holds, from ``where_it_holds``'s result: the shorter of the two
-    lists is named and the other counted ('fails in: c. holds in the other 8 cases')."""
-    holds, fails = result["holds_in"], result["fails_in"]
-    if not fails:
-        return f"holds{what} in all {len(holds)} case(s)" + (f": {'; '.join(holds)}" if len(holds) <= 3 else "")
-    if not holds:
-        return f"fails{what} in all {len(fails)} case(s)" + (f": {'; '.join(fails)}" if len(fails) <= 3 else "")
-    if len(fails) <= len(holds):
-        return f"fails{what} in: {'; '.join(fails)}. Holds{what} in the other {len(holds)} case(s)"
-    return f"holds{what} only in: {'; '.join(holds)}. Fails{what} in the other {len(fails)} case(s)"
+def where_it_holds(cases: Mapping) -> dict:
+    """``judge_cases`` for a claim whose cases either hold or fail: {name: bool}."""
+    return judge_cases({k: "full" if ok else "none" for k, ok in cases.items()})
 
 
-COROLLARY1_RULE = ("(a) median sum over same-pattern examples (N_1) >= 1 (Theta(1) with constant 1); (b) the "
-                   "sum over the other examples is a signed upper bound Theta((1-p_a)^-1 eps): checked per task "
-                   "group as median different-pattern sum <= {r:g} x the median same-pattern sum. Holds if (a) and "
-                   "(b) in every group, in part if (a) and (b) in some groups")
+def combine(results: Mapping) -> dict:
+    """Judge a claim over outer cases whose own verdicts are ``judge_cases`` results (e.g. settings,
+    each judged over its positions): each outer case counts with its own level."""
+    return judge_cases({k: r["level"] for k, r in results.items()},
+                       [k for k, r in results.items() if r.get("borderline")])
 
 
-def corollary1(same, different, group, group_names, ratio: float = 0.1) -> dict:
-    """Corollary 1 (eq (16)) on trained-model test prompts, judged per task group.
+def describe(names: list, universe: list) -> str:
+    """A short phrase for the cases ``names`` among all cases ``universe``.  ``case`` tuples are
+    covered greedily by products of values ("target or random, kappa_a' = 2 or 4"; a dimension whose
+    every value is in the product is left out; "everywhere" for all); strings are listed."""
+    if not names:
+        return "none"
+    if set(names) == set(universe):
+        return "everywhere"
+    if any(isinstance(n, str) for n in names) or len({len(n) for n in universe}) != 1:
+        return "; ".join(case_name(n) for n in names)
+    values = [list(dict.fromkeys(u[i] for u in universe)) for i in range(len(universe[0]))]
+    wanted, left, parts = set(names), set(names), []
+    options = [[list(c) for k in range(1, len(v) + 1) for c in combinations(v, k)] for v in values]
+    while left:
+        best = max((box for box in product(*options) if set(product(*box)) <= wanted),
+                   key=lambda box: (len(set(product(*box)) & left), -sum(map(len, box))))
+        left -= set(product(*best))
+        parts.append(", ".join(_join(c) for c, v in zip(best, values) if len(c) < len(v)) or "everywhere")
+    return "; ".join(parts)
 
-    same, different : (n,) per-prompt attention-score sums over same- and different-pattern
-    examples; group : (n,) int task group (``measure.tasks.task_groups``); group_names : name per group
-    index.  Returns {"median_same", "threshold", "by_group": {name: {"n", "median_different",
-    "share_below"}}, "part_a": bool, "level", "holds_in", "fails_in"}.
+
+def _join(pairs: list) -> str:
+    """[("kappa_a'", "4"), ("kappa_a'", "8")] -> "kappa_a' = 4 or 8"; [("", "flip"), ("", "target")] -> "flip or target"."""
+    dim = pairs[0][0]
+    values = " or ".join(v for _, v in pairs)
+    return f"{dim} = {values}" if dim else values
+
+
+WHERE_LIMIT = 280               # a longer description is cut to counts (the detail keeps every case)
+
+
+def where_text(result: dict, limit: int | None = None) -> str:
+    """Where a case-by-case verdict holds, from ``judge_cases``: 'holds: A; in part: B; in trend: C;
+    fails: D (n of N)' with each list folded by ``describe``, then the borderline cases.  Beyond
+    ``limit`` characters the longest lists are replaced by their counts."""
+    key = lambda k: k if isinstance(k, str) else tuple(tuple(pair) for pair in k)  # noqa: E731 (JSON gives lists)
+    result = {name: [key(k) for k in result.get(name, [])] for name in
+              ("holds_in", "part_in", "trend_in", "fails_in", "borderline", "order")}
+    universe = result["order"] or [k for part in ("holds_in", "part_in", "trend_in", "fails_in") for k in result[part]]
+    parts = {}
+    for key, label in (("holds_in", "holds"), ("part_in", "in part"), ("trend_in", "in trend"), ("fails_in", "fails")):
+        if result[key]:
+            what = describe(result[key], universe)
+            parts[key] = [label, what, f" ({len(result[key])} of {len(universe)})" if what != "everywhere" else ""]
+    if result.get("borderline"):
+        parts["borderline"] = ["borderline", describe(result["borderline"], universe), f" ({len(result['borderline'])})"]
+    text = lambda: "; ".join(f"{a}: {b}{c}" for a, b, c in parts.values())  # noqa: E731
+    while limit and len(text()) > limit:
+        key = max((k for k, v in parts.items() if not v[1].startswith("(")), key=lambda k: len(parts[k][1]),
+                  default=None)
+        if key is None:
+            break
+        parts[key][1], parts[key][2] = f"({parts[key][2].strip(' ()')}, see detail)", ""
+    return text()
+
+
+def verdict_text(result: dict) -> str:
+    """'holds in part (borderline)' : the verdict word, flagged when a case is borderline."""
+    return word(result["level"]) + (" (borderline)" if result.get("borderline") else "")
+
+
+def bound_case(value: float, bound: float, trend_factor: float = 10.0) -> tuple[str, bool]:
+    """An upper bound claim 'value <= bound' in one case: ("full" if it holds, "trend" if value <=
+    trend_factor x bound, else "none"; borderline if within BORDERLINE of the bound)."""
+    if value is None or not np.isfinite(value):
+        return "none", False
+    level = "full" if value <= bound else "trend" if value <= trend_factor * bound else "none"
+    return level, near(value - bound, bound)
+
+
+def bound_rule(bound: float, trend_factor: float = 10.0, what: str = "the error") -> str:
+    """The text of ``bound_case`` for one claim."""
+    return (f"{what} <= {bound:g} holds; <= {trend_factor * bound:g} ({trend_factor:g} times the claimed size) holds in "
+            "trend; above that fails")
+
+
+def claim_row(key: str, title: str, paper: str, ours: str, verdict: dict, rule: str, see: list, detail: str = "",
+              headline: tuple | None = None) -> dict:
+    """One row of REPORT.md's results table (``runs.results``), as JSON-ready data.
+
+    key : a stable short name ("fig2_small"); title : the claim as the paper states it; paper : the
+    paper's number; ours : our number in the main setting with its interval; verdict : a
+    ``judge_cases`` result, or {"level": "not run"}; rule : the name of its rule among the command's
+    rules; see : [(text, link)] its figures and sections; detail : every number behind the verdict
+    (the command's section prints it); headline : (what, paper, ours) for the end of the command's output.
     """
-    same, different, group = (np.asarray(x) for x in (same, different, group))
-    if not (same.shape == different.shape == group.shape) or same.ndim != 1 or same.size == 0:
-        raise ValueError(f"same, different and group must be equal-length non-empty (n,) arrays; got "
-                         f"{same.shape}, {different.shape}, {group.shape}.")
-    median_same = float(np.median(same))
-    threshold = ratio * median_same
-    by_group, cases = {}, {}
-    for g, name in enumerate(group_names):
-        d = different[group == g]
-        if d.size == 0:
-            continue
-        by_group[name] = {"n": int(d.size), "median_different": float(np.median(d)),
-                          "share_below": float(np.mean(d <= threshold))}
-        cases[group_label(name)] = by_group[name]["median_different"] <= threshold
-    result = where_it_holds(cases)
-    part_a = median_same >= 1.0
-    level = result["level"] if part_a else "none"
-    return {"median_same": median_same, "threshold": threshold, "ratio": ratio, "by_group": by_group,
-            "part_a": part_a, **result, "level": level}
-
-
-def corollary1_text(c: dict) -> str:
-    """The sentence both sections print for ``corollary1``'s result."""
-    groups = "; ".join(f"{group_label(name)} {v['median_different']:+.1f} ({v['share_below']:.0%} of "
-                       f"{v['n']} prompts below)" for name, v in c["by_group"].items())
-    return (f"**{word(c['level'])}**: median same-pattern sum {c['median_same']:.1f} (part (a) "
-            f"{'met' if c['part_a'] else 'not met'}); median different-pattern sum by task group (threshold "
-            f"{c['threshold']:.1f} = {c['ratio']:g} x same): {groups}. Part (b) {where_text(c)}.")
-
-
-GATE_RATIO_RULE = ("at each context position i where both occur, the mean gate G_{i,l+1} of the outlier examples is at "
-                   "most 1/M1 times the mean gate of the clean examples at the same position (eq (17) "
-                   "with poly(M1) = M1 and constant 1: by (59) the bound is on the outlier's factor sigma(w^T p_i), "
-                   "and the factor prod_(j>i) (1 - sigma(w^T p_j)) that both share at one position cancels in the "
-                   "ratio). Per position, the ratio is the geometric mean over seeds, judged by the upper end of "
-                   "its 95% t interval over seeds of log ratio (scipy.stats.t; one seed: the ratio itself). Holds "
-                   "if at every position, in part if at some")
-
-
-def gate_ratio(outlier_mean, clean_mean, M1: int, level: float = 0.95) -> dict:
-    """Corollary 2 (i), eq (17): outlier gates against clean gates at the same positions.
-
-    outlier_mean, clean_mean : (S, l) per seed and context position i = 1..l, the mean gate over
-    outlier / clean examples there (None or NaN where a position has none; ``measure.gates.gate_profile``
-    gives them).  A clean gate of 0 (underflow) with an outlier gate of 0 leaves nothing to compare;
-    with an outlier gate above 0 the ratio is infinite and the position fails.  Returns {"threshold",
-    "ratio", "upper" (per position, None where not compared), "level", "holds_in", "fails_in"}.
-    """
-    to_array = lambda x: np.array([[np.nan if v is None else v for v in row] for row in x], dtype=float)  # noqa: E731
-    out, clean = to_array(outlier_mean), to_array(clean_mean)
-    if out.shape != clean.shape or out.ndim != 2 or out.size == 0:
-        raise ValueError(f"outlier_mean and clean_mean must be (seeds, positions) of one shape; got {out.shape}, "
-                         f"{clean.shape}.")
-    if int(M1) < 2:
-        raise ValueError(f"M1 must be an integer >= 2; got {M1!r}.")
-    threshold = 1.0 / M1
-    with np.errstate(all="ignore"):                 # 0/0 -> NaN (not compared), x/0 -> inf (fails)
-        log_ratio = np.log(np.maximum(out, 1e-300)) - np.log(clean)
-    log_ratio[np.isnan(out) | np.isnan(clean) | ((out == 0) & (clean == 0))] = np.nan
-    ratio, upper, cases = [], [], {}
-    for i in range(out.shape[1]):
-        v = log_ratio[:, i][~np.isnan(log_ratio[:, i])]
-        if v.size == 0:
-            ratio.append(None)
-            upper.append(None)
-            continue
-        mean = float(np.mean(v))
-        if v.size >= 2 and np.all(np.isfinite(v)):
-            high = mean + t_dist.ppf(0.5 + level / 2, v.size - 1) * np.std(v, ddof=1) / np.sqrt(v.size)
-        else:
-            high = mean if np.all(np.isfinite(v)) else np.inf
-        ratio.append(float(np.exp(mean)))
-        upper.append(float(np.exp(high)))
-        cases[f"i = {i + 1}"] = upper[-1] <= threshold
-    if not cases:
-        return {"threshold": threshold, "ratio": ratio, "upper": upper, "level": "none", "holds_in": [],
-                "fails_in": ["no position with both an outlier and a clean gate above 0"]}
-    return {"threshold": threshold, "ratio": ratio, "upper": upper, **where_it_holds(cases)}
-
-
-GROWTH_RULE = ("after the first {skip:.0%} of the recorded steps, the quantity keeps growing in every seed: its mean "
-               "over the last {tail:.0%} of the records exceeds its mean over the {tail:.0%} of records right after "
-               "that start by more than {margin:.0%} of the latter's size, and its least-squares slope against the "
-               "step over the records after the start is positive. Holds if in every seed, in part if in some")
-
-
-def grows_after_start(values, steps, skip: float = 0.1, tail: float = 0.1, margin: float = 0.25) -> dict:
-    """Does a recorded quantity (e.g. Fig 3's gap between the same- and different-pattern sums)
-    keep growing during training, not only in the first steps?
-
-    values : (S, R) per seed and record; steps : (R,) the step of each record (evenly spaced).
-    Skips the first ``skip`` of the records, so a jump at the first step does not count; compares
-    the mean over the last ``tail`` of the records with the mean over the ``tail`` right after the
-    skipped start.  Returns {"per_seed": [{"early", "late", "slope", "holds"}], "level", "holds_in",
-    "fails_in"}.
-    """
-    values, steps = np.asarray(values, dtype=float), np.asarray(steps, dtype=float)
-    if values.ndim != 2 or steps.shape != values.shape[1:]:
-        raise ValueError(f"values must be (seeds, records) and steps (records,); got {values.shape}, {steps.shape}.")
-    R = values.shape[1]
-    k0, width = int(np.ceil(skip * R)), max(1, int(round(tail * R)))
-    if R - k0 < 2 * width or R - k0 < 3:
-        raise ValueError(f"{R} records leave too few after skipping the first {skip:.0%} to compare two windows "
-                         f"of {width}.")
-    per_seed, cases = [], {}
-    for s, v in enumerate(values):
-        early, late = float(v[k0:k0 + width].mean()), float(v[-width:].mean())
-        slope = float(np.polyfit(steps[k0:], v[k0:], 1)[0])
-        ok = bool(late - early > margin * abs(early) and slope > 0)
-        per_seed.append({"early": early, "late": late, "slope": slope, "holds": ok})
-        cases[f"seed {s}"] = ok
-    return {"per_seed": per_seed, "skip": skip, "tail": tail, "margin": margin, **where_it_holds(cases)}
+    level = verdict["level"]
+    judged = level in LEVELS
+    where = where_text(verdict) if judged else ""
+    short = where_text(verdict, WHERE_LIMIT) if judged else ""
+    if short != where:
+        detail = f"Every case: {where}. " + detail
+    return {"key": key, "claim": title, "paper": paper, "ours": ours, "level": level,
+            "verdict": verdict_text(verdict) if judged else level, "where": short,
+            "rule": rule, "see": [list(s) for s in see], "detail": detail,
+            "headline": list(headline) if headline else None}

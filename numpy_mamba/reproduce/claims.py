@@ -1,29 +1,51 @@
-"""Verdicts for the claims of the paper's Section 4 (Figure 2 here; Figures 3-4 and Table 1 in
-``claims_mechanism.py``), each from a rule written in its row.
-
-Every function takes one experiment's JSON-ready result and returns table rows
-[claim, paper, ours, verdict]; verdicts are the words of ``measure.verdicts.WORDS`` ("holds",
-"holds in part", "holds in trend", "does not hold here"), or "not run" for a claim whose experiment
-has no result.  The rules live in ``numpy_mamba/measure/`` (``verdicts.py``, ``error_verdicts.py``).
+"""Verdicts for the claims of the paper's Section 4.1 (Figure 2, Theorems 1-2, Remark 5; Figures
+3-6 and Table 1 are in ``claims_mechanism.py``), each judged in every setting of Figure 2's grid
+(labelling x kappa_a' x K') by a rule of ``numpy_mamba/measure/`` and returned as a row of
+REPORT.md's results table (``measure.verdicts.claim_row``) with every number behind it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .results import point
 from ..measure.error_verdicts import BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half
-from ..measure.verdicts import where_it_holds, where_text, word
+from ..measure.rates import SEED_INTERVAL_RULE
+from ..measure.verdicts import VOCABULARY_RULE, bound_case, bound_rule, case, claim_row, judge_cases
+from .results import point, untrained_view
 
 RULES = ("flip", "target", "random")
+PANEL = {"flip": "A", "target": "B", "random": "C"}
 RISE_WINDOW, RISE_MARGIN = 0.2, 0.1
+FIG2_RULES = {"vocabulary": VOCABULARY_RULE, "seed-interval": SEED_INTERVAL_RULE,
+              "fig2-small": "per setting (labelling, kappa_a', K'), Mamba's error on all tasks at alpha = 0.8: "
+                            + bound_rule(0.01),
+              "thm2-inside": "per setting, Mamba's error on all tasks at the largest alpha of the grid below "
+                             "min(1, p_a l_tr / l_ts) = 0.6 (Theorem 2 (c)), with eps = 0.01: " + bound_rule(0.01),
+              "rise": RISE_RULE.format(w=RISE_WINDOW, m=RISE_MARGIN), "below": BELOW_RULE,
+              "unseen": "per task group never seen in training (reversed, distance 2, distance 3) and K', Mamba's error "
+                        "at alpha = 0 (prompts of every labelling and kappa_a' pooled: without outliers they are "
+                        "alike): " + bound_rule(0.01)}
+SEE_FIG2 = [("fig2.png", "fig2.png"), ("all settings", "fig2_sensitivity.png"), ("numbers", "#figure-2-in-numbers")]
 
 
 def _r(e) -> float:
     return float("nan") if e["rate"] is None else e["rate"]
 
 
-def bold_verdict(level: str) -> str:
-    return f"**{word(level)}**"
+def rate_text(e: dict) -> str:
+    """'0.125 [0.119, 0.131]': a pooled rate with its 95% interval over seeds."""
+    low, high = e["seed_ci95"] if e.get("seed_ci95") and e["seed_ci95"][0] is not None else e["ci95"]
+    return f"{e['rate']:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def grid(res: dict) -> list:
+    """Every setting of Figure 2's grid: [(labelling, kappa_a', K', case name)]."""
+    s = res["settings"]
+    return [(r, k, c, case(("", r), ("kappa_a'", k), ("K'", c))) for r in RULES for k in s["kappa_a_primes"]
+            for c in s["K_primes"]]
+
+
+def main_of(res: dict) -> tuple:
+    return res["settings"]["main_kappa_a_prime"], res["settings"]["main_K_prime"]
 
 
 def counts(res: dict, model: str, rule: str, kappa_a_prime: float, K_prime: float, groups=None):
@@ -37,98 +59,131 @@ def counts(res: dict, model: str, rule: str, kappa_a_prime: float, K_prime: floa
 
 
 def fig2_claims(res: dict) -> list:
+    """The rows of Figure 2, Theorem 2 (c), the linear Transformer's rise, Remark 5 and unseen tasks."""
+    return [_bound_row(res, 0.8, "fig2_small", "fig2-small"), _bound_row(res, None, "thm2_inside", "thm2-inside"),
+            _lt_rise_row(res), _remark5_row(res), _unseen_row(res)]
+
+
+def _bound_row(res: dict, alpha, key: str, rule: str) -> list:
+    """Mamba's error <= 0.01 at alpha = 0.8 (Figure 2) or at the largest alpha below p_a (Theorem 2 (c))."""
     s = res["settings"]
     alphas = np.asarray(s["alphas"])
-    kap, Kp = s["main_kappa_a_prime"], s["main_K_prime"]
-    main = f"kappa_a' = {kap:g}, K' = {Kp:g}"
-    low_kappa = min(s["kappa_a_primes"])
-    at = {r: {sub: _r(point(res, "mamba", r, sub, 0.8)) for sub in ("all", "seen", "unseen")} for r in RULES}
-    at2 = {r: _r(point(res, "mamba", r, "all", 0.8, low_kappa)) for r in RULES}
-    ok_all = [at[r]["all"] <= 0.01 for r in RULES]
-    ok_seen = [at[r]["seen"] <= 0.01 for r in RULES]
-    level = "full" if all(ok_all) else "part" if any(ok_all) or all(ok_seen) else "none"
-    reason = ""
-    if not all(ok_all):
-        worse = np.mean([at[r]["unseen"] - at[r]["seen"] for r in RULES])
-        reason = (" Most of the error is on tasks never seen in training." if worse > 0.01 else "")
-        reason += f" On tasks seen in training the claim holds in {sum(ok_seen)} of 3 labellings."
-        reason += (f" With kappa_a' = {low_kappa:g} (allowed by Thm 2) the all-task error is "
-                   + ", ".join(f"{at2[r]:.3f}" for r in RULES) + ".")
-    rows = [["Fig 2: Mamba's error < 0.01 with alpha close to 0.8 (A flip, B target, C random)",
-             "< 0.01 at alpha ~ 0.8 in all three",
-             f"alpha = 0.8, {main}: all tasks " + ", ".join(f"{at[r]['all']:.3f}" for r in RULES)
-             + "; seen " + ", ".join(f"{at[r]['seen']:.3f}" for r in RULES)
-             + "; unseen " + ", ".join(f"{at[r]['unseen']:.3f}" for r in RULES) + " (A, B, C)",
-             f"{bold_verdict(level)} (rule: all-task error <= 0.01 in A, B and C; in part if in some, or on seen tasks "
-             f"in all).{reason}"]]
-    a_in = alphas[alphas < s["p_a_fig2"] - 1e-9].max()
-    inside = [_r(point(res, "mamba", r, "all", a_in)) for r in RULES]
-    level = "full" if max(inside) <= 0.01 else "part" if max(inside) <= 0.1 else "none"
-    rows.append([f"Thm 2: Mamba's error <= eps for alpha < min(1, p_a l_tr / l_ts) = {s['p_a_fig2']:g}",
-                 "guarantee only up to alpha < 0.6, below Fig 2's alpha ~ 0.8",
-                 f"alpha = {a_in:g}: " + ", ".join(f"{x:.3f}" for x in inside) + " (A, B, C)",
-                 f"{bold_verdict(level)} (rule: holds if <= 0.01 in A, B and C, in part if <= 0.1)"])
-    rows.append(_lt_rise_row(res, alphas, kap, Kp, main))
-    rows.append(_remark5_row(res, alphas, Kp))
-    rows.append(_unseen_row(res, main))
-    return rows
+    if alpha is None:
+        alpha = float(alphas[alphas < s["p_a_fig2"] - 1e-9].max())
+    cases, borderline, values = {}, [], {}
+    for r, k, c, name in grid(res):
+        values[name] = point(res, "mamba", r, "all", alpha, k, c)
+        cases[name], near = bound_case(_r(values[name]), 0.01)
+        if near:
+            borderline.append(name)
+    verdict = judge_cases(cases, borderline)
+    kap, Kp = main_of(res)
+    main = {r: point(res, "mamba", r, "all", alpha, kap, Kp) for r in RULES}
+    ours = f"alpha = {alpha:g}: " + "; ".join(f"{PANEL[r]} {rate_text(main[r])}" for r in RULES)
+    untrained = untrained_view(res)
+    detail = (f"Mamba's error on all tasks at alpha = {alpha:g}, every setting: "
+              + "; ".join(f"{name[0][1]}, kappa_a' = {name[1][1]}, K' = {name[2][1]}: {_r(v):.3f}"
+                          for name, v in values.items())
+              + f". Main setting, by tasks seen / never seen in training: " + "; ".join(
+                  f"{PANEL[r]} {_r(point(res, 'mamba', r, 'seen', alpha, kap, Kp)):.3f} / "
+                  f"{_r(point(res, 'mamba', r, 'unseen', alpha, kap, Kp)):.3f}" for r in RULES)
+              + ". The same Mamba untrained (its initialisation), all tasks: " + ", ".join(
+                  f"{PANEL[r]} {_r(point(untrained, 'mamba', r, 'all', alpha, kap, Kp)):.3f}" for r in RULES) + ".")
+    if key == "fig2_small":
+        return claim_row(key, "Fig 2: Mamba's error < 0.01 with alpha close to 0.8 (A flip, B target, C random)",
+                         "< 0.01 at alpha ~ 0.8 in A, B, C", ours, verdict, rule,
+                         SEE_FIG2 + [("kappa_a' = 8", "fig2_kappa8.png"), ("training", "fig2_training.png")], detail,
+                         ("Fig 2: Mamba's error at alpha = 0.8 (A, B, C)", "< 0.01",
+                          ", ".join(f"{_r(main[r]):.3f}" for r in RULES)))
+    return claim_row(key, f"Thm 2 (c): Mamba's error <= eps for alpha < min(1, p_a l_tr / l_ts) = {s['p_a_fig2']:g}",
+                     "a guarantee up to alpha < 0.6", ours, verdict, rule, SEE_FIG2, detail)
 
 
-def _lt_rise_row(res, alphas, kap, Kp, main) -> list:
-    rise = {r: rise_after_half(*counts(res, "linear_transformer", r, kap, Kp), alphas, RISE_WINDOW, RISE_MARGIN)
-            for r in RULES}
-    if any(x["holds"] is None for x in rise.values()):
-        return ["Fig 2: the linear Transformer's error rises once alpha passes 1/2", "large for alpha > 1/2",
-                "the alpha grid has no point on one side of 1/2", f"{bold_verdict('none')} (not measurable on this grid)"]
-    where = where_it_holds({r: x["holds"] for r, x in rise.items()})
-    ours = "; ".join(f"{r}: {x['below'][0]:.3f} [{x['below'][1]:.3f}, {x['below'][2]:.3f}] -> {x['above'][0]:.3f} "
-                     f"[{x['above'][1]:.3f}, {x['above'][2]:.3f}], rise {x['rise']:+.3f}" for r, x in rise.items())
+def _lt_rise_row(res: dict) -> list:
+    alphas = np.asarray(res["settings"]["alphas"])
+    cases, borderline, found = {}, [], {}
+    for r, k, c, name in grid(res):
+        x = rise_after_half(*counts(res, "linear_transformer", r, k, c), alphas, RISE_WINDOW, RISE_MARGIN)
+        if x["level"] is None:
+            return claim_row("lt_rise", "Fig 2: the linear Transformer's error is large once alpha > 1/2",
+                             "large for alpha > 1/2", "the alpha grid has no point on one side of 1/2",
+                             {"level": "not run"}, "rise", SEE_FIG2)
+        found[name], cases[name] = x, x["level"]
+        if x["borderline"]:
+            borderline.append(name)
+    kap, Kp = main_of(res)
+    fmt = lambda x: (f"{x['below'][0]:.3f} [{x['below'][1]:.3f}, {x['below'][2]:.3f}] -> {x['above'][0]:.3f} "  # noqa: E731
+                     f"[{x['above'][1]:.3f}, {x['above'][2]:.3f}], rise {x['rise']:+.4f}")
+    main = {r: found[case(("", r), ("kappa_a'", kap), ("K'", Kp))] for r in RULES}
     lt0 = [_r(point(res, "linear_transformer", r, "all", 0.0)) for r in RULES]
-    return ["Fig 2: the linear Transformer's error rises once alpha passes 1/2 (\"the classification error of linear "
-            "Transformers is large as long as alpha > 1/2\", Section 4.1)",
-            "large for alpha > 1/2 (A, B, C)",
-            f"{main}, LT error over alpha in (0.3, 0.5] -> (0.5, 0.7], pooled over seeds [95% interval over seeds]: {ours}",
-            f"{bold_verdict(where['level'])} (rule, per labelling: "
-            + RISE_RULE.format(w=RISE_WINDOW, m=RISE_MARGIN) + f"; holds if in A, B and C). {where_text(where)}. "
-            + ("The LT's error is not small below 1/2 either: " if min(lt0) > 0.05 else "For reference, ")
-            + "at alpha = 0 the LT's error is " + ", ".join(f"{x:.3f}" for x in lt0) + " (A, B, C)."]
+    detail = (f"The linear Transformer's error pooled over alpha in ({0.5 - RISE_WINDOW:g}, 0.5] -> (0.5, "
+              f"{0.5 + RISE_WINDOW:g}] [95% interval over seeds], every setting: "
+              + "; ".join(f"{case_text(n)}: {fmt(x)}" for n, x in found.items())
+              + ". At alpha = 0 (main setting) its error is " + ", ".join(f"{x:.3f}" for x in lt0) + " (A, B, C).")
+    return claim_row("lt_rise", "Fig 2: the linear Transformer's error is large once alpha > 1/2 (Section 4.1)",
+                     "large for alpha > 1/2 (A, B, C)",
+                     "rise across 1/2: " + "; ".join(f"{PANEL[r]} {main[r]['rise']:+.3f}" for r in RULES),
+                     judge_cases(cases, borderline), "rise", SEE_FIG2, detail,
+                     ("Fig 2: LT's error rise across alpha = 1/2 (A, B, C)", ">= 0.1 (\"large\")",
+                      ", ".join(f"{main[r]['rise']:+.3f}" for r in RULES)))
 
 
-def _remark5_row(res, alphas, Kp) -> list:
-    s = res["settings"]
-    cases, fails = {}, {}
-    for rule in RULES:
-        for kap in s["kappa_a_primes"]:
-            b = below_at_every_alpha(counts(res, "mamba", rule, kap, Kp), counts(res, "linear_transformer", rule, kap, Kp),
-                                     alphas)
-            name = f"{rule} at kappa_a' = {kap:g}"
-            cases[name] = b["holds"]
-            if not b["holds"]:
-                a = b["failing_alphas"]
-                fails[name] = "alpha = " + ", ".join(f"{x:g}" for x in a) + " (Mamba " + ", ".join(
-                    f"{_r(point(res, 'mamba', rule, 'all', x, kap, Kp)):.3f}" for x in a) + " vs LT " + ", ".join(
-                    f"{_r(point(res, 'linear_transformer', rule, 'all', x, kap, Kp)):.3f}" for x in a) + ")"
-    where = where_it_holds(cases)
-    detail = "; ".join(f"{k}: not below at {v}" for k, v in fails.items())
-    return ["Remark 5 / Fig 2: Mamba tolerates more outliers than the linear Transformer",
-            "Mamba's error below LT's for alpha > 1/2",
-            f"K' = {Kp:g}, every labelling and kappa_a' of the grid: Mamba below LT at every alpha > 1/2 in "
-            f"{len(where['holds_in'])} of {len(cases)} settings" + (f". {detail}" if detail else ""),
-            f"{bold_verdict(where['level'])} (rule, per (labelling, kappa_a'): {BELOW_RULE}; holds if in every setting). "
-            f"{where_text(where)}."]
+def case_text(name) -> str:
+    return ", ".join(v if not d else f"{d} = {v}" for d, v in name)
 
 
-def _unseen_row(res, main) -> list:
-    groups = res["task_groups"]
-    rate = {g: _r(point(res, "mamba", "flip", g if g != "training" else "seen", 0.0)) for g in groups}
-    lt = {g: _r(point(res, "linear_transformer", "flip", g if g != "training" else "seen", 0.0)) for g in groups}
-    unseen = [g for g in groups if g != "training"]
-    where = where_it_holds({g.replace("_", " "): rate[g] <= 0.01 for g in unseen})
-    level = where["level"] if where["level"] != "none" or max(rate[g] for g in unseen) > 0.1 else "part"
-    fmt = lambda d: ", ".join(f"{g.replace('_', ' ')} {d[g]:.3f}" for g in groups)  # noqa: E731
-    return ["Thms 1-2: generalisation to tasks never seen in training (unseen = the reversed training pairs, "
-            "and pairs 2 or 3 steps apart on the task cycle)",
-            "error <= eps on all tasks of T, seen or not",
-            f"alpha = 0 (no outliers), {main}, by task group: Mamba {fmt(rate)}; LT {fmt(lt)}",
-            f"{bold_verdict(level)} (rule, per unseen group: error <= 0.01; holds if in every group, in part if in some "
-            f"or if every group is <= 0.1). {where_text(where, ' (<= 0.01)')}."]
+def _remark5_row(res: dict) -> list:
+    alphas = np.asarray(res["settings"]["alphas"])
+    cases, borderline, fails = {}, [], {}
+    for r, k, c, name in grid(res):
+        b = below_at_every_alpha(counts(res, "mamba", r, k, c), counts(res, "linear_transformer", r, k, c), alphas)
+        cases[name] = b["level"]
+        if b["borderline"]:
+            borderline.append(name)
+        if b["failing_alphas"]:
+            a = b["failing_alphas"]
+            fails[name] = ("alpha = " + ", ".join(f"{x:g}" for x in a) + " (Mamba " + ", ".join(
+                f"{_r(point(res, 'mamba', r, 'all', x, k, c)):.3f}" for x in a) + " vs LT " + ", ".join(
+                f"{_r(point(res, 'linear_transformer', r, 'all', x, k, c)):.3f}" for x in a) + ")")
+    kap, Kp = main_of(res)
+    at = lambda m, r: point(res, m, r, "all", 0.8, kap, Kp)  # noqa: E731
+    ours = "alpha = 0.8, Mamba vs LT: " + "; ".join(f"{PANEL[r]} {_r(at('mamba', r)):.3f} vs "
+                                                     f"{_r(at('linear_transformer', r)):.3f}" for r in RULES)
+    detail = ("Settings where Mamba's interval is not below the linear Transformer's at some alpha > 1/2: "
+              + ("; ".join(f"{case_text(n)}: {v}" for n, v in fails.items()) or "none") + ".")
+    return claim_row("remark5", "Remark 5 / Fig 2: Mamba tolerates more outliers than the linear Transformer",
+                     "Mamba's error below LT's for alpha > 1/2", ours, judge_cases(cases, borderline), "below",
+                     SEE_FIG2, detail)
+
+
+def _unseen_row(res: dict) -> list:
+    """Theorems 1-2 on tasks never seen in training, at alpha = 0 (every labelling and kappa_a' pooled)."""
+    s, groups = res["settings"], res["task_groups"]
+    untrained = untrained_view(res)
+
+    def error(result, model, g, K_prime):
+        w, n = zip(*(counts(result, model, r, k, K_prime, [groups.index(g)]) for r in RULES for k in s["kappa_a_primes"]))
+        w, n = np.sum(w, axis=0)[:, 0], np.sum(n, axis=0)[:, 0]             # (S,) at alpha = 0
+        return w.sum() / n.sum()
+
+    cases, borderline = {}, []
+    for g in groups[1:]:
+        for c in s["K_primes"]:
+            name = case(("", g.replace("_", " ")), ("K'", c))
+            cases[name], near = bound_case(error(res, "mamba", g, c), 0.01)
+            if near:
+                borderline.append(name)
+    Kp = s["main_K_prime"]
+    fmt = lambda result, m: ", ".join(f"{g.replace('_', ' ')} {error(result, m, g, Kp):.3f}" for g in groups)  # noqa: E731
+    detail = (f"Error at alpha = 0, K' = {Kp:g}, by task group: Mamba {fmt(res, 'mamba')}; LT "
+              f"{fmt(res, 'linear_transformer')}. The same models untrained (initialisation): Mamba "
+              f"{fmt(untrained, 'mamba')}; LT {fmt(untrained, 'linear_transformer')}. At K' = 3: Mamba "
+              + ", ".join(f"{g.replace('_', ' ')} {error(res, 'mamba', g, c):.3f}" for g in groups
+                          for c in s["K_primes"] if c != Kp) + ".")
+    ours = "Mamba at alpha = 0: " + ", ".join(f"{g.replace('_', ' ')} {error(res, 'mamba', g, Kp):.3f}"
+                                              for g in groups[1:])
+    return claim_row("unseen", "Thms 1-2: small error on tasks never seen in training (reversed pairs, pairs 2 or 3 "
+                     "steps apart on the task cycle)", "error <= eps on every task of T", ours,
+                     judge_cases(cases, borderline), "unseen", [("groups", "#errors-by-task-group")], detail,
+                     ("Thms 1-2: Mamba's error on distance-2 tasks, alpha = 0", "<= eps",
+                      f"{error(res, 'mamba', 'distance_2', Kp):.3f}"))

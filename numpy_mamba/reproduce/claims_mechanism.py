@@ -1,5 +1,6 @@
-"""Verdicts for Figures 3-4 and Table 1 (one-layer analogues and three-layer runs), Figures 5-6
-(layers 2 and 3), and the three-layer rows marked "not run" when no three-layer result is present.
+"""Verdicts for Figures 3-4 and Table 1 (one-layer analogues and three-layer runs) and Figures 5-6
+(layers 2 and 3), each judged in every test setting (labelling x kappa_a') and, at three layers, in
+every layer, and returned as rows of REPORT.md's results table (``measure.verdicts.claim_row``).
 
 The paper's Figures 3-4 and Table 1 use three-layer models and Figures 5-6 show their layers 2
 and 3.  Our one-layer runs test Corollaries 1-2 (which are one-layer results) and give one-layer
@@ -9,105 +10,201 @@ from __future__ import annotations
 
 import numpy as np
 
-from .claims import bold_verdict
-from .common import TABLE1_MAIN
-from .results import view
+from .common import main_table1
 from .figures import clean_rank_curve
 from .figures_table1 import PAPER_TABLE1
-from ..measure.error_verdicts import PLACES, TABLE1_RULE, table1_pattern
-from ..measure.verdicts import (COROLLARY1_RULE, GATE_RATIO_RULE, GROWTH_RULE, corollary1, corollary1_text, gate_ratio,
-                                grows_after_start, where_it_holds, where_text)
+from .results import view
+from ..measure.error_verdicts import (PLACES, TABLE1_NUMBERS_RULE, TABLE1_PATTERN_RULE, table1_numbers,
+                                      table1_pattern)
+from ..measure.mechanism_verdicts import (COROLLARY1_RULE, DECAY_RULE, GATE_RATIO_RULE, GROWTH_RULE, clean_gate_decay,
+                                          corollary1, gate_ratio, grows_after_start)
+from ..measure.verdicts import case, case_name, claim_row, combine, judge_cases
+
+MECHANISM_RULES = {"cor1": COROLLARY1_RULE.format(r=0.1), "growth": GROWTH_RULE.format(skip=0.1, tail=0.1, margin=0.25),
+                   "gate-ratio": GATE_RATIO_RULE, "decay": DECAY_RULE,
+                   "table1-numbers": TABLE1_NUMBERS_RULE.format(close=2, loose=5), "table1-pattern": TABLE1_PATTERN_RULE}
 
 
-def corollary1_from_fig3(res: dict) -> dict:
-    """The shared Corollary 1 rule on Mamba's final per-prompt sums, pooled over seeds."""
-    runs = res["per_seed"]["mamba"]
-    cat = lambda key: np.concatenate([np.asarray(r[key], dtype=float) for r in runs])  # noqa: E731
-    return corollary1(cat("final_same"), cat("final_different"), cat("final_group").astype(int), res["task_groups"])
+def _setting(key: str) -> tuple:
+    rule, kappa = key.split("/")
+    return ("", rule), ("kappa_a'", kappa)
+
+
+def corollary1_at(res: dict, key: str) -> dict:
+    """The shared Corollary 1 rule on Mamba's final per-prompt sums in setting ``key``, pooled over seeds."""
+    runs = [r["final"][key] for r in res["per_seed"]["mamba"]]
+    cat = lambda k: np.concatenate([np.asarray(r[k], dtype=float) for r in runs])  # noqa: E731
+    return corollary1(cat("same"), cat("different"), cat("group").astype(int), res["task_groups"])
 
 
 def gap_growth(runs: list) -> dict:
-    """The shared growth rule (``measure.verdicts.grows_after_start``) on the gap between the
-    same- and different-pattern sums, per seed; {"level": "none", "error": ...} if too few records."""
+    """The shared growth rule (``grows_after_start``) on the gap between the same- and different-
+    pattern sums, per seed; a "none" verdict naming the reason if there are too few records."""
     gap = np.array([np.subtract(r["score_same"], r["score_diff"]) for r in runs], dtype=float)   # (S, records)
     try:
         return grows_after_start(gap, np.asarray(runs[0]["step"], dtype=float))
     except ValueError as e:
-        return {"level": "none", "error": str(e), "per_seed": [], "holds_in": [], "fails_in": []}
+        return {**judge_cases({"too few records": "none"}), "error": str(e), "per_seed": []}
 
 
-def fig3_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 3", png: str = "fig3.png") -> list:
-    runs = res["per_seed"]["mamba"]
-    same = np.array([r["score_same"] for r in runs])                       # (S, records)
-    diff = np.array([r["score_diff"] for r in runs])
-    s0, s1, d0, d1 = same[:, 0].mean(), same[:, -1].mean(), diff[:, 0].mean(), diff[:, -1].mean()
-    g = gap_growth(runs)
-    level = g["level"] if s1 >= 1 else "none"
-    if "error" in g:
-        growth = f"growth not judged: {g['error']}"
-    else:
-        growth = (f"gap same - different after the first {g['skip']:.0%} of the records -> at the end, per seed: "
-                  + ", ".join(f"{x['early']:.1f} -> {x['late']:.1f}" for x in g["per_seed"])
-                  + f"; growing in {len(g['holds_in'])} of {len(g['per_seed'])} seeds")
-    lt = res["per_seed"]["linear_transformer"]
-    lt_s1, lt_d1 = np.mean([r["score_same"][-1] for r in lt]), np.mean([r["score_diff"][-1] for r in lt])
-    c = corollary1_from_fig3(res)
-    return [[f"Corollary 1 ({what}, the claim behind {fig}): attention concentrates on examples with the "
-             "query's pattern",
-             "sum over N_1 >= Theta(1); sum over the rest <= Theta((1-p_a)^-1 eps)",
-             f"Mamba after training, {len(runs)} seeds x {len(runs[0]['final_same'])} test prompts (alpha = "
-             f"{res['alpha']}), by task group of the prompt ({png})",
-             corollary1_text(c) + " (rule, the same in the theory section: "
-             + COROLLARY1_RULE.format(r=c["ratio"]) + ")"],
-            [f"{fig} ({what}): the gap between the two sums grows during training",
-             "\"this gap increases during training\" (Section 4.2)",
-             f"Mamba, step 0 -> {runs[0]['step'][-1]}: same {s0:.2f} -> {s1:.2f}, different {d0:.2f} -> {d1:.2f} "
-             f"(mean over prompts and seeds); {growth}; LT at the end: same {lt_s1:.2f}, different {lt_d1:.2f}",
-             f"{bold_verdict(level)} (rule: final same-pattern sum >= 1 and, on the gap, the rule shared with the "
-             f"theory section: {GROWTH_RULE.format(skip=0.1, tail=0.1, margin=0.25)}). "
-             + ("" if "error" in g else f"{where_text(g)}.")]]
+def cor1_row(layers: list, key: str, title: str, see: list) -> dict:
+    """Corollary 1 over [(layer label, result)]: cases (layer, setting, task group)."""
+    cases, borderline, parts = {}, [], []
+    for layer, res in layers:
+        for key_s in res["setting_keys"]:
+            c = corollary1_at(res, key_s)
+            for group, level in c["cases"].items():
+                name = case(*((("layer", layer),) if layer else ()), *_setting(key_s), ("", group))
+                cases[name] = level
+                if group in c["borderline"]:
+                    borderline.append(name)
+            if key_s == res["main_setting"]:
+                main = c
+                parts.append(f"{'layer ' + str(layer) + ', ' if layer else ''}main setting: median same "
+                             f"{c['median_same']:.1f}, different by group " + ", ".join(
+                                 f"{g.replace('_', ' ')} {v['median_different']:+.1f} ({v['share_below']:.0%} of "
+                                 f"{v['n']} below {c['threshold']:.1f})" for g, v in c["by_group"].items()))
+            else:
+                parts.append(f"{'layer ' + str(layer) + ', ' if layer else ''}{key_s}: same {c['median_same']:.1f}, "
+                             + ", ".join(f"{g.replace('_', ' ')} {v['median_different']:+.1f}"
+                                         for g, v in c["by_group"].items()))
+    first = layers[0][1]
+    c = corollary1_at(first, first["main_setting"])
+    ours = (f"median same-pattern sum {c['median_same']:.1f}; other-pattern: " + ", ".join(
+        f"{g.replace('_', ' ')} {v['median_different']:+.1f}" for g, v in c["by_group"].items()))
+    n = len(first["per_seed"]["mamba"])
+    detail = (f"Mamba after training, {n} seeds x {len(first['per_seed']['mamba'][0]['final'][first['main_setting']]['same'])} "
+              f"probe prompts per setting (alpha = {first['alpha']}), medians pooled over seeds. " + "; ".join(parts) + ".")
+    return claim_row(key, title, "sum over N_1 >= Theta(1); over the rest <= Theta((1-p_a)^-1 eps)",
+                     ("layer 1: " if layers[0][0] else "") + ours, judge_cases(cases, borderline), "cor1", see, detail)
 
 
-def fig4_claims(res: dict, what: str = "one-layer analogue", fig: str = "Fig 4") -> list:
-    runs = res["per_seed"]
-    out_mean = np.mean([np.nan if r["outlier_gate_mean"] is None else r["outlier_gate_mean"] for r in runs])
-    out_max = np.max([np.nan if r["outlier_gate_max"] is None else r["outlier_gate_max"] for r in runs])
-    clean_mean = np.mean([np.nan if r["clean_gate_mean"] is None else r["clean_gate_mean"] for r in runs])
-    M1 = res["paper"]["M1"]
-    g = gate_ratio([r["outlier_mean"] for r in runs], [r["clean_mean"] for r in runs], M1)
-    ratio = np.array([x for x in g["ratio"] if x is not None])
-    upper = np.array([x for x in g["upper"] if x is not None])
-    compared = (f"outlier / clean gate at the same position (geometric mean over seeds): {ratio.min():.3f} to "
-                f"{ratio.max():.3f} over {ratio.size} positions; upper end of its 95% interval over seeds: up to "
-                f"{upper.max():.2f} (threshold 1/M1 = {1 / M1:.3f})" if ratio.size else
-                "outlier / clean gate: no position with both gates above 0")
-    v1 = g["level"]
-    j, rank = clean_rank_curve(runs)
-    if j.size >= 2:
-        log_mean = np.log(rank.mean(axis=0))
-        slope, intercept = np.polyfit(j, log_mean, 1)
-        r2 = 1 - np.sum((log_mean - intercept - slope * j) ** 2) / np.sum((log_mean - log_mean.mean()) ** 2)
-        above_bound = bool(np.all(log_mean >= log_mean[0] + (j - 1) * np.log(0.5) - 1e-12))
-        v2 = "full" if r2 >= 0.9 and slope < 0 and above_bound else "part"
-        fit = (f"log-linear fit over ranks j = 1..{j[-1]}: ratio {np.exp(slope):.2f} per step, R^2 = {r2:.3f}; "
-               f"G_h(j) >= G_h(1) 2^-(j-1) at every j: {above_bound}")
-    else:                   # every clean gate underflowed to 0, or too few prompts per rank
-        v2, fit = "none", f"fewer than 2 clean ranks with a positive mean gate (held by >= 100 prompts): no decay to fit"
-    return [[f"Corollary 2 (i) / {fig} ({what}): gates on outlier examples are near zero",
-             "G_{i,l+1} <= O(poly(M1)^-1) on outlier examples, eq (17): \"close to 0, effectively suppressing "
-             "their influence\" (red bars very small)",
-             f"{compared}; mean outlier gate {out_mean:.1e} (max {out_max:.2f}), mean clean gate {clean_mean:.1e}",
-             f"{bold_verdict(v1)} (rule, the same in the theory section: {GATE_RATIO_RULE}). {where_text(g)}."],
-            [f"Corollary 2 (ii) / {fig} ({what}): clean gates decay about exponentially with distance "
-             "from the query", "G_{h(j),l+1} >= Theta(2^-(j-1)) (green bars decay exponentially)", fit,
-             f"{bold_verdict(v2)} (rule: R^2 >= 0.9, decaying, and never below the 2^-(j-1) rate)"]]
+def growth_row(layers: list, key: str, title: str, see: list) -> dict:
+    """The gap between the two sums grows during training, per layer (cases: layers, each over seeds)."""
+    results, parts = {}, []
+    for layer, res in layers:
+        runs = res["per_seed"]["mamba"]
+        g = gap_growth(runs)
+        results[case(("layer", layer)) if layer else "one layer"] = g
+        same, diff = np.array([r["score_same"] for r in runs]), np.array([r["score_diff"] for r in runs])
+        lt = res["per_seed"]["linear_transformer"]
+        growth = ("not judged: " + g["error"]) if "error" in g else (
+            f"gap after the first {g['skip']:.0%} of the records -> at the end, per seed: "
+            + ", ".join(f"{x['early']:.1f} -> {x['late']:.1f} ({x['level']})" for x in g["per_seed"]))
+        parts.append(f"{'layer ' + str(layer) + ': ' if layer else ''}step 0 -> {runs[0]['step'][-1]}: same "
+                     f"{same[:, 0].mean():.2f} -> {same[:, -1].mean():.2f}, different {diff[:, 0].mean():.2f} -> "
+                     f"{diff[:, -1].mean():.2f}; {growth}; LT at the end: same "
+                     f"{np.mean([r['score_same'][-1] for r in lt]):.2f}, different "
+                     f"{np.mean([r['score_diff'][-1] for r in lt]):.2f}")
+    verdict = combine(results) if len(results) > 1 else next(iter(results.values()))
+    first = next(iter(results.values()))
+    ours = (f"growing in {sum(x['level'] == 'full' for x in first['per_seed'])} of {len(first['per_seed'])} seeds, "
+            f"in trend in {sum(x['level'] == 'trend' for x in first['per_seed'])}") + (" (layer 1)" if layers[0][0] else "")
+    return claim_row(key, title, "\"this gap increases during training\" (Section 4.2)", ours, verdict, "growth", see,
+                     "Mamba, mean over probe prompts and seeds, main setting. " + "; ".join(parts) + ".")
 
 
-def table1_settings(res: dict) -> dict:
-    """{(labelling, kappa_a'): {model: {placement: accuracy}}} for every setting of the grid."""
-    return {(rule, float(k)): {m: {p: res["accuracy"][m][rule][k][p]["all"]["rate"] for p in PLACES}
-                               for m in ("mamba", "linear_transformer")}
-            for rule in res["label_rules"] for k in res["accuracy"]["mamba"][rule]}
+def gate_ratio_row(layers: list, key: str, title: str, see: list, M1: int) -> dict:
+    """Corollary 2 (i): cases (layer, setting), each judged over its positions."""
+    results, parts, main_ratio = {}, [], None
+    for layer, res in layers:
+        for key_s in res["setting_keys"]:
+            runs = [r[key_s] for r in res["per_seed"]]
+            g = gate_ratio([r["outlier_mean"] for r in runs], [r["clean_mean"] for r in runs], M1)
+            results[case(*((("layer", layer),) if layer else ()), *_setting(key_s))] = g
+            ratio = [x for x in g["ratio"] if x is not None]
+            upper = [x for x in g["upper"] if x is not None]
+            where = f"{'layer ' + str(layer) + ', ' if layer else ''}{key_s}"
+            parts.append(f"{where}: ratio {min(ratio):.3f}-{max(ratio):.3f}, upper end up to {max(upper):.2f}, "
+                         f"{len(g['holds_in'])}/{len(g['cases'])} positions hold, {len(g['trend_in'])} in trend; mean "
+                         f"outlier gate {np.mean([r['outlier_gate_mean'] for r in runs]):.1e} (max "
+                         f"{np.max([r['outlier_gate_max'] for r in runs]):.2f}), clean "
+                         f"{np.mean([r['clean_gate_mean'] for r in runs]):.1e}" if ratio else f"{where}: nothing compared")
+            if main_ratio is None and key_s == res["main_setting"] and ratio:
+                main_ratio = (min(ratio), max(ratio), max(upper))
+    ours = (f"outlier / clean gate {main_ratio[0]:.2f}-{main_ratio[1]:.2f} over positions (upper end up to "
+            f"{main_ratio[2]:.2f}; threshold 1/M1 = {1 / M1:.3f})" + (" (layer 1)" if layers[0][0] else "")
+            if main_ratio else "no position compared")
+    return claim_row(key, title, "G_{i,l+1} <= O(poly(M1)^-1) on outlier examples, eq (17): \"close to 0\"", ours,
+                     combine(results), "gate-ratio", see,
+                     "Geometric mean over seeds of the outlier / clean gate ratio per position. " + "; ".join(parts) + ".",
+                     None if layers[0][0] else ("Cor 2 (i): outlier / clean gate (1 layer)", f"<= 1/M1 = {1 / M1:.3f}",
+                                                f"{main_ratio[0]:.2f}-{main_ratio[1]:.2f}" if main_ratio else "n/a"))
+
+
+def decay_row(layers: list, key: str, title: str, see: list) -> dict:
+    """Corollary 2 (ii): cases (layer, setting), the clean gates' decay of the seed-mean curve."""
+    cases, borderline, parts, main = {}, [], [], None
+    for layer, res in layers:
+        for key_s in res["setting_keys"]:
+            name = case(*((("layer", layer),) if layer else ()), *_setting(key_s))
+            j, rank = clean_rank_curve([r[key_s] for r in res["per_seed"]])
+            if j.size < 2:
+                cases[name] = "none"
+                parts.append(f"{case_name(name)}: fewer than 2 clean ranks with a positive mean gate")
+                continue
+            d = clean_gate_decay(j, rank.mean(axis=0))
+            cases[name] = d["level"]
+            if d["borderline"]:
+                borderline.append(name)
+            parts.append(f"{case_name(name)}: {d['bits_per_rank']:.2f} bits per rank over j = 1..{j[-1]}, R^2 {d['r2']:.3f}")
+            if main is None and key_s == res["main_setting"]:
+                main = d
+    ours = (f"{main['bits_per_rank']:.2f} bits per rank (ratio {main['ratio_per_rank']:.2f}), R^2 = {main['r2']:.3f}"
+            + (" (layer 1)" if layers[0][0] else "")) if main else "no decay to fit"
+    return claim_row(key, title, "G_{h(j),l+1} >= Theta(2^-(j-1)): green bars decay exponentially", ours,
+                     judge_cases(cases, borderline), "decay", see, "Fit of log2 G_h(j) on j (seed means; ranks held by >= 100 prompts). "
+                     + "; ".join(parts) + ".")
+
+
+def table1_rows(res: dict, depth: str, see: list) -> list:
+    """Table 1's numbers and pattern, each judged in every (labelling, kappa_a') of the grid."""
+    main = main_table1(res["settings"])
+    keys = [(rule, float(k)) for rule in res["label_rules"] for k in res["accuracy"]["mamba"][rule]]
+    acc = {key: {m: {p: res["accuracy"][m][key[0]][str(key[1])][p]["all"]["rate"] for p in PLACES}
+                 for m in ("mamba", "linear_transformer")} for key in keys}
+    numbers = {key: table1_numbers(acc[key], PAPER_TABLE1) for key in keys}
+    pattern = {key: table1_pattern(table1_counts_of(res, *key)) for key in keys}
+    name = lambda key: case(("", key[0]), ("kappa_a'", key[1]))  # noqa: E731
+    judged = {what: judge_cases({name(k): v["level"] for k, v in found.items()},
+                                [name(k) for k, v in found.items() if v["borderline"]])
+              for what, found in (("numbers", numbers), ("pattern", pattern))}
+    cell = lambda m, p: res["accuracy"][m][main[0]][str(main[1])][p]["all"]  # noqa: E731
+    fmt = lambda m: " / ".join(f"{100 * cell(m, p)['rate']:.1f} [{100 * cell(m, p)['seed_ci95'][0]:.1f}, "  # noqa: E731
+                               f"{100 * cell(m, p)['seed_ci95'][1]:.1f}]" for p in PLACES)
+    short = lambda m: " / ".join(f"{100 * cell(m, p)['rate']:.1f}" for p in PLACES)  # noqa: E731
+    paper = lambda m: " / ".join(f"{100 * PAPER_TABLE1[m][p]:.2f}" for p in PLACES)  # noqa: E731
+    detail_n = ("Largest distance from the paper's six numbers (points), every setting: " + "; ".join(
+        f"{k[0]} at kappa_a' = {k[1]:g}: {100 * v['worst']:.1f}" for k, v in numbers.items()) + "." + _lt_profile(res, main))
+    detail_p = ("Criteria at their sizes, every setting: " + "; ".join(
+        f"{k[0]} at kappa_a' = {k[1]:g}: " + ", ".join(f"{c} {'yes' if ok else 'no'}" for c, ok in v["checks"].items())
+        + f" -> {v['level']}" for k, v in pattern.items()) + ".")
+    head = f"Table 1 ({depth}; alpha = 0.5; FQ / R / CQ)"
+    return [claim_row(f"table1_numbers_{depth[0]}", f"{head}: the numbers",
+                      f"Mamba {paper('mamba')}; LT {paper('linear_transformer')}",
+                      f"Mamba {short('mamba')}; LT {short('linear_transformer')}", judged["numbers"],
+                      "table1-numbers", see, f"Main setting ({main[0]}, kappa_a' = {main[1]:g}): Mamba {fmt('mamba')}; LT "
+                      f"{fmt('linear_transformer')} (% [95% interval over seeds]). " + detail_n,
+                      (f"Table 1 ({depth}): Mamba FQ / R / CQ (%)", paper("mamba"), short("mamba"))
+                      if depth.startswith("3") else None),
+            claim_row(f"table1_pattern_{depth[0]}", f"{head}: Mamba sensitive to outlier position (CQ worst), the LT "
+                      "much less; Mamba above the LT at FQ and R", "Mamba FQ > R >> CQ; LT within 0.3 points",
+                      f"Mamba drop FQ - CQ {100 * (cell('mamba', 'FQ')['rate'] - cell('mamba', 'CQ')['rate']):.1f} points; "
+                      f"LT spread {100 * (max(cell('linear_transformer', p)['rate'] for p in PLACES) - min(cell('linear_transformer', p)['rate'] for p in PLACES)):.1f}",
+                      judged["pattern"], "table1-pattern", see, detail_p)]
+
+
+def _lt_profile(res: dict, main: tuple) -> str:
+    """What the linear Transformer's aggregate is made of in the main setting, against the vote count
+    behind the main-setting argument (which spreads its errors over every task group alike)."""
+    vote = res.get("vote_baseline", {}).get(main[0])
+    cell = res["accuracy"]["linear_transformer"][main[0]][str(main[1])]["FQ"]
+    if not vote or any(g not in cell for g in ("seen", "reversed", "distance_2", "distance_3")):
+        return ""
+    groups = " / ".join(f"{100 * cell[g]['rate']:.1f}" for g in ("seen", "reversed", "distance_2", "distance_3"))
+    return (f" In the main setting the linear Transformer's FQ accuracy by task group (training / reversed / distance 2 "
+            f"/ distance 3) is {groups} %: its aggregate is not the picture of the main-setting argument, whose vote "
+            f"count ({100 * vote['FQ']:.1f} % at FQ) misses on the prompts with label -1 of every task group alike.")
 
 
 def table1_counts_of(res: dict, rule: str, kappa_a_prime: float) -> dict:
@@ -119,90 +216,51 @@ def table1_counts_of(res: dict, rule: str, kappa_a_prime: float) -> dict:
             for m in ("mamba", "linear_transformer")}
 
 
-def main_setting(res: dict) -> tuple:
-    """Table 1's main (labelling, kappa_a'): ``common.TABLE1_MAIN`` (the argument is in its docstring
-    and in the report)."""
-    return TABLE1_MAIN["label_rule"], float(TABLE1_MAIN["kappa_a_prime"])
+def fig3_claims(res: dict) -> list:
+    see = [("fig3.png", "fig3.png")]
+    return [cor1_row([("", res)], "cor1_1", "Corollary 1 (one layer; the claim behind Fig 3): attention concentrates "
+                     "on examples with the query's pattern", see),
+            growth_row([("", res)], "growth_1", "Fig 3 (one layer): the gap between the two sums grows in training", see)]
 
 
-def _name(key) -> str:
-    return f"{key[0]} at kappa_a' = {key[1]:g}"
+def fig4_claims(res: dict) -> list:
+    see = [("fig4.png", "fig4.png")]
+    M1 = res["paper"]["M1"]
+    return [gate_ratio_row([("", res)], "gate_ratio_1", "Corollary 2 (i) / Fig 4 (one layer): gates on outlier "
+                           "examples near zero", see, M1),
+            decay_row([("", res)], "decay_1", "Corollary 2 (ii) / Fig 4 (one layer): clean gates decay about "
+                      "exponentially with distance from the query", see)]
 
 
-def main_level(main_ok: bool, others: dict) -> dict:
-    """A Table 1 verdict judged in the main setting: "full" if it holds there, "part" if it fails
-    there but holds in another setting of the grid (named), "none" if it holds in none."""
-    where = where_it_holds(others) if others else {"holds_in": [], "fails_in": []}
-    level = "full" if main_ok else "part" if where["holds_in"] else "none"
-    return {"level": level, "others": where}
-
-
-def table1_claims(res: dict, what: str = "one-layer analogue", md: str = "table1.md") -> list:
-    main = main_setting(res)
-    by = table1_settings(res)
-    close = {k: {m: all(abs(a[m][p] - PAPER_TABLE1[m][p]) <= 0.02 for p in PLACES) for m in a} for k, a in by.items()}
-    n_close = sum(close[main].values())
-    numbers = "full" if n_close == 2 else "part" if n_close == 1 else "none"
-    all_close = [_name(k) for k, c in close.items() if all(c.values())]
-    lt_close = [_name(k) for k, c in close.items() if c["linear_transformer"]]
-    pattern = {k: table1_pattern(table1_counts_of(res, *k)) for k in by}
-    pat = main_level(pattern[main]["holds"], {_name(k): v["holds"] for k, v in pattern.items() if k != main})
-    fmt = lambda key, m: " / ".join(f"{100 * by[key][m][p]:.1f}" for p in PLACES)  # noqa: E731
-    paper = lambda m: " / ".join(f"{100 * PAPER_TABLE1[m][p]:.2f}" for p in PLACES)  # noqa: E731
-    ours = f"{_name(main)}: Mamba {fmt(main, 'mamba')}, LT {fmt(main, 'linear_transformer')}"
-    low = pattern[main]["accuracy_low"]
-    below = [f"{'Mamba' if m == 'mamba' else 'LT'} {p} (accuracy {100 * by[main][m][p]:.1f} %, low end "
-             f"{100 * low[m][p]:.1f} %)" for m in low for p in PLACES if low[m][p] <= 0.5]
-    main_checks = "; ".join(f"{k}: {v}" for k, v in pattern[main]["checks"].items())
-    others = pat["others"]
-    where_else = (f"Other settings of the grid where all four criteria hold: {', '.join(others['holds_in']) or 'none'}"
-                  f" (of {len(others['holds_in']) + len(others['fails_in'])}).")
-    return [[f"Table 1 numbers ({what}; alpha = 0.5; FQ / R / CQ)",
-             f"Mamba {paper('mamba')} %, LT {paper('linear_transformer')} % (three-layer; kappa_a', K' and the "
-             "labelling not given)",
-             f"main setting {ours} (%); by task group and every other setting: {md}",
-             f"{bold_verdict(numbers)} (rule, in the main setting {_name(main)}, chosen by the argument under "
-             "\"Table 1: which setting the paper's numbers admit\": holds if every cell of both models is within 2 "
-             "points of the paper, in part if one model's three cells are). Settings of the grid where every cell is "
-             f"within 2 points: {', '.join(all_close) or 'none'}; where the LT's three cells are: "
-             f"{', '.join(lt_close) or 'none'}."],
-            [f"Table 1 pattern ({what}): Mamba is sensitive to outlier position (CQ worst), the LT much "
-             "less; Mamba beats the LT at FQ and R",
-             "FQ 99.84 > R 99.04 >> CQ 73.28 for Mamba; LT within 0.3 points; every cell far above chance",
-             f"main setting ({_name(main)}): {main_checks}"
-             + (f". At or below chance: {'; '.join(below)}" if below else ""),
-             f"{bold_verdict(pat['level'])} (rule, the same in the theory section: {TABLE1_RULE}; judged in the main "
-             f"setting {_name(main)}: holds if all four criteria hold there, in part if they fail there but hold in "
-             f"another setting of the grid). {where_else}"]]
+def table1_claims(res: dict) -> list:
+    return table1_rows(res, "1 layer", [("table1.png", "table1.png"), ("table", "table1.md")])
 
 
 def depth3_claims(res: dict) -> list:
-    """The same rules on the three-layer runs: Figs 3-4 on layer 1, Table 1, and Figs 5-6 (Appendix B)
-    on layers 2 and 3 (each layer judged on its own; the paper says they show "the same trend")."""
-    L = res["n_layers"]
-    rows = (fig3_claims(view(res, "fig3", 1), f"{L}-layer, layer 1", "Fig 3", "fig3_L3.png")
-            + fig4_claims(view(res, "fig4", 1), f"{L}-layer Mamba, layer 1", "Fig 4")
-            + table1_claims(view(res, "table1"), f"{L}-layer", "table1_L3.md"))
-    for k in range(2, L + 1):
-        rows += fig3_claims(view(res, "fig3", k), f"{L}-layer, layer {k}", "Fig 5", "fig5.png")
-    for k in range(2, L + 1):
-        rows += fig4_claims(view(res, "fig4", k), f"{L}-layer Mamba, layer {k}", "Fig 6")
-    return rows
+    """The same rules on the three-layer runs, every layer a case (Figs 3-4 on layer 1, Figs 5-6
+    on layers 2 and 3: the paper says they show "the same trend"), and Table 1."""
+    L, M1 = res["n_layers"], res["paper"]["M1"]
+    fig3 = [(k, view(res, "fig3", k)) for k in range(1, L + 1)]
+    fig4 = [(k, view(res, "fig4", k)) for k in range(1, L + 1)]
+    s3, s4 = [("fig3_L3", "fig3_L3.png"), ("fig5", "fig5.png")], [("fig4_L3", "fig4_L3.png"), ("fig6", "fig6.png")]
+    return [cor1_row(fig3, "cor1_3", f"Corollary 1 at {L} layers (Figs 3, 5): attention on the query's pattern", s3),
+            growth_row(fig3, "growth_3", f"Figs 3, 5 ({L} layers): the gap between the two sums grows in training", s3),
+            gate_ratio_row(fig4, "gate_ratio_3", f"Corollary 2 (i) at {L} layers (Figs 4, 6): outlier gates near zero",
+                           s4, M1),
+            decay_row(fig4, "decay_3", f"Corollary 2 (ii) at {L} layers (Figs 4, 6): clean gates decay exponentially", s4),
+            *table1_rows(view(res, "table1"), f"{L} layers", [("table1_L3.png", "table1_L3.png"),
+                                                              ("table", "table1_L3.md")])]
 
 
 # the paper's three-layer claims, listed as "not run" when depth3.json is absent (e.g. --only fig2)
-DEPTH3_CLAIMS = (("Fig 3 with three-layer models (first layer)",
-                  "same-pattern sum >> different-pattern sum, gap grows in training"),
-                 ("Fig 4 with three-layer models (first layer)",
-                  "outlier gates very small, clean gates decay exponentially"),
-                 ("Table 1 with three-layer models", "Mamba 99.84 / 99.04 / 73.28 %, LT "
-                  "78.52 / 78.28 / 78.60 % (FQ / R / CQ)"),
-                 ("Fig 5: attention-score sums in layers 2 and 3", "same trend as the first layer"),
-                 ("Fig 6: gates in layers 2 and 3", "same trend as the first layer"))
+DEPTH3_CLAIMS = (("cor1_3", "Corollary 1 at 3 layers (Figs 3, 5)"), ("growth_3", "Figs 3, 5 at 3 layers: the gap grows"),
+                 ("gate_ratio_3", "Corollary 2 (i) at 3 layers (Figs 4, 6)"),
+                 ("decay_3", "Corollary 2 (ii) at 3 layers (Figs 4, 6)"), ("table1_numbers_3", "Table 1 (3 layers): numbers"),
+                 ("table1_pattern_3", "Table 1 (3 layers): pattern"))
 
 
 def depth3_not_run() -> list:
     """The paper's three-layer claims as "not run" rows, for a folder without depth3.json (e.g. after
     ``--only fig2``), so the claims table never drops them silently."""
-    return [[claim, paper, "no three-layer result in this folder (run `reproduce --only depth3`); the "
-             "one-layer rows above are not this figure", "**not run**"] for claim, paper in DEPTH3_CLAIMS]
+    return [claim_row(key, title, "three-layer models", "no three-layer result here (run `reproduce --only depth3`)",
+                      {"level": "not run"}, "", []) for key, title in DEPTH3_CLAIMS]

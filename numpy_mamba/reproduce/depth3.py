@@ -31,10 +31,10 @@ from .claims_mechanism import depth3_claims, depth3_not_run
 from .common import MODELS, PAPER, Settings, heldout_check
 from ..runs.worlds import selection_world, world_for
 from .results import GROUPS
-from .mechanism import fig4_batch, probe_batch, score_sums, summarise_table1, table1_counts
+from .common import keep_initial
+from .mechanism import final_sums, gate_profiles, mechanism_settings, probe_batch, score_sums, summarise_table1, table1_counts
+from .results import setting_key
 from ..runs.step_size import selection_plan
-from ..measure.attention import score_sums as prompt_score_sums
-from ..measure.gates import gate_profile
 
 
 @dataclass(frozen=True)
@@ -79,16 +79,11 @@ def layer_score_sums(layers, batch, model: str, group=None) -> dict:
             for key, value in score_sums(params, batch._replace(P=H), group).items()}
 
 
-def layer_gate_profiles(layers, batch) -> list:
-    """``measure.gates.gate_profile`` of the label-channel gates in every layer of a Mamba stack: [dict] * L."""
-    return [gate_profile(params, batch._replace(P=H)) for params, H in layer_view(layers, batch.P, "mamba")]
-
-
-# ---------------------------------------------------------------- units
 def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
     """Train both three-layer models on seed ``seed``'s world at p_a = 0.4 with the chosen
-    {model: {"delta", "eta"}}; measure scores per layer during training (Figs 3, 5), gates per
-    layer (Figs 4, 6) and Table 1.  Same worlds and test prompts as the one-layer seed ``seed``."""
+    {model: {"delta", "eta"}}; measure scores per layer during training (Figs 3, 5; main setting),
+    at the end in every test setting (Corollary 1), gates per layer in every setting (Figs 4, 6) and
+    Table 1, trained and at initialisation.  Same worlds and test prompts as the one-layer seed ``seed``."""
     world = world_for(seed)
     probe, probe_group = probe_batch(world, settings, seed)
     out = {"training": {}, "scores": {}}
@@ -96,22 +91,23 @@ def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
     for m, model in enumerate(MODELS):
         cfg = settings.train_config(settings.p_a_mechanism, chosen[model]["eta"], chosen[model]["delta"])
         net = network(model, settings.n_layers)
+        callback, initial = keep_initial(lambda step, layers: layer_score_sums(layers, probe, model, probe_group))
         layers, history = train(world, cfg, net, rng=np.random.default_rng([seed, 10, m]),
-                                record_every=settings.record_every,
-                                record=lambda step, layers: layer_score_sums(layers, probe, model, probe_group))
-        trained[model] = (net, layers)
+                                record_every=settings.record_every, record=callback)
+        trained[model], trained[f"{model}_untrained"] = (net, layers), (net, initial[0])
         last = max(1, len(history["loss"]) // 10)
         out["training"][model] = {
             "seed": seed, **chosen[model], "final_minibatch_loss": float(np.mean(history["loss"][-last:])),
             "final_minibatch_error": float(np.mean(history["error"][-last:])),
             **heldout_check(world, layers, net, cfg, settings.n_heldout, np.random.default_rng([seed, 10, m, 99]))}
-        finals = {}
-        for k, (params, H) in enumerate(layer_view(layers, probe.P, model), start=1):
-            same, diff = prompt_score_sums(params, probe._replace(P=H))
-            finals.update({f"L{k}_final_same": same, f"L{k}_final_different": diff})
-        out["scores"][model] = {"step": history["step"], "loss": history["loss"], "final_group": probe_group,
-                                **{k: v for k, v in history.items() if k.startswith("L")}, **finals}
-    out["gates"] = layer_gate_profiles(trained["mamba"][1], fig4_batch(world, settings, seed))
+        out["scores"][model] = {"step": history["step"], "loss": history["loss"],
+                                **{k: v for k, v in history.items() if k.startswith("L")}}
+    mamba = trained["mamba"][1]
+    for k in range(1, settings.n_layers + 1):
+        out["scores"]["mamba"][f"L{k}_final"] = final_sums(world, settings, seed,
+                                                           lambda P, k=k: layer_view(mamba, P, "mamba")[k - 1])
+    out["gates"] = [gate_profiles(world, settings, seed, lambda P, k=k: layer_view(mamba, P, "mamba")[k - 1])
+                    for k in range(1, settings.n_layers + 1)]
     out["table1"] = table1_counts(world, trained, settings, seed)
     return out
 
@@ -146,6 +142,8 @@ def plan(settings: Depth3Settings, selection: dict, names=("depth3",)) -> Plan:
                 "p_a": settings.p_a_mechanism, "eta": {m: chosen[m]["eta"] for m in MODELS},
                 "delta": {m: chosen[m]["delta"] for m in MODELS}, "step_size": selection,
                 "task_groups": list(GROUPS), "alpha_fig3": settings.alpha_fig3, "alpha_fig4": settings.alpha_fig4,
+                "setting_keys": [key for _, _, key in mechanism_settings(settings)],
+                "main_setting": setting_key(settings.mechanism_label_rule, settings.main_kappa_a_prime),
                 "training": {m: [r["training"][m] for r in runs] for m in MODELS}, "layers": layers,
                 "table1": summarise_table1([r["table1"] for r in runs], settings)}}
 

@@ -31,8 +31,8 @@ class Experiment:
     selection   : settings -> {model: Plan}: the step-size rule of ``runs/step_size.py`` as units.
     plan        : (settings, {model: the rule's record}, names) -> Plan: its training units; the
                   Plan assembles to {JSON name: result} for the ``names`` asked for.
-    claims      : {JSON name: result} -> [[claim, paper, ours, verdict]]: its rows of the claims
-                  table, from the results present (possibly none of its own).
+    claims      : {JSON name: result} -> [row]: its rows of REPORT.md's results table
+                  (``measure.verdicts.claim_row``), from the results present (possibly none of its own).
     draw        : ({JSON name: result}, out folder) -> [paths]: its figures and tables, drawn from
                   the JSON as saved.
     report      : {JSON name: result} -> markdown: its part of the "reproduce" section ("" if none).

@@ -25,16 +25,21 @@ from .results import GROUPS, SUBSETS, summarise
 from .tables import fig2_tables, groups_table, pattern_score_table
 
 
-def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
+def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int, untrained: dict | None = None):
     """Wrong counts on ``n_test`` prompts of Definition 2 per (labelling, kappa_a', K', alpha).
 
-    Returns (wrong, n): wrong[model] is an int array (3 labellings, n_kappa, n_K, n_alpha, G)
-    whose last axis is the task group of ``measure.tasks.task_groups`` (GROUPS: training, reversed,
-    distance 2, distance 3); n is the number of prompts, same shape.
+    Returns (wrong, n, wrong_untrained, n_untrained): wrong[model] is an int array (3 labellings,
+    n_kappa, n_K, n_alpha, G) whose last axis is the task group of ``measure.tasks.task_groups``
+    (GROUPS: training, reversed, distance 2, distance 3); n is the number of prompts, same shape.
+    ``untrained`` ({model: params at initialisation}) is evaluated on the same prompts at the main
+    K' only: shapes (3, n_kappa, 1, n_alpha, G).
     """
     shape = (len(LABEL_RULES), len(settings.kappa_a_primes), len(settings.K_primes), len(settings.alphas), len(GROUPS))
     wrong = {model: np.zeros(shape, dtype=int) for model in params_by_model}
     n = np.zeros(shape, dtype=int)
+    untrained = untrained or {}
+    main_c = settings.K_primes.index(settings.main_K_prime)
+    wrong0 = {model: np.zeros(shape[:2] + (1,) + shape[3:], dtype=int) for model in untrained}
     for r, rule in enumerate(LABEL_RULES):
         for k, kappa_a_prime in enumerate(settings.kappa_a_primes):
             for c, K_prime in enumerate(settings.K_primes):
@@ -47,24 +52,29 @@ def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int):
                     for model, params in params_by_model.items():
                         F = output(model, params, batch.P)
                         wrong[model][r, k, c, a], n[r, k, c, a] = group_wrong_counts(F, batch.z, group, len(GROUPS))
-    return wrong, n
+                    for model, params in (untrained.items() if c == main_c else ()):
+                        wrong0[model][r, k, 0, a] = group_wrong_counts(output(model, params, batch.P), batch.z, group,
+                                                                       len(GROUPS))[0]
+    return wrong, n, wrong0, n[:, :, main_c:main_c + 1]
 
 
 def seed_unit(settings: Settings, seed: int, eta: dict) -> dict:
     """One unit of work: train both models on seed ``seed``'s world at p_a = 0.6 with step sizes
-    ``eta`` ({model: eta}) and evaluate the whole test grid.  Its randomness comes only from the
-    seed's own streams.  Returns {"training": {model: summary}, "wrong": {model: counts}, "n": counts}."""
+    ``eta`` ({model: eta}) and evaluate the whole test grid, the trained models and (at the main K')
+    the same models at initialisation.  Its randomness comes only from the seed's own streams.
+    Returns {"training": {model: summary}, "wrong": {model: counts}, "n": counts, "untrained": {"wrong", "n"}}."""
     world = world_for(seed)
-    params_by_model, training = {}, {}
+    params_by_model, training, untrained = {}, {}, {}
     for model in MODELS:
         params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_fig2, eta[model]),
                                                 model, seed, 1)
+        untrained[model] = summary.pop("initial_params")
         summary["loss_curve"] = history["loss"]
         summary["steps"] = history["step"]
         training[model] = summary
         params_by_model[model] = params
-    wrong, n = evaluate_grid(world, params_by_model, settings, seed)
-    return {"training": training, "wrong": wrong, "n": n}
+    wrong, n, wrong0, n0 = evaluate_grid(world, params_by_model, settings, seed, untrained)
+    return {"training": training, "wrong": wrong, "n": n, "untrained": {"wrong": wrong0, "n": n0}}
 
 
 def selection(settings: Settings) -> dict:
@@ -96,6 +106,10 @@ def plan(settings: Settings, selection: dict, names=("fig2",)) -> Plan:
             w = np.stack([r["wrong"][model] for r in runs])                 # (S, 3, k, c, a, G)
             result["wrong"][model] = w
             result["error"][model] = summarise(w, n)
+        n0 = np.stack([r["untrained"]["n"] for r in runs])                  # (S, 3, k, 1, a, G)
+        result["untrained"] = {"K_prime": settings.main_K_prime, "n_prompts": n0, "axes": result["axes"] + " (K' main only)",
+                               "wrong": {m: np.stack([r["untrained"]["wrong"][m] for r in runs]) for m in MODELS}}
+        result["untrained"]["error"] = {m: summarise(w, n0) for m, w in result["untrained"]["wrong"].items()}
         return {"fig2": result}
 
     return Plan(units, assemble)
@@ -107,11 +121,11 @@ def claims(results: dict) -> list:
 
 
 def draw(results: dict, out: Path) -> list:
-    """fig2.png (main kappa_a'), fig2_kappa<lowest>.png, fig2_sensitivity.png, fig2_training.png."""
+    """fig2.png (main kappa_a'), fig2_kappa<largest>.png, fig2_sensitivity.png, fig2_training.png."""
     result, out = results["fig2"], Path(out)
-    low = min(result["settings"]["kappa_a_primes"])
+    high = max(result["settings"]["kappa_a_primes"])
     return [plots.fig2(result, out / "fig2.png"),
-            plots.fig2(result, out / f"fig2_kappa{low:g}.png", kappa_a_prime=low),
+            plots.fig2(result, out / f"fig2_kappa{high:g}.png", kappa_a_prime=high),
             plots.fig2_sensitivity(result, out / "fig2_sensitivity.png"),
             plots.fig2_training(result, out / "fig2_training.png")]
 

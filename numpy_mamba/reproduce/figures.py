@@ -76,10 +76,24 @@ def fig3(result: dict, path, title: str = "Figure 3 (one-layer analogue, Corolla
     fig.suptitle(f"{title}: attention scores on fixed test prompts during training; left and middle share "
                  "the y-axis")
     footnote(fig, settings_line(result, f"{s['n_probe']} fixed test prompts per seed: alpha = {result['alpha']}, "
-                                  f"kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g}, flipped "
-                                  "outlier labels; lines: mean over prompts and seeds, bands: min-max over seeds."), note)
+                                  f"{main_text(result)}, K' = {s['main_K_prime']:g}; lines: mean over prompts and seeds, "
+                                  "bands: min-max over seeds."), note)
     fig.tight_layout(rect=(0, 0.2, 1, 0.97))
     return save(fig, path, result)
+
+
+LABEL_WORD = {"flip": "flipped", "target": "targeted (+1)", "random": "random"}
+
+
+def main_text(result: dict) -> str:
+    """"targeted (+1) outlier labels, kappa_a' = 2": the main setting of a fig3 / fig4 result."""
+    rule, kappa = result["main_setting"].split("/")
+    return f"{LABEL_WORD[rule]} outlier labels, kappa_a' = {kappa}"
+
+
+def main_profiles(result: dict) -> list:
+    """The gate profiles of a fig4 result's main setting, one per seed."""
+    return [r[result["main_setting"]] for r in result["per_seed"]]
 
 
 MIN_RANK_PROMPTS = 100      # ranks j held by fewer test prompts (pooled over seeds) are not shown
@@ -123,14 +137,14 @@ def fig4(result: dict, path, title: str = "Figure 4 (one-layer analogue)", note:
          channel: str = "") -> Path:
     """Figure 4 (Corollary 2): Mamba's gates G_{i,l+1} on outlier and clean examples at alpha = 0.3,
     per position (points with min-max bars over seeds, log axis) and per clean rank j."""
-    runs = result["per_seed"]
+    runs = main_profiles(result)
     fig, axes = subplots(1, 2, figsize=(15, 5.6))
     gate_position_panel(axes[0], runs, channel)
     rank_panel(axes[1], runs, channel)
     s = result["settings"]
     fig.suptitle(f"{title}: Mamba's gates at alpha = {result['alpha']} (Corollary 2)")
-    footnote(fig, settings_line(result, f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, "
-                                  f"K' = {s['main_K_prime']:g}, flipped outlier labels, outliers at random positions."), note)
+    footnote(fig, settings_line(result, f"{s['n_test']} test prompts per seed, {main_text(result)}, "
+                                  f"K' = {s['main_K_prime']:g}, outliers at random positions."), note)
     fig.tight_layout(rect=(0, 0.08, 1, 0.97))
     return save(fig, path, result)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..runs.output import subplots
 from .results import view
-from .figures import SCORE_LABEL, fig3, fig4, gate_position_panel, rank_panel, score_panels
+from .figures import SCORE_LABEL, fig3, fig4, gate_position_panel, main_profiles, main_text, rank_panel, score_panels
 from .figures_table1 import table1_png
 from .plots import save, settings_line
 from ..runs.output import footnote
@@ -42,9 +42,8 @@ def fig5(result: dict, path) -> Path:
     fig.suptitle("Figure 5 (Appendix B): sums of attention scores in layers 2 and 3 of the three-layer models")
     s = result["settings"]
     return _finish(fig, path, result, "fig3", 0.2 / len(rows),
-                   f"{s['n_probe']} fixed test prompts per seed (alpha = {result['alpha_fig3']}, kappa_a' = "
-                   f"{s['main_kappa_a_prime']:g}, flipped labels); lines: mean over prompts and seeds, bands: min-max "
-                   "over seeds.")
+                   f"{s['n_probe']} fixed test prompts per seed (alpha = {result['alpha_fig3']}, "
+                   f"{main_text(view(result, 'fig3', 2))}); lines: mean over prompts and seeds, bands: min-max over seeds.")
 
 
 def fig6(result: dict, path) -> Path:
@@ -53,7 +52,7 @@ def fig6(result: dict, path) -> Path:
     rows = range(2, result["n_layers"] + 1)
     fig, axes = subplots(len(rows), 2, figsize=(15, 5.4 * len(rows)), squeeze=False)
     for row, k in zip(axes, rows):
-        runs = view(result, "fig4", k)["per_seed"]
+        runs = main_profiles(view(result, "fig4", k))
         gate_position_panel(row[0], runs, "d+1,")
         rank_panel(row[1], runs, "d+1,")
         for ax in row:
@@ -61,8 +60,8 @@ def fig6(result: dict, path) -> Path:
     fig.suptitle(f"Figure 6 (Appendix B): Mamba's gates in layers 2 and 3 at alpha = {result['alpha_fig4']}")
     s = result["settings"]
     return _finish(fig, path, result, "fig4", 0.1 / len(rows),
-                   f"{s['n_test']} test prompts per seed, kappa_a' = {s['main_kappa_a_prime']:g}, flipped labels; gate "
-                   "of the label channel d+1 at the query column (the gate that moves F).")
+                   f"{s['n_test']} test prompts per seed, {main_text(view(result, 'fig4', 2))}; gate of the label "
+                   "channel d+1 at the query column (the gate that moves F).")
 
 
 def _finish(fig, path, result: dict, part: str, bottom: float, text: str) -> Path:

@@ -26,8 +26,8 @@ from ..measure.attention import score_sums as prompt_score_sums
 from ..measure.gates import gate_profile
 from ..measure.rates import group_wrong_counts, rate_summary
 from ..measure.tasks import task_groups
-from .results import GROUPS, subset_counts
-from .tables import table1_markdown, table1_setting_argument
+from .results import GROUPS, setting_key, subset_counts
+from .tables import table1_markdown
 from ..network import network
 
 PARTS = ("fig3", "fig4", "table1")
@@ -91,44 +91,88 @@ def vote_baseline(settings: Settings, seed: int = 0) -> dict:
     return out
 
 
-def probe_batch(world, settings: Settings, seed: int):
-    """Figure 3's fixed test prompts of seed ``seed`` (alpha = 0.3, flipped labels) and their task groups."""
+def mechanism_settings(settings: Settings) -> list:
+    """Every test setting (labelling, kappa_a') at which Figures 3-4 are judged: [(r, k, key)] with
+    key "labelling/kappa_a'" (``results.setting_key``)."""
+    return [(r, k, setting_key(rule, kappa)) for r, rule in enumerate(LABEL_RULES)
+            for k, kappa in enumerate(settings.kappa_a_primes)]
+
+
+def probe_batch(world, settings: Settings, seed: int, r: int | None = None, k: int | None = None):
+    """Figure 3's fixed test prompts of seed ``seed`` (alpha = 0.3) in setting (labelling r,
+    kappa_a' k), the main one by default, and their task groups."""
+    r, k = _main_indices(settings) if r is None else (r, k)
     probe = testing_batch(world, settings.n_probe, PAPER["l_ts"], alpha=settings.alpha_fig3,
-                          K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
-                          label_rule="flip", rng=np.random.default_rng([seed, 3]))
+                          K_prime=settings.main_K_prime, kappa_a_prime=settings.kappa_a_primes[k],
+                          label_rule=LABEL_RULES[r], target=settings.target, rng=np.random.default_rng([seed, 3, r, k]))
     return probe, task_groups(probe.task, world.M1)
 
 
-def fig4_batch(world, settings: Settings, seed: int):
-    """Figure 4's test prompts of seed ``seed`` (alpha = 0.3, flipped labels, random positions)."""
+def fig4_batch(world, settings: Settings, seed: int, r: int, k: int):
+    """Figure 4's test prompts of seed ``seed`` (alpha = 0.3, random positions) in setting (r, k)."""
     return testing_batch(world, settings.n_test, PAPER["l_ts"], alpha=settings.alpha_fig4,
-                         K_prime=settings.main_K_prime, kappa_a_prime=settings.main_kappa_a_prime,
-                         label_rule="flip", rng=np.random.default_rng([seed, 6]))
+                         K_prime=settings.main_K_prime, kappa_a_prime=settings.kappa_a_primes[k],
+                         label_rule=LABEL_RULES[r], target=settings.target, rng=np.random.default_rng([seed, 6, r, k]))
+
+
+def _main_labels(settings: Settings) -> tuple:
+    return settings.mechanism_label_rule, settings.main_kappa_a_prime
+
+
+def _main_indices(settings: Settings) -> tuple:
+    return LABEL_RULES.index(settings.mechanism_label_rule), settings.kappa_a_primes.index(settings.main_kappa_a_prime)
+
+
+def final_sums(world, settings: Settings, seed: int, views) -> dict:
+    """Corollary 1's per-prompt sums at the end of training in every setting of ``mechanism_settings``:
+    {key: {"same", "different", "group"}}; ``views(P)`` -> (Params, H) of the layer measured."""
+    out = {}
+    for r, k, key in mechanism_settings(settings):
+        probe, group = probe_batch(world, settings, seed, r, k)
+        params, H = views(probe.P)
+        same, diff = prompt_score_sums(params, probe._replace(P=H))
+        out[key] = {"same": same, "different": diff, "group": group}
+    return out
+
+
+def gate_profiles(world, settings: Settings, seed: int, views) -> dict:
+    """``measure.gates.gate_profile`` in every setting of ``mechanism_settings``: {key: profile};
+    ``views(P)`` -> (Params, H) of the layer measured."""
+    out = {}
+    for r, k, key in mechanism_settings(settings):
+        batch = fig4_batch(world, settings, seed, r, k)
+        params, H = views(batch.P)
+        out[key] = gate_profile(params, batch._replace(P=H))
+    return out
 
 
 def seed_unit(settings: Settings, parts: tuple, seed: int, eta: dict) -> dict:
     """One unit of work: train both one-layer models on seed ``seed``'s world at p_a = 0.4 and
-    measure the requested ``parts``; randomness only from the seed's own streams.
-    Returns {"training": {model: summary}, "fig3": {model: record}, "fig4": profile, "table1": counts}."""
+    measure the requested ``parts``; randomness only from the seed's own streams.  Returns
+    {"training": {model: summary}, "fig3": {model: record}, "fig4": {setting: profile}, "table1": counts}
+    (table1 also counts the two models at initialisation)."""
     world = world_for(seed)
     probe, probe_group = probe_batch(world, settings, seed)
     out = {"training": {}, "fig3": {}}
-    params_by_model = {}
+    params_by_model, untrained = {}, {}
     for model in MODELS:
         record = (lambda step, params: score_sums(params, probe, probe_group)) if "fig3" in parts else None
         params, history, summary = train_logged(world, settings, settings.train_config(settings.p_a_mechanism, eta[model]),
                                                 model, seed, 4, record=record)
+        untrained[model] = summary.pop("initial_params")
         out["training"][model] = summary
         params_by_model[model] = params
         if "fig3" in parts:
-            same, diff = prompt_score_sums(params, probe)                 # final per-prompt sums (Corollary 1)
             out["fig3"][model] = {"step": history["step"], "loss": history["loss"],
-                                  **{k: v for k, v in history.items() if k.startswith("score_")},
-                                  "final_same": same, "final_different": diff, "final_group": probe_group}
+                                  **{k: v for k, v in history.items() if k.startswith("score_")}}
+    if "fig3" in parts:
+        out["fig3"]["mamba"]["final"] = final_sums(world, settings, seed, lambda P: (params_by_model["mamba"], P))
     if "fig4" in parts:
-        out["fig4"] = gate_profile(params_by_model["mamba"], fig4_batch(world, settings, seed))
+        out["fig4"] = gate_profiles(world, settings, seed, lambda P: (params_by_model["mamba"], P))
     if "table1" in parts:
-        out["table1"] = table1_counts(world, {m: (network(m), p) for m, p in params_by_model.items()}, settings, seed)
+        trained = {m: (network(m), p) for m, p in params_by_model.items()}
+        trained.update({f"{m}_untrained": (network(m), p) for m, p in untrained.items()})
+        out["table1"] = table1_counts(world, trained, settings, seed)
     return out
 
 
@@ -155,11 +199,13 @@ def plan(settings: Settings, selection: dict, names: tuple = PARTS) -> Plan:
                   "step_size": selection, "task_groups": list(GROUPS),
                   "training": {m: [r["training"][m] for r in runs] for m in MODELS}}
         results = {}
+        grid = {"setting_keys": [key for _, _, key in mechanism_settings(settings)],
+                "main_setting": setting_key(*_main_labels(settings))}
         if "fig3" in parts:
-            results["fig3"] = {"experiment": "fig3", **common, "alpha": settings.alpha_fig3, "label_rule": "flip",
+            results["fig3"] = {"experiment": "fig3", **common, **grid, "alpha": settings.alpha_fig3,
                                "per_seed": {m: [r["fig3"][m] for r in runs] for m in MODELS}}
         if "fig4" in parts:
-            results["fig4"] = {"experiment": "fig4", **common, "alpha": settings.alpha_fig4, "label_rule": "flip",
+            results["fig4"] = {"experiment": "fig4", **common, **grid, "alpha": settings.alpha_fig4,
                                "per_seed": [r["fig4"] for r in runs]}
         if "table1" in parts:
             results["table1"] = {"experiment": "table1", **common,
@@ -171,29 +217,31 @@ def plan(settings: Settings, selection: dict, names: tuple = PARTS) -> Plan:
 
 def summarise_table1(per_seed: list, settings: Settings) -> dict:
     """Pooled accuracies (1 - error of eq (5)) with 95% intervals (pooled Clopper-Pearson and over
-    seeds), per task group and subset, and the vote baseline of ``vote_baseline``."""
+    seeds), per task group and subset, of the trained models ("accuracy") and of the same models at
+    initialisation ("untrained"), and the vote baseline of ``vote_baseline``."""
     n = np.stack([s["n"] for s in per_seed])                               # (S, 3, k, 3, G)
     out = {"alpha": settings.alpha_table1, "K_prime": settings.main_K_prime,
            "label_rules": list(LABEL_RULES), "placements": TABLE1_PLACEMENTS,
            "axes": f"seed, label_rule, kappa_a_prime, placement (FQ, R, CQ), task group ({', '.join(GROUPS)})",
-           "n_prompts": n, "wrong": {}, "accuracy": {}, "vote_baseline": vote_baseline(settings)}
+           "n_prompts": n, "wrong": {}, "accuracy": {}, "vote_baseline": vote_baseline(settings),
+           "untrained": {"wrong": {}, "accuracy": {}}}
     for model in MODELS:
-        w = np.stack([s[model] for s in per_seed])
-        out["wrong"][model] = w
-        sw, sn = subset_counts(w), subset_counts(n)
-        acc = {}
-        for r, rule in enumerate(LABEL_RULES):
-            acc[rule] = {}
-            for k, kappa_a_prime in enumerate(settings.kappa_a_primes):
-                cells = {}
-                for q, name in enumerate(TABLE1_PLACEMENTS):
-                    cells[name] = {}
-                    for subset in sw:
-                        e = rate_summary(sw[subset][:, r, k, q], sn[subset][:, r, k, q])
-                        cells[name][subset] = _as_accuracy(e)
-                acc[rule][str(kappa_a_prime)] = cells
-        out["accuracy"][model] = acc
+        for name, where in ((model, out), (f"{model}_untrained", out["untrained"])):
+            if name in per_seed[0]:
+                w = np.stack([s[name] for s in per_seed])
+                where["wrong"][model] = w
+                where["accuracy"][model] = _accuracy_grid(w, n, settings)
     return out
+
+
+def _accuracy_grid(w, n, settings: Settings) -> dict:
+    """{labelling: {kappa_a': {placement: {subset: accuracy summary}}}} from counts (S, 3, k, 3, G)."""
+    sw, sn = subset_counts(w), subset_counts(n)
+    return {rule: {str(kappa): {name: {subset: _as_accuracy(rate_summary(sw[subset][:, r, k, q], sn[subset][:, r, k, q]))
+                                       for subset in sw}
+                                for q, name in enumerate(TABLE1_PLACEMENTS)}
+                   for k, kappa in enumerate(settings.kappa_a_primes)}
+            for r, rule in enumerate(LABEL_RULES)}
 
 
 def claims(results: dict) -> list:
@@ -221,12 +269,10 @@ def draw(results: dict, out: Path) -> list:
 
 
 def report(results: dict) -> str:
-    """Table 1 in full (every labelling and kappa_a'), if table1 is present."""
+    """Table 1 in full (every labelling and kappa_a', trained and untrained), if table1 is present."""
     if "table1" not in results:
         return ""
-    argument = table1_setting_argument(results["table1"])
-    return "\n".join(([argument, ""] if argument else []) + ["### Table 1 (table1.md, table1.png)", "",
-                                                             table1_markdown(results["table1"])])
+    return "\n".join(["### Table 1, one layer (table1.md, table1.png)", "", table1_markdown(results["table1"])])
 
 
 EXPERIMENT = Experiment(

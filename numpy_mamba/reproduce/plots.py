@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 
 from ..data import SECTION4
 from .common import MODEL_LABEL, MODELS
-from .results import curve
+from .results import curve, untrained_view
 from ..runs.output import footnote, save_figure, subplots
 
 COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
@@ -66,8 +66,9 @@ def _band(ax, result, model, rule, subset, kappa_a_prime, K_prime, **style):
 def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
     """Figure 2 (A, B, C): test error (eq (5)) against alpha at one (kappa_a', K').
 
-    Top row: all tasks, linear scale.  Bottom row: tasks seen and never seen in training,
-    symmetric-log scale so the paper's 0.01 level is readable.  Bands: min-max over seeds.
+    Top row: all tasks, linear scale, with the same models untrained (dotted; at the main K').  Bottom
+    row: tasks seen and never seen in training, symmetric-log scale so the paper's 0.01 level is
+    readable.  Bands: min-max over seeds.
     """
     s = result["settings"]
     kappa_a_prime = s["main_kappa_a_prime"] if kappa_a_prime is None else kappa_a_prime
@@ -79,6 +80,9 @@ def fig2(result: dict, path, kappa_a_prime=None, K_prime=None) -> Path:
             c = COLOR[model]
             _band(top, result, model, rule, "all", kappa_a_prime, K_prime, color=c, marker="o", ms=4, lw=1.8,
                   label=f"{MODEL_LABEL[model]}, all tasks")
+            if "untrained" in result and K_prime == result["untrained"]["K_prime"]:
+                _band(top, untrained_view(result), model, rule, "all", kappa_a_prime, K_prime, color=c, ls=":", lw=1.3,
+                      marker="x", ms=4, label=f"{MODEL_LABEL[model]} untrained (initialisation), all tasks")
             for subset, ls, mk, name in (("seen", "--", "s", "tasks seen in training"),
                                          ("unseen", ":", "^", "tasks never seen in training")):
                 _band(bottom, result, model, rule, subset, kappa_a_prime, K_prime, color=c, ls=ls, marker=mk, ms=4,

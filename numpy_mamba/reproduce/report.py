@@ -1,23 +1,28 @@
 """The "reproduce" section of figures/REPORT.md, written from the JSON results of
-``python -m numpy_mamba reproduce`` (whatever of them exists), and the claim rows the command's
-closing summary counts.  The head of the section (claims table, settings, training, step sizes) is
-written here; each experiment's own part comes from its ``report`` (``experiment.Experiment``).
+``python -m numpy_mamba reproduce`` (whatever of them exists), and the claim rows that feed the
+results table at the top of the report and the command's closing summary.  The head of the section
+(three-line summary, claims in detail, settings, training, step sizes) is written here; each
+experiment's own part comes from its ``report`` (``experiment.Experiment``).
 
 Each claim of the paper's Section 4 gets: the paper's statement or number, ours, and a verdict
-from a rule stated next to it, so no verdict is typed in by hand.
+from a rule named in its row (the rules are written once, in the results section), so no verdict
+is typed in by hand.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..data import SECTION4_TEST_OUTLIERS
-from .common import MODELS, PAPER
+from .claims import FIG2_RULES
+from .claims_mechanism import MECHANISM_RULES
+from .common import MAIN_SETTING_RULE, MODELS, PAPER
 from . import registry
-from ..measure.rates import SEED_INTERVAL_RULE
-from ..measure.verdicts import WORDS
 from ..runs.output import SMOKE
+from ..runs.results import details, opening
 from ..runs.step_size import RULE as STEP_RULE
-from .tables import SHORT, step_size_table
+from .tables import SHORT, main_setting_note, step_size_table
+
+RULES = {**FIG2_RULES, **MECHANISM_RULES, "step-size": STEP_RULE}
 
 
 def own_results(experiment, results: dict) -> dict:
@@ -74,14 +79,11 @@ def settings_section(results: dict) -> str:
 def _step_size_bullet(s: dict, results: dict) -> str:
     """How eta was chosen per model, and what was chosen."""
     return (f"- Step size eta, **chosen per model** (never on test settings) by the rule of "
-            f"numpy_mamba/runs/step_size.py: {STEP_RULE}. Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
+            f"numpy_mamba/runs/step_size.py (rule [step-size](#rule-step-size)). Grid {', '.join(f'{e:g}' for e in s['eta_grid'])} "
             f"(all <= 1, as Theorems 1 and 3 need), {s['select_seeds']} selection seed(s) with their own worlds and "
             f"streams, the experiments' T = {s['T']}, {s['n_heldout']} held-out prompts per seed; applied separately "
             f"to each training setting. Chosen: {_eta_text(results)}. Every candidate's held-out loss is in the "
-            "table \"Step size\" below and in the JSON (\"step_size\"). History: the results before this rule used "
-            "eta = 0.1 for both models; a first run of the rule with the grid 0.01-0.2 chose an edge of that grid for "
-            "both models, so the grid was widened to 0.005-1 (1 is the largest eta Theorems 1 and 3 allow) before the "
-            "run reported here; that decision looked at held-out training prompts only, never at test results.")
+            "table \"Step size\" below and in the JSON (\"step_size\").")
 
 
 def _size_bullets(s: dict, eta_m: float) -> list:
@@ -102,20 +104,19 @@ def _size_bullets(s: dict, eta_m: float) -> list:
 
 
 def _kappa_bullet(s: dict) -> str:
-    """Why the main kappa_a' is the smallest of the grid that meets kappa_a' >= kappa_a / L (eq (11)'s v')."""
+    """The main kappa_a' (the argument is the results section's "Main setting") and what eq (11)'s v' does to the gate."""
     L_s = SECTION4_TEST_OUTLIERS.sum(1) / np.linalg.norm(SECTION4_TEST_OUTLIERS, axis=1)
     L = SECTION4_TEST_OUTLIERS.sum(1).min()                 # eq (11)'s L: the smallest coefficient sum of a v'
     return (
-        f"- kappa_a' = {s['main_kappa_a_prime']:g} (main setting of Figure 2 and of the test prompts of Figures 3-4; grid "
-        f"{', '.join(f'{k:g}' for k in s['kappa_a_primes'])}, all shown; Table 1's main setting is argued from the "
-        "paper's own numbers in \"Table 1: which setting the paper's numbers admit\"): a test outlier is v' = sum_s lambda_s v*_s, and the gate only sees w^T v'. If training "
-        "treats the three v*_s alike, w^T v' is proportional to sum_s lambda_s, which is "
-        f"{', '.join(f'{x:.2f}' for x in L_s)} for the three v' of Section 4 (L = {L:g}). The proof of Theorem 2 "
-        "carries the term (kappa_a' L - kappa_a) (Appendix, after eq (60)): a test outlier looks to the gate "
-        f"at least as strong as a training one when kappa_a' >= kappa_a / L = {PAPER['kappa_a'] / L:.1f}. "
-        f"{s['main_kappa_a_prime']:g} is the smallest value of our grid that meets this. Theorem 2's stated "
-        "condition only asks kappa_a' >= kappa_a = 2, so the kappa_a' = 2 results below are just as much "
-        "a test of the paper's claim; they are worse, and we report them next to the main ones.")
+        f"- kappa_a' = {s['main_kappa_a_prime']:g} in the main setting ([Main setting](#main-setting)); grid "
+        f"{', '.join(f'{k:g}' for k in s['kappa_a_primes'])}, every value judged. Why the grid goes higher: a test "
+        "outlier is v' = sum_s lambda_s v*_s, and the gate only sees w^T v'. If training treats the three v*_s alike, "
+        f"w^T v' is proportional to sum_s lambda_s, which is {', '.join(f'{x:.2f}' for x in L_s)} for the three v' "
+        f"of Section 4 (L = {L:g}). The proof of Theorem 2 carries the term (kappa_a' L - kappa_a) (Appendix, after "
+        "eq (60)): a test outlier looks to the gate at least as strong as a training one when kappa_a' >= kappa_a / "
+        f"L = {PAPER['kappa_a'] / L:.1f}, which only kappa_a' = {max(s['kappa_a_primes']):g} of our grid meets. "
+        f"Outlier labels of Figures 3-6 and Table 1 in the main setting: {s['mechanism_label_rule']} (the same "
+        "argument); every labelling is judged.")
 
 
 def _test_bullets(s: dict) -> list:
@@ -127,8 +128,8 @@ def _test_bullets(s: dict) -> list:
         "of Condition 1 (\"seen\"), 24 are never seen in training (\"unseen\": 6 reversed training pairs, 12 "
         "pairs two steps apart on the task cycle, 6 three steps apart).",
         "- Uncertainty: error rates and accuracies are pooled over seeds (equal numbers of prompts per seed). "
-        f"The interval in brackets, and every interval a verdict rule uses, is the {SEED_INTERVAL_RULE} "
-        "(numpy_mamba/measure/rates.py, seed_interval), so it includes seed-to-seed variation: different "
+        "The interval in brackets, and every interval a verdict rule uses, is the 95% interval over seeds (rule "
+        "[seed-interval](#rule-seed-interval); numpy_mamba/measure/rates.py, seed_interval), so it includes seed-to-seed variation: different "
         "trained models, not only different test prompts. The pooled Clopper-Pearson interval alone (beta "
         "quantiles; the same numbers as scipy.stats.binomtest(...).proportion_ci(method='exact'), checked in "
         "tests/test_reproduce.py) covers test-prompt sampling only; it stays in the JSON (\"ci95\", next to "
@@ -164,20 +165,15 @@ def training_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def claims(results: dict) -> str:
-    """The per-claim verdict table; every verdict follows the rule printed beside it."""
-    head = ["### Claims of Section 4: paper vs ours", "",
-            "Each verdict is computed from the numbers by the rule printed next to it (code: "
-            "numpy_mamba/reproduce/claims.py, claims_mechanism.py and numpy_mamba/measure/verdicts.py). Verdicts use "
-            f"the vocabulary of every section of this report: **{WORDS['full']}**, **{WORDS['part']}** (in some "
-            f"settings, cases or seeds, which the verdict names), **{WORDS['trend']}** (the claimed direction, not the "
-            f"claimed size) and **{WORDS['none']}**; \"not run\" where a claim's experiment has no result. "
-            "Where a claim holds only in some settings, the verdict names them. The rules were written after the numbers "
-            "of an earlier run (eta = 0.1 for both models) had been seen, and the rules for Corollary 2 (i), the growth "
-            "of the Fig 3/5 gap and Table 1's pattern were tightened after a later full run had been seen, each to "
-            "follow the paper's statement; no setting below was tuned toward the paper's numbers.", "",
-            "| claim | paper | ours | verdict |", "|---|---|---|---|"]
-    return "\n".join(head + [f"| {' | '.join(r)} |" for r in claim_rows(results)])
+def claims_file(results: dict) -> dict:
+    """What ``runs.results.save_claims`` writes for this command: rows, rules, notes, section heading."""
+    note = (main_setting_note(results["table1"]) if "table1" in results else MAIN_SETTING_RULE + ".")
+    return {"rows": claim_rows(results), "rules": RULES, "notes": {"Main setting": note}, "heading": heading(results)}
+
+
+def heading(results: dict) -> str:
+    """The section's heading (stamped for a smoke run)."""
+    return "## Reproduction of Section 4 (python -m numpy_mamba reproduce)" + (f" -- {SMOKE}" if _mode(results)[1] else "")
 
 
 def _mode(results: dict) -> tuple[str, bool]:
@@ -192,14 +188,16 @@ def _mode(results: dict) -> tuple[str, bool]:
 def build(results: dict, wall_seconds: float | None = None) -> str:
     """The whole "reproduce" section from the results present ({JSON name: result})."""
     mode, smoke = _mode(results)
-    title = "## Reproduction of Section 4 (python -m numpy_mamba reproduce)"
-    parts = [title + (f" -- {SMOKE}" if smoke else ""), ""]
+    rows = claim_rows(results)
+    parts = [heading(results), ""]
+    first = (f"Run: {mode}; experiments: {', '.join(sorted(results))}"
+             + (f"; {wall_seconds:.1f} s wall time (--jobs as run)" if wall_seconds else "") + ".")
+    parts += opening(first, rows) + [""]
     if smoke:
         parts += [f"**{SMOKE}.** These outputs only show that the pipeline runs; do not read any number or verdict "
                   "below as a result.", ""]
-    parts += [f"Run: {mode}; experiments present: {', '.join(sorted(results))}."
-              + (f" Wall time of the last invocation: {wall_seconds:.1f} s." if wall_seconds else ""), "",
-              claims(results)]
+    parts += ["### Claims in detail", "", "Every number behind each row of the results table; the rules are written "
+              "once under [Rules](#rules)."] + details(rows)
     settings = settings_section(results)
     if settings:
         parts += ["", settings]
@@ -207,7 +205,7 @@ def build(results: dict, wall_seconds: float | None = None) -> str:
     steps = step_size_table([(long, res) for _, long, res in training_runs(results)])
     if steps:
         parts += ["", "### Step size (rule of numpy_mamba/runs/step_size.py)", "",
-                  f"Rule: {STEP_RULE}. Held-out hinge loss per selection seed:", steps]
+                  "Rule [step-size](#rule-step-size). Held-out hinge loss per selection seed:", steps]
     for experiment in registry.EXPERIMENTS:
         text = experiment.report(own_results(experiment, results))
         if text:

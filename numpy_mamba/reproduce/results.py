@@ -16,6 +16,19 @@ SUBSETS = ("seen", "unseen", "all") + GROUPS[1:]  # seen = the training tasks; u
 SUMMARY_KEYS = ("rate", "ci95_low", "ci95_high", "seed_ci95_low", "seed_ci95_high", "seed_mean", "seed_min", "seed_max")
 
 
+def setting_key(label_rule: str, kappa_a_prime: float) -> str:
+    """The key of one test setting of Figures 3-4 in the JSON: "target/2"."""
+    return f"{label_rule}/{float(kappa_a_prime):g}"
+
+
+def untrained_view(result: dict) -> dict:
+    """A "fig2" result's models at initialisation seen as a "fig2" result (its K' grid: the main
+    K' only), so ``curve`` and ``point`` read them like the trained models."""
+    u = result["untrained"]
+    settings = dict(result["settings"], K_primes=[u["K_prime"]])
+    return {**result, "settings": settings, "error": u["error"], "wrong": u["wrong"], "n_prompts": u["n_prompts"]}
+
+
 def subset_counts(x) -> dict:
     """Counts (..., G) over task groups -> {subset: (...)} for every name in SUBSETS."""
     x = np.asarray(x)
@@ -66,11 +79,12 @@ def view(result: dict, part: str, layer: int = 1) -> dict:
     (the same keys), so the same figures and verdict rules apply to every layer."""
     common = {k: result[k] for k in ("settings", "paper", "p_a", "eta", "step_size", "task_groups", "training")}
     common.update(depth=result["n_layers"], layer=layer, delta=result["delta"])
+    grid = {k: result[k] for k in ("setting_keys", "main_setting")}
     if part == "fig3":
-        return {"experiment": "fig3", **common, "alpha": result["alpha_fig3"], "label_rule": "flip",
+        return {"experiment": "fig3", **common, **grid, "alpha": result["alpha_fig3"],
                 "per_seed": result["layers"][layer - 1]["scores"]}
     if part == "fig4":
-        return {"experiment": "fig4", **common, "alpha": result["alpha_fig4"], "label_rule": "flip",
+        return {"experiment": "fig4", **common, **grid, "alpha": result["alpha_fig4"],
                 "per_seed": result["layers"][layer - 1]["gates"]}
     if part == "table1":
         return {"experiment": "table1", **common, **result["table1"]}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
@@ -24,8 +23,9 @@ from .common import FULL, MODELS, QUICK, settings_for
 from ..runs.args import positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_compact_json, write_section
+from ..runs.results import save_claims, write_results
 from ..runs.staging import run_staged
-from ..runs.summary import print_summary
+from ..runs.summary import print_claims_summary
 
 def parse_only(values) -> tuple:
     """``--only`` values (repeatable, comma lists) -> the experiments to run, in registry order."""
@@ -86,10 +86,13 @@ def write_files(results: dict, only, stage_dir: Path, out: Path) -> tuple[list, 
     return written, saved
 
 
-def write_outputs(results: dict, only, stage_dir: Path, out: Path, report: Path, seconds: float) -> list:
-    """``write_files``, then the "reproduce" section into ``report`` (stating ``seconds``)."""
+def write_outputs(results: dict, only, stage_dir: Path, out: Path, report: Path, seconds: float, quick: bool) -> list:
+    """``write_files``, then the "reproduce" section into ``report`` (stating ``seconds``), the claims
+    file and the results table (this run's rows with every other command's in ``out``)."""
     written, saved = write_files(results, only, stage_dir, out)
-    return written + [write_section(report, "reproduce", report_text.build(saved, seconds))]
+    written.append(write_section(report, "reproduce", report_text.build(saved, seconds)))
+    written.append(save_claims(stage_dir, "reproduce", quick=quick, **report_text.claims_file(saved)))
+    return written + [write_results(report, out, stage_dir)]
 
 
 def description() -> str:
@@ -131,18 +134,11 @@ def main(argv=None) -> int:
     def work(stage):
         results, _ = compute(settings, only, jobs=args.jobs)
         print(f"[reproduce] writing JSON, figures and the report section of {out}", file=sys.stderr, flush=True)
-        _, saved = write_files(results, only, stage.dir, out)
         elapsed["seconds"] = time.perf_counter() - start        # one number: the report's and the terminal's
-        write_section(stage.report, "reproduce", report_text.build(saved, elapsed["seconds"]))
+        write_outputs(results, only, stage.dir, out, stage.report, elapsed["seconds"], args.quick)
 
     code = run_staged("reproduce", out, work)
     if code == 0:
-        verdicts = [(claim, verdict_word(verdict)) for claim, _, _, verdict in report_text.claim_rows(load_results(out))]
-        print_summary("reproduce", verdicts, out, elapsed["seconds"], quick=args.quick, report=out / "REPORT.md")
+        print_claims_summary("reproduce", out / "claims_reproduce.json", out, elapsed["seconds"], quick=args.quick,
+                             report=out / "REPORT.md")
     return code
-
-
-def verdict_word(verdict: str) -> str:
-    """The verdict a claims-table cell states in bold ("**holds in part** (rule: ...)" -> "holds in part")."""
-    found = re.search(r"\*\*(.+?)\*\*", verdict)
-    return found.group(1) if found else verdict

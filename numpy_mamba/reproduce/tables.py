@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import MODELS, TABLE1_MAIN
-from .results import point
+from .common import MAIN_SETTING_RULE, MODELS, main_table1
+from .results import point, untrained_view
 from .figures_table1 import PAPER_TABLE1, TABLE1_HEADER, table1_main, table1_overview, table1_rows
 from ..runs.step_size import table_rows
 
@@ -39,15 +39,20 @@ def _shown(s: dict, wanted) -> list:
 def fig2_tables(res: dict) -> str:
     s = res["settings"]
     show = _shown(s, (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9))
-    lines = [f"### Figure 2 in numbers (kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g})", "",
-             "Test error, pooled over seeds [95% interval over seeds, see Settings: Uncertainty]. Figures: fig2.png (main setting), "
-             "fig2_sensitivity.png (every kappa_a', K'), fig2_kappa2.png "
-             "(kappa_a' = 2).", ""]
+    untrained = untrained_view(res)
+    lines = [f"### Figure 2 in numbers", "",
+             f"Main setting kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g} ([Main setting]"
+             "(#main-setting)). Test error, pooled over seeds [95% interval over seeds]; \"untrained\": the same models "
+             "at their initialisation (Algorithm 1's Psi^(0)), on the same prompts, all tasks. Figures: fig2.png (main "
+             f"setting, untrained dotted), fig2_kappa{max(s['kappa_a_primes']):g}.png (kappa_a' = "
+             f"{max(s['kappa_a_primes']):g}), fig2_sensitivity.png (every kappa_a', K').", ""]
     subsets = ("all", "seen", "unseen")
     for rule in res["label_rules"]:
         lines += [f"**Labelling: {rule}**", ""]
-        lines += md_table(["alpha"] + [f"{SHORT[m]} {sub}" for m in MODELS for sub in subsets],
-                     [[f"{a:g}"] + [_cell(point(res, m, rule, sub, a)) for m in MODELS for sub in subsets] for a in show])
+        lines += md_table(["alpha"] + [f"{SHORT[m]} {sub}" for m in MODELS for sub in subsets]
+                          + [f"{SHORT[m]} untrained" for m in MODELS],
+                          [[f"{a:g}"] + [_cell(point(res, m, rule, sub, a)) for m in MODELS for sub in subsets]
+                           + [_cell(point(untrained, m, rule, "all", a)) for m in MODELS] for a in show])
         lines.append("")
     lines += ["**Sensitivity: error on all tasks at alpha = 0.5 / 0.8 for every kappa_a', K'**", ""]
     lines += md_table(["kappa_a'", "K'"] + [f"{SHORT[m]} {r}" for m in MODELS for r in res["label_rules"]],
@@ -59,17 +64,20 @@ def fig2_tables(res: dict) -> str:
 
 
 def groups_table(res: dict) -> str:
-    """Test error by task group (training tasks, reversed pairs, distance 2, distance 3)."""
+    """Test error by task group (training tasks, reversed pairs, distance 2, distance 3), trained and untrained."""
     s = res["settings"]
     groups = res["task_groups"]
     subset = {g: ("seen" if g == "training" else g) for g in groups}
-    lines = ["### Errors by task group (tasks never seen in training broken down)", "",
+    untrained = untrained_view(res)
+    lines = ["### Errors by task group", "",
              f"Fig 2 runs, kappa_a' = {s['main_kappa_a_prime']:g}, K' = {s['main_K_prime']:g}, pooled over seeds "
              "[95% interval over seeds]. Of the 30 tasks (a, b), 6 are training tasks (b = a+1 on the cycle of "
              "Condition 1); the 24 unseen ones are the 6 reversed training pairs (b = a-1: the same two patterns, "
-             "labels swapped), 12 pairs two steps apart and 6 pairs three steps apart.", ""]
-    rows = [[rule, f"{a:g}", SHORT[m]] + [_cell(point(res, m, rule, subset[g], a)) for g in groups]
-            for rule in res["label_rules"] for a in _shown(s, (0.0, 0.5, 0.8)) for m in MODELS]
+             "labels swapped), 12 pairs two steps apart and 6 pairs three steps apart. \"untrained\": the same model "
+             "at its initialisation.", ""]
+    rows = [[rule, f"{a:g}", f"{SHORT[m]}{label}"] + [_cell(point(result, m, rule, subset[g], a)) for g in groups]
+            for rule in res["label_rules"] for a in _shown(s, (0.0, 0.5, 0.8)) for m in MODELS
+            for result, label in ((res, ""), (untrained, " untrained"))]
     lines += md_table(["labelling", "alpha", "model"] + [GROUP_LABEL.get(g, g) for g in groups], rows)
     return "\n".join(lines)
 
@@ -92,9 +100,10 @@ def pattern_score_table(res: dict) -> str:
     if m[1] < 0 and m[-1] < 0 and m[2] > 0 and m[-2] > 0:
         lines += ["", "Pairs seen in training (k = 1, 5) get negative scores, as they should. A context pattern "
                   "two steps away (k = 2, 4), never paired with the query's pattern in training, gets a positive "
-                  "score (plausibly through the product W_B^T W_C: two negative steps give a positive one), so in "
-                  "an unseen task (a, a+2) its examples, which carry the opposite label, vote for the wrong answer. "
-                  "This is consistent with the errors by task group above."]
+                  "score, so in an unseen task (a, a+2) its examples, which carry the opposite label, vote for the "
+                  "wrong answer, consistent with the errors by task group above. Where this score comes from (the "
+                  "product dW_B^T dW_C and its path through the pattern between a and a+2 carry only part of it) is "
+                  "the ablation's question (section \"Ablation\")."]
     return "\n".join(lines)
 
 
@@ -102,19 +111,21 @@ ONE_LAYER_MODELS = "one-layer models of eq (3) (the paper's are three-layer"
 
 
 def table1_markdown(res: dict, models: str = ONE_LAYER_MODELS) -> str:
-    """Table 1: the main setting (``common.TABLE1_MAIN``) by task group beside the aggregate, then every
-    labelling and kappa_a' (overview with intervals and task groups), then one detailed table per labelling
-    with the seeds' range.  ``models`` says which models (opens a parenthesis the text closes)."""
+    """Table 1: the main setting (``common.main_table1``) by task group beside the aggregate, trained and
+    untrained, then every labelling and kappa_a' (overview with intervals and task groups), then one
+    detailed table per labelling with the seeds' range.  ``models`` says which models (opens a
+    parenthesis the text closes)."""
     s = res["settings"]
-    main = (TABLE1_MAIN["label_rule"], float(TABLE1_MAIN["kappa_a_prime"]))
+    main = main_table1(s)
     lines = [f"Table 1: ICL accuracy (%) at alpha = {res['alpha']}, K' = {res['K_prime']:g}, p_a = {res['p_a']} in "
              f"training; {models} and it does not say which outlier "
              f"labelling or kappa_a' it used). {s['n_test']} test prompts per seed and cell, {s['seeds']} seeds; "
              "[95% interval over seeds: t interval of the per-seed accuracies, widened to the pooled Clopper-Pearson "
              "interval where that is wider]. Task groups: training = the 6 training tasks of Condition 1's cycle, "
-             "reversed = those pairs reversed, distance 2 / 3 = pairs 2 or 3 steps apart on the cycle (never trained on).",
-             "", f"**Main setting: {main[0]} labels, kappa_a' = {main[1]:g}** (argued from the paper's own numbers in "
-             "REPORT.md, \"Table 1: which setting the paper's numbers admit\"; every other setting below)", ""]
+             "reversed = those pairs reversed, distance 2 / 3 = pairs 2 or 3 steps apart on the cycle (never trained on). "
+             "Untrained: the same models at their initialisation (Algorithm 1's Psi^(0)) on the same prompts.",
+             "", f"**Main setting: {main[0]} labels, kappa_a' = {main[1]:g}** (REPORT.md, \"Main setting\"; every "
+             "other setting below)", ""]
     lines += md_table(*table1_main(res, main))
     header, rows = table1_overview(res, groups=True)
     lines += ["", "**Every setting**: all tasks [95% interval over seeds] (training / reversed / distance 2 / "
@@ -126,40 +137,18 @@ def table1_markdown(res: dict, models: str = ONE_LAYER_MODELS) -> str:
     return "\n".join(lines)
 
 
-def table1_setting_argument(res: dict) -> str:
-    """The argument for Table 1's main setting (``common.TABLE1_MAIN``), with the vote counts of
-    ``mechanism.vote_baseline`` saved in the result; "" for a result without them."""
+def main_setting_note(res: dict) -> str:
+    """``common.MAIN_SETTING_RULE`` with the vote counts of ``mechanism.vote_baseline`` saved in a
+    "table1" result: the main-setting argument, written once (REPORT.md's results section)."""
     vote = res.get("vote_baseline")
-    if not vote:
-        return ""
     paper_lt = " / ".join(f"{100 * PAPER_TABLE1['linear_transformer'][p]:.2f}" for p in ("FQ", "R", "CQ"))
-    fmt = lambda rule: " / ".join(f"{100 * vote[rule][p]:.1f}" for p in ("FQ", "R", "CQ"))  # noqa: E731
-    main = TABLE1_MAIN
-    return "\n".join([
-        "### Table 1: which setting the paper's numbers admit", "",
-        "The paper does not say how Table 1's outliers are labelled or how large they are (kappa_a'). Its own "
-        "numbers narrow it down. At alpha = 1/2 half of the context examples carry an outlier. Take a linear "
-        "Transformer that weighs every example of the query's relevant pattern alike (Corollary 1's picture, "
-        "with no gate):",
-        "",
-        "- flipped labels: the outlier examples of the query's pattern vote against the clean ones, half and half, "
-        "so it is at chance (50 %) by symmetry, whatever kappa_a';",
-        "- random labels: the outlier examples vote right half the time, so 3/4 of the votes are right and it is "
-        "nearly always right;",
-        "- targeted labels (+1): prompts whose label is +1 get only right votes; the others get half and half, "
-        "so it is right on about 3/4 of the prompts.",
-        "",
-        f"Counted on {res['settings']['n_test']} prompts of Definition 2 per cell (FQ / R / CQ, no training; "
-        f"mechanism.vote_baseline): flipped {fmt('flip')} %, targeted {fmt('target')} %, random {fmt('random')} %. "
-        f"The paper's linear Transformer is at {paper_lt} %, the same at every placement: far from chance "
-        "and from near-perfect, close to the targeted count. So the paper's numbers admit **targeted labels** and "
-        "exclude flipped ones (Theorem 4's alpha < 1/2 is exactly this cancellation). For the magnitude, Section 4 "
-        "states one value, \"kappa_a = 2\", and Theorem 2 (b) asks kappa_a' >= kappa_a; the paper gives no other "
-        f"test magnitude, so the main setting takes **kappa_a' = kappa_a = {main['kappa_a_prime']:g}**. This "
-        "argument uses the paper's numbers and the data model only, not our accuracies (we had seen our results "
-        "before writing it down). Every other (labelling, kappa_a') is still shown, and the Table 1 verdicts name "
-        "the settings where they hold.",
-    ])
+    counts = ""
+    if vote:
+        fmt = lambda rule: " / ".join(f"{100 * vote[rule][p]:.1f}" for p in ("FQ", "R", "CQ"))  # noqa: E731
+        counts = (f" Counted on {res['settings']['n_test']} prompts of Definition 2 per cell (FQ / R / CQ, no training; "
+                  f"mechanism.vote_baseline): flipped {fmt('flip')} %, targeted {fmt('target')} %, random "
+                  f"{fmt('random')} %; the paper's linear Transformer: {paper_lt} %.")
+    return MAIN_SETTING_RULE + "." + counts
 
 
 def step_size_table(runs: list) -> str:
@@ -176,8 +165,7 @@ def step_size_table(runs: list) -> str:
             if eta == max(grid) == 1.0:
                 edge = " (the top of the grid: the largest eta Theorems 1 and 3 allow)"
             elif eta in (min(grid), max(grid)):
-                edge = (" (an edge of the grid; the grid was widened once after a first run chose its edges, see "
-                        "Settings, and is not widened again)")
+                edge = " (an edge of the grid: a value outside it might score better)"
             lines += ["", f"**{label} (p_a = {res['p_a']}), {SHORT[model]}: eta = {eta:g} chosen{edge}**", ""]
             lines += md_table(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]]
                          + ["mean", ""], table_rows(sel))

@@ -9,7 +9,8 @@
     worlds.py      the seeded worlds of training seed s and of step-size selection seed k, which
                    every experiment command shares
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
-    summary.py     the closing lines every experiment command prints: verdicts, files, one elapsed time
+    summary.py     the closing lines every experiment command prints: headline numbers, verdicts, files, time
+    results.py     the results table that opens REPORT.md: every command's claims_<command>.json, one row per claim
     step_size.py   the rule that chooses eta (or delta, or any training field) per model on held-out
                    training prompts, never on test settings; reproduce, theory and ablation use it
 """

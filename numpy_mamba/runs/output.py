@@ -64,15 +64,21 @@ def save_compact_json(path, obj) -> Path:
 
 
 SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)\n<!-- END \1 -->\n?", re.S)
+LEADING = ("results",)          # sections that open the report (right after its title) when first written
 
 
 def merge_section(text: str, name: str, markdown: str) -> str:
-    """``text`` (a report) with its section ``name`` replaced by ``markdown`` (or appended)."""
+    """``text`` (a report) with its section ``name`` replaced by ``markdown``, or added: at the end,
+    or right after the title for a section of LEADING (the results table every command feeds)."""
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     block = f"{begin}\n{markdown.strip()}\n{end}\n"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
     if pattern.search(text):
         return pattern.sub(lambda _: block, text)
+    if name in LEADING:
+        title, _, rest = text.partition("\n")
+        if title.startswith("# "):
+            return f"{title}\n\n{block}\n{rest.lstrip(chr(10))}".rstrip("\n") + "\n"
     return text.rstrip("\n") + "\n\n" + block
 
 

@@ -8,71 +8,95 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data import SECTION4
 from ..measure.error_verdicts import THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient
-from ..measure.verdicts import where_it_holds, where_text, word
+from ..measure.verdicts import case, combine, judge_cases, near, verdict_text, where_text
+from .mechanism import judge_attention
+from .verdicts import judge_gates
 
 
-def slope_verdict(slope_mean, slope_sd, claim, tol=0.25, n=1) -> str:
-    """A fitted slope against the exponent a theorem claims (eqs (9), (14), (15)): 'holds' if the
-    mean slope over n seeds is within max(tol, 2 standard errors) of the claim; 'holds in trend' if
-    it has the claim's sign; otherwise 'does not hold here'."""
-    if slope_mean is None:
-        return "not measured (too few converged runs)"
-    if abs(slope_mean - claim) <= max(tol, 2 * slope_sd / np.sqrt(max(n, 1))):
-        return word("full")
-    return word("trend") if np.sign(slope_mean) == np.sign(claim) and claim != 0 else word("none")
+SLOPE_RULE = ("per seed, the least-squares slope of log T (or log l_ts) on the log of the claimed scaling "
+              "variable: within {tol:g} of the claimed exponent holds; the claimed sign (claimed exponent not 0) holds "
+              "in trend; otherwise fails. A grid value where no seed reached eps is a case that fails (the claim "
+              "says T is finite there); fewer than 3 reached points in a seed: that seed fails")
 
 
-def convergence_verdict(grid, T_by_seed, slope: dict, label: str = "p_a") -> tuple[str, str]:
+def slope_verdict(per_seed: list, claim: float, tol: float = 0.25, never=(), label: str = "p_a") -> dict:
+    """A fitted exponent against the one a theorem claims (eqs (9), (14), (15)), judged per seed
+    (``SLOPE_RULE``): ``per_seed`` the seeds' slopes (None where too few points reached eps);
+    ``never`` the grid values where no seed reached eps, each a failing case.  Returns
+    ``measure.verdicts.judge_cases``' verdict."""
+    cases, borderline = {}, []
+    for k, slope in enumerate(per_seed):
+        name = f"seed {k}"
+        if slope is None:
+            cases[name] = "none"
+            continue
+        cases[name] = ("full" if abs(slope - claim) <= tol else
+                       "trend" if claim != 0 and np.sign(slope) == np.sign(claim) else "none")
+        if near(abs(slope - claim) - tol, tol):
+            borderline.append(name)
+    for g in never:
+        cases[f"{label} = {g} (eps never reached)"] = "none"
+    if not cases:
+        cases["no seed"] = "none"
+    return judge_cases(cases, borderline)
+
+
+def convergence_verdict(grid, T_by_seed, slope: dict, label: str = "p_a") -> tuple[str, str, dict]:
     """Eqs (9), (14): T = Theta((1-p_a)^-1 ...) claims a finite T at every grid value, growing with
-    the slope claimed.  The slope verdict (``slope_verdict``) is taken where runs reached eps; a grid value
-    where no seed reached eps (T = None) is a failure of the claim there, so the verdict becomes
-    "holds in part" (or "does not hold here") and the detail names where.  Returns (verdict, detail)."""
-    slope_v = slope_verdict(slope["mean"], slope["sd"], slope["claim"], n=len(slope["per_seed"]))
+    the slope claimed: ``slope_verdict`` over the seeds' slopes (fitted where runs reached eps), a grid
+    value where no seed reached eps failing.  Returns (verdict word, detail, judged result)."""
     n_seeds = len(T_by_seed)
     reached = [sum(T[k] is not None for T in T_by_seed) for k in range(len(grid))]
     never = [g for g, r in zip(grid, reached) if r == 0]
     some = [f"{g} ({r}/{n_seeds} seeds)" for g, r in zip(grid, reached) if 0 < r < n_seeds]
-    fit_on = [g for g, r in zip(grid, reached) if r > 0]
-    detail = f"slope {slope_v} on {label} = {', '.join(map(str, fit_on))}"
-    if some:
-        detail += f"; eps reached in only some seeds at {label} = {', '.join(some)}"
-    if not never:
-        return slope_v, detail
-    detail += f"; no seed reached eps at {label} = {', '.join(map(str, never))} (T infinite there, against the claim)"
-    return (word("part") if slope_v in (word("full"), word("trend")) else word("none")), detail
+    per_seed = list(slope["per_seed"]) + [None] * (n_seeds - len(slope["per_seed"]))
+    v = slope_verdict(per_seed, slope["claim"], never=never, label=label)
+    detail = where_text(v) + (f"; eps reached in only some seeds at {label} = {', '.join(some)}" if some else "")
+    return verdict_text(v), detail, v
 
 
 def judge_tolerated(out: dict, lt_context: dict | None = None) -> dict:
-    """Verdicts of Theorem 2 (c), Theorem 4 and Remark 5 from ``out["runs"]``, case by case.
-
-    Theorem 2: in each (p_a, kappa_a', l_ts) case, alpha* >= min(1, p_a l_tr / l_ts) (less one grid
-    step) in every seed.  Remark 5: in each case trained at the linear Transformer's p_a, Mamba's
-    alpha* > the linear Transformer's in every seed.  "holds" if in every case, "holds in part" if in
-    some (``measure.verdicts.where_it_holds``); out["verdict_detail"] names the cases.  Theorem 4:
-    ``judge_theorem4`` on the linear Transformer's error curves (and ``lt_context``'s, if given)."""
+    """Verdicts of Theorem 2 (c), Theorem 4 and Remark 5 from ``out["runs"]``, case by case
+    (``ALPHA_RULES``): Theorem 2 in each (p_a, kappa_a', l_ts) case; Remark 5 in each case trained
+    at the linear Transformer's p_a; Theorem 4 by ``judge_theorem4`` on the linear Transformer's
+    error curves (and ``lt_context``'s).  Adds out["verdict"], out["verdict_detail"], out["judged"]."""
     s = out["settings"]
     step = float(np.min(np.diff(s["alphas"])))
     mamba = [r for r in out["runs"] if r["model"] == "mamba" and r["alpha_star"] is not None]
-    lt = [r for r in out["runs"] if r["model"] != "mamba" and r["alpha_star"] is not None]
-    key = lambda r: (r["p_a"], r["kappa_a_prime"], r["l_ts"])  # noqa: E731
-    name = lambda k: f"p_a = {k[0]}, kappa_a' = {k[1]:g}, l_ts = {k[2]}"  # noqa: E731
-    thm2 = {}
+    lt = {(r["p_a"], r["kappa_a_prime"], r["l_ts"], r["seed"]): r["alpha_star"]
+          for r in out["runs"] if r["model"] != "mamba" and r["alpha_star"] is not None}
+    by_case = {}
     for r in mamba:
-        thm2[name(key(r))] = thm2.get(name(key(r)), True) and r["alpha_star"] >= r["predicted"] - step
-    lt_star = {(*key(r), r["seed"]): r["alpha_star"] for r in lt}
-    rem5 = {}
-    for r in mamba:
-        if (*key(r), r["seed"]) in lt_star:
-            rem5[name(key(r))] = rem5.get(name(key(r)), True) and r["alpha_star"] > lt_star[(*key(r), r["seed"])]
-    out["verdict"], out["verdict_detail"] = {}, {}
-    for claim, cases in (("mamba", thm2), ("remark5", rem5)):
+        by_case.setdefault((r["p_a"], r["kappa_a_prime"], r["l_ts"]), []).append(r)
+    thm2, rem5, border = {}, {}, []
+    for (p_a, kappa, l_ts), runs in by_case.items():
+        name = case(("p_a", p_a), ("kappa_a'", kappa), ("l_ts", l_ts))
+        star, bound = [r["alpha_star"] for r in runs], runs[0]["predicted"]
+        thm2[name] = ("full" if min(star) >= bound - step else "trend" if min(star) > 0.5 else "none")
+        if near(min(star) - (bound - step), bound):
+            border.append(name)
+        pairs = [(r["alpha_star"], lt[(p_a, kappa, l_ts, r["seed"])]) for r in runs if (p_a, kappa, l_ts, r["seed"]) in lt]
+        if pairs:
+            rem5[name] = ("full" if all(m > t for m, t in pairs) else
+                          "trend" if np.mean([m for m, _ in pairs]) > np.mean([t for _, t in pairs]) else "none")
+    out["verdict"], out["verdict_detail"], out["judged"] = {}, {}, {}
+    for claim, cases, bl in (("mamba", thm2, border), ("remark5", rem5, [])):
         if cases:
-            w = where_it_holds(cases)
-            out["verdict"][claim], out["verdict_detail"][claim] = word(w["level"]), where_text(w)
+            v = judge_cases(cases, bl)
+            out["verdict"][claim], out["verdict_detail"][claim], out["judged"][claim] = verdict_text(v), where_text(v), v
         else:
-            out["verdict"][claim] = "not measured"
+            out["verdict"][claim] = "not run"
     return judge_theorem4(out, lt_context)
+
+
+ALPHA_RULES = {
+    "thm2-alpha": "per (p_a, kappa_a', l_ts): alpha* (the largest alpha before the test error passes the threshold) >= "
+                  "min(1, p_a l_tr / l_ts) less one grid step in every seed holds; alpha* > 1/2 in every seed (beyond "
+                  "the linear Transformer's limit, short of the bound) holds in trend; otherwise fails",
+    "remark5-alpha": "per (p_a, kappa_a', l_ts) trained at the linear Transformer's p_a: Mamba's alpha* above the linear "
+                     "Transformer's in every seed holds; above it in the seed mean holds in trend; otherwise fails"}
 
 
 def theorem4_cells(out: dict, lt_context: dict | None = None) -> list:
@@ -100,39 +124,64 @@ def theorem4_cells(out: dict, lt_context: dict | None = None) -> list:
 
 
 def judge_theorem4(out: dict, lt_context: dict | None = None) -> dict:
-    """Theorem 4 as stated (``measure.error_verdicts.THEOREM4_RULE``, eps = the alpha* threshold): a
-    small error wherever conditions (b)-(d) hold.  Adds out["theorem4"], out["verdict"]
-    ["linear_transformer"] and its detail.  The linear Transformer's alpha* above 1/2 or not is
-    left unjudged here: the theorem does not say the error is large at alpha >= 1/2."""
+    """Theorem 4 as stated (``measure.error_verdicts.THEOREM4_RULE``) at every eps of ``THEOREM4_EPS``
+    (the alpha* threshold and a tenth of it... the stricter 0.1): a small error wherever conditions (b)-(d)
+    hold.  Adds out["theorem4"] {eps: result}, out["verdict"]["linear_transformer"], its detail and
+    out["judged"]["linear_transformer"].  The linear Transformer's alpha* above 1/2 or not is left
+    unjudged: the theorem does not say the error is large at alpha >= 1/2."""
     s, c = out["settings"], out.get("theorem4_constants")
     cells = theorem4_cells(out, lt_context)
     if c is None or not cells:
-        out["verdict"]["linear_transformer"] = "not measured"
+        out["verdict"]["linear_transformer"] = "not run"
         return out
-    eps = s["threshold"]
     p_a = min(s["p_a_train"]["linear_transformer"])
-    bound = theorem4_kappa_bound(c["V"], c["beta"], p_a, c["kappa_a"], c["L"], s["l_tr"], eps)
-    r = theorem4_sufficient(cells, eps, c["M1"], bound)
-    out["theorem4"] = dict(r, eps=eps, kappa_bound=bound, rule=THEOREM4_RULE.format(eps=eps))
-    if r["level"] is None:
-        out["verdict"]["linear_transformer"] = "not measured (no measured cell meets conditions (b)-(d))"
+    found = {}
+    for eps in theorem4_eps(s):
+        bound = theorem4_kappa_bound(c["V"], c["beta"], p_a, c["kappa_a"], c["L"], s["l_tr"], eps)
+        found[eps] = dict(theorem4_sufficient(cells, eps, c["M1"], bound), eps=eps, kappa_bound=bound)
+    out["theorem4"] = {"by_eps": {str(e): r for e, r in found.items()},
+                       "rule": THEOREM4_RULE.format(eps=", ".join(f"{e:g}" for e in found))}
+    judged = {f"eps = {e:g}": r for e, r in found.items() if r["level"] is not None}
+    if not judged:
+        out["verdict"]["linear_transformer"] = "not run"
         return out
-    out["verdict"]["linear_transformer"] = word(r["level"])
-    out["verdict_detail"]["linear_transformer"] = (
-        f"{r['claimed']} measured cells meet (b)-(d); {where_text(r)}; highest interval end {r['worst']['high']:.3f} "
-        f"(error {r['worst']['rate']:.3f}) at {r['worst']['cell']}")
+    v = combine(judged)
+    out["verdict"]["linear_transformer"], out["judged"]["linear_transformer"] = verdict_text(v), v
+    out["verdict_detail"]["linear_transformer"] = "; ".join(
+        f"eps = {e:g}: {r['claimed']} measured cells meet (b)-(d), {verdict_text(r)} ({where_text(r)}); highest "
+        f"interval end {r['worst']['high']:.3f} (error {r['worst']['rate']:.3f}) at {r['worst']['cell']}"
+        for e, r in found.items() if r["level"] is not None)
     return out
 
 
+def theorem4_eps(s: dict) -> tuple:
+    """The eps of Theorem 4's check: the alpha* threshold, and 0.1 where that is larger."""
+    return tuple(dict.fromkeys((s["threshold"], min(0.1, s["threshold"]))))
+
+
 def judge(results: dict) -> dict:
-    """Theorems 1 and 3 (``convergence_verdict``) and Theorems 2, 4 and Remark 5 (``judge_tolerated``,
-    with the error curves of ``lt_context``) on ``results`` ({experiment: result}) as measured or
-    as saved; adds the verdicts to the results (applying it twice changes nothing)."""
+    """Every verdict of the theory section on ``results`` ({experiment: result}) as measured or as
+    saved: Theorems 1 and 3 (``convergence_verdict``), Remark 4's ratio and Theorem 4 (d)
+    (``slope_verdict``), Theorems 2, 4 and Remark 5 (``judge_tolerated``), Corollary 1
+    (``mechanism.judge_attention``) and Corollary 2 / Lemma 5 (``verdicts.judge_gates``); the
+    trajectory's are added by ``mechanism.analyse_trajectory``.  Applying it twice changes nothing."""
     p = results["convergence_p_a"]
+    p["verdict"], p["verdict_detail"], p["judged"] = {}, {}, {}
     for model in p["T"]:
-        p["verdict"][model], p.setdefault("verdict_detail", {})[model] = convergence_verdict(
+        p["verdict"][model], p["verdict_detail"][model], p["judged"][model] = convergence_verdict(
             p["settings"]["p_a_grid"], p["T"][model], p["slope"][model])
+    for res, key, n, tol in ((results["convergence_l_tr"], "ratio", len(results["convergence_l_tr"]["T"]["mamba"]), 0.25),
+                             (results["lt_context"], None, len(results["lt_context"]["runs"]), 0.35)):
+        sl = res["slope"][key] if key else res["slope"]
+        v = slope_verdict(list(sl["per_seed"]) + [None] * (n - len(sl["per_seed"])), sl["claim"], tol)
+        if key:
+            res["verdict"], res["verdict_detail"], res["judged"] = {key: verdict_text(v)}, {key: where_text(v)}, {key: v}
+        else:
+            res["verdict"], res["verdict_detail"], res["judged"] = verdict_text(v), where_text(v), v
     judge_tolerated(results["alpha"], results.get("lt_context"))
+    if results["attention"].get("runs"):
+        judge_attention(results["attention"], SECTION4.M1)
+    judge_gates(results["gates"])
     return results
 
 

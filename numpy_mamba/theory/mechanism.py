@@ -16,12 +16,14 @@ from ..data import World, make_world, testing_batch, training_batch
 from ..measure.attention import score_sums
 from ..measure.gates import gate_profile, gate_statistics
 from ..measure.tasks import task_group_names, task_groups
-from ..measure.verdicts import corollary1, gate_ratio, where_it_holds, where_text, word
+from ..measure.mechanism_verdicts import corollary1
+from ..measure.verdicts import verdict_text
 from ..network import network
 from ..sgd import TrainConfig, train
 from .settings import GatesVsM1, Tolerance, Trajectory
 from .theorems import trained
 from .measure import fit_slope, lemma6_sum, projections
+from .verdicts import judge_gates, judge_trajectory
 
 
 def _attention_run(world: World, s: Tolerance, seed: int):
@@ -30,7 +32,8 @@ def _attention_run(world: World, s: Tolerance, seed: int):
     params, _ = trained(world, s, "mamba", s.cor1_p_a, seed)
     if params is None:
         return None
-    batch = testing_batch(world, s.B_test, s.l_ts, alpha=s.alpha, rng=np.random.default_rng([seed, 11]))
+    batch = testing_batch(world, s.B_test, s.l_ts, alpha=s.alpha, K_prime=s.K_prime, kappa_a_prime=s.kappa_a_prime[0],
+                          label_rule=s.label_rule, rng=np.random.default_rng([seed, 11]))
     same, diff = score_sums(params, batch)
     a, b = batch.task[:, 0], batch.task[:, 1]
     dist = np.minimum((a - b) % world.M1, (b - a) % world.M1)
@@ -64,14 +67,13 @@ def _attention_sums(s: Tolerance, M1: int, measured: dict) -> dict:
 
 def judge_attention(out: dict, M1: int) -> dict:
     """Corollary 1's verdict by the rule shared with the reproduce section
-    (``measure.verdicts.corollary1``), on every prompt of every seed pooled.  Adds
-    out["corollary1"] (medians by task group) and out["verdict"]."""
+    (``measure.mechanism_verdicts.corollary1``: part (a) inside every task group's case), on every
+    prompt of every seed pooled.  Adds out["corollary1"] (medians by task group) and out["verdict"]."""
     cat = lambda key: np.concatenate([np.asarray(r[key]) for r in out["runs"]])  # noqa: E731
     c = corollary1(cat("same"), cat("different"), cat("group").astype(int), task_group_names(M1))
     out["corollary1"] = c
     out["mean_median_same"] = float(np.mean([r["median_same"] for r in out["runs"]]))
-    out["verdict"] = {"same_at_least_theta_1": word("full" if c["part_a"] else "none"),
-                      "corollary1": word(c["level"])}
+    out["verdict"] = {"corollary1": verdict_text(c)}
     return out
 
 
@@ -81,7 +83,8 @@ def _M1_run(s: GatesVsM1, M1: int, seed: int) -> dict:
     world = make_world(d=s.d, M1=M1, M2=s.M2, V=s.V, beta=s.beta, rng=s.world_seed)
     config = TrainConfig(T=s.T, B=s.B, eta=s.eta[str(M1)], l_tr=s.l_tr, p_a=s.p_a, delta=s.delta)
     params, _ = train(world, config, network("mamba"), rng=np.random.default_rng([seed, 4, M1]))
-    test = testing_batch(world, s.B_test, s.l_ts, alpha=s.alpha, rng=np.random.default_rng([seed, 12]))
+    test = testing_batch(world, s.B_test, s.l_ts, alpha=s.alpha, K_prime=s.K_prime, kappa_a_prime=s.kappa_a_prime,
+                         label_rule=s.label_rule, rng=np.random.default_rng([seed, 12]))
     tr = training_batch(world, s.B_test, s.l_tr, p_a=s.p_a, rng=np.random.default_rng([seed, 13]))
     profile = gate_profile(params, test)
     return {"M1": M1, "seed": seed, "test": gate_statistics(params, test), "train": gate_statistics(params, tr),
@@ -126,37 +129,7 @@ def _gates_vs_M1(s: GatesVsM1, measured: dict) -> dict:
         "minus_log_M1": {M1: -float(np.log(M1)) for M1 in s.M1_grid},
         "slope_logit_outlier_vs_log_M1": float(np.polyfit(np.log(s.M1_grid), list(logit_out.values()), 1)[0]),
     })
-    out["verdict"] = {
-        "cor2_outlier_gates": word("full" if max(per_seed) < 0 and slope_sigma < 0 else "trend" if slope_G < 0 else "none"),
-        "cor2_local_bias": word("full" if np.mean(decay) <= 1.0 + 2 * np.std(decay) else "none"),
-        "lemma5_outlier_logits": word("full" if all(logit_out[M] <= -np.log(M) for M in s.M1_grid) else
-                                      "trend" if all(v < 0 for v in logit_out.values()) else "none"),
-        "lemma5_clean_logits": word("full" if np.ptp(list(logit_clean.values())) < 1.0 else "trend"),
-    }
-    judge_gate_ratio(out)
-    return out
-
-
-def judge_gate_ratio(out: dict) -> dict:
-    """Corollary 2 (i) at each M1 by the rule shared with the reproduce section
-    (``measure.verdicts.gate_ratio``: outlier gate <= clean gate / M1 at every position, seeds
-    judged by their spread); holds at an M1 if at every position there.  Adds out["gate_ratio"]
-    and its verdict."""
-    by_M1 = {}
-    for M1 in out["settings"]["M1_grid"]:
-        mine = [r["test_by_position"] for r in out["runs"] if r["M1"] == M1]
-        by_M1[M1] = gate_ratio([r["outlier_mean"] for r in mine], [r["clean_mean"] for r in mine], M1)
-    cases = {f"M1 = {M1}": r["level"] == "full" for M1, r in by_M1.items()}
-    w = where_it_holds(cases)
-    ranges = {M1: [min(x for x in r["ratio"] if x is not None), max(x for x in r["ratio"] if x is not None)]
-              for M1, r in by_M1.items() if any(x is not None for x in r["ratio"])}
-    out["gate_ratio"] = {"by_M1": by_M1, "ratio_range_by_M1": ranges}
-    out["verdict"]["cor2_gate_ratio"] = word(w["level"])
-    held = {M1: f"{len(r['holds_in'])}/{len(r['holds_in']) + len(r['fails_in'])}" for M1, r in by_M1.items()}
-    out.setdefault("verdict_detail", {})["cor2_gate_ratio"] = (
-        f"{where_text(w)} (an M1 holds if every position does; positions that hold, by M1: "
-        + ", ".join(f"{M1}: {v}" for M1, v in held.items()) + ")")
-    return out
+    return judge_gates(out)
 
 
 def _trajectory_run(world: World, s: Trajectory) -> dict:
@@ -242,23 +215,12 @@ def analyse_trajectory(out: dict, M1: int, beta: float = 3.0, V: int = 3) -> dic
                    "max_mean_whole_run": float(np.max(hist[f"lemma6_mean_l{l}"])),
                    "final_mean": float(hist[f"lemma6_mean_l{l}"][-1])} for l in s["lemma6_l_grid"]}
     out["lemma6"] = {"window_t": t_w, "by_l": l6}
-    ph = out["phases"]["v_star"]
-    two_phase = (ph["phase1_b"] < 0 and (ph["phase1_r2"] or 0) > 0.9 and ph.get("phase2_log_slope", 0) < 0
-                 and ph.get("phase2_r2_log", 0) > ph.get("phase2_r2_linear", 1))
-    signs = v[-1] < 0 and mu[-1] < 0 and nu[-1] < min(abs(v[-1]), abs(mu[-1]))
-    in_window = [x["max_mean_in_window"] for x in l6.values()]
     whole = [x["max_mean_whole_run"] for x in l6.values()]
-    growth = whole[-1] / whole[0]                     # largest l against smallest l, whole run
-    out["verdict"] = {
-        "lemma4_signs": word("full" if signs else "none"),
-        "lemma4_5_two_phases": word("full" if two_phase else "trend" if v[-1] < 0 and ph.get("phase2_log_slope", 0) < 0
-                                    else "none"),
-        "lemma6_in_window": word("full" if max(in_window) <= 3.0 and np.ptp(in_window) <= 1.0 else "none"),
-        "lemma6_outside_window": (f"not claimed there; stays Theta(1) (at most {max(whole):.2f})"
-                                  if max(whole) <= 3.0 and growth <= 2.0 else
-                                  f"not claimed there; grows with l (max {whole[0]:.2f} at l = {s['lemma6_l_grid'][0]}, "
-                                  f"{whole[-1]:.2f} at l = {s['lemma6_l_grid'][-1]}), not Theta(1)"),
-    }
+    out["lemma6"]["outside_window"] = (
+        f"not claimed there; stays Theta(1) (at most {max(whole):.2f})" if max(whole) <= 3.0 and whole[-1] / whole[0] <= 2.0
+        else f"not claimed there; grows with l (max {whole[0]:.2f} at l = {s['lemma6_l_grid'][0]}, {whole[-1]:.2f} at "
+             f"l = {s['lemma6_l_grid'][-1]}), not Theta(1)")
+    judge_trajectory(out, float(v[-1]), float(mu[-1]), float(nu[-1]), {l: x["max_mean_in_window"] for l, x in l6.items()})
     out["lemma6"]["checked_steps"] = int(np.sum(inside))
     out["lemma6"]["total_steps"] = int(step[-1])
     return out

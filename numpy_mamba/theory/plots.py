@@ -12,6 +12,7 @@ import numpy as np
 from ..data import SECTION4
 from ..runs.output import subplots
 from ..runs.output import footnote, save_figure
+from .settings import LABEL_WORD
 
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 COLOR = {"mamba": BLUE, "linear_transformer": ORANGE}
@@ -170,8 +171,8 @@ def tolerated(res, lt_need, path: Path) -> Path:
     _plain_log_ticks(ax)
     footer = (f"Training: T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, l_tr = {s['l_tr']}, kappa_a = {SECTION4.kappa_a:g}; "
               f"p_a: Mamba {s['p_a_train']['mamba']}, linear Transformer {s['p_a_train']['linear_transformer']}; "
-              f"{len(s['seeds'])} seeds. Test (Definition 2): kappa_a' in {s['kappa_a_prime']}, K' = 1.5, Section 4's v', "
-              f"flipped outlier labels, {s['B_test']} prompts per point, l_ts in {s['l_ts_grid']}; alpha grid step "
+              f"{len(s['seeds'])} seeds. Test (Definition 2): kappa_a' in {s['kappa_a_prime']}, K' = {s['K_prime']:g}, Section 4's v', "
+              f"{LABEL_WORD[s['label_rule']]} outlier labels, {s['B_test']} prompts per point, l_ts in {s['l_ts_grid']}; alpha grid step "
               f"{s['alphas'][1] - s['alphas'][0]:.2g}. Right: p_a = {s['lt_p_a']}, kappa_a' = {s['kappa_a_prime'][0]:g}, "
               f"l_ts up to {s['lt_l_ts_grid'][-1]}.")
     return _finish(fig, path, s, footer, bottom=0.07)
@@ -199,7 +200,7 @@ def attention(res, path: Path) -> Path:
     ax.set_ylim(0, 1.65 * ax.get_ylim()[1])                        # room for the legend above the bars
     ax.legend(fontsize=8.5, loc="upper left")
     footer = (f"Training: p_a = {s['cor1_p_a']}, T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, "
-              f"l_tr = {s['l_tr']}. Test: l_ts = {s['l_ts']}, alpha = {s['alpha']}, kappa_a' = 2, K' = 1.5, flipped labels, "
+              f"l_tr = {s['l_tr']}. Test: l_ts = {s['l_ts']}, alpha = {s['alpha']}, kappa_a' = {min(s['kappa_a_prime']):g}, K' = {s['K_prime']:g}, {LABEL_WORD[s['label_rule']]} labels, "
               f"{s['B_test']} prompts x {len(res['runs'])} seeds, pooled.")
     return _finish(fig, path, s, footer, bottom=0.1)
 
@@ -246,7 +247,7 @@ def gates(res, path: Path) -> Path:
                  rf"$\alpha$ = {s['alpha']} (reproduce's fig4: $p_a$ = 0.4, $\kappa_a'$ = 8, so its values differ)")
     footer = (f"Training: p_a = {s['p_a']}, T = {s['T']}, {_eta(s['eta'])}, delta = {s['delta']}, B = {s['B']}, "
               f"l_tr = {s['l_tr']}, kappa_a = {SECTION4.kappa_a:g}, M1 in {s['M1_grid']} (one world each), {len(s['seeds'])} seeds. "
-              f"Test (Definition 2): kappa_a' = 2, K' = 1.5, flipped labels, alpha = {s['alpha']}, l_ts = {s['l_ts']}, "
+              f"Test (Definition 2): kappa_a' = {s['kappa_a_prime']:g}, K' = {s['K_prime']:g}, {LABEL_WORD[s['label_rule']]} labels, alpha = {s['alpha']}, l_ts = {s['l_ts']}, "
               f"{s['B_test']} prompts per run; w^T p on {s['B_test']} training prompts.")
     return _finish(fig, path, s, footer)
 

@@ -22,10 +22,12 @@ from pathlib import Path
 from ..data import make_world
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_json, write_section
+from ..runs.results import save_claims, write_results
 from ..runs.staging import run_staged
-from ..runs.summary import print_summary
+from ..runs.summary import print_claims_summary
 from . import plots, report as report_text
 from .claims import judge, summary
+from .rows import RULES, rows
 from .mechanism import analyse_trajectory, attention_sums, gates_vs_M1, training_trajectory
 from .settings import FULL, QUICK, WORLD, TheorySettings
 from .step_sizes import chosen_by_M1, chosen_steps, gates_step_size_plans, step_size_plans
@@ -76,11 +78,12 @@ def run(settings: TheorySettings, jobs: int = 1, progress=True) -> tuple[dict, d
 
 
 def write_outputs(results: dict, timings: dict, common: dict, out: Path, report: Path | None,
-                  start: float | None = None) -> None:
+                  start: float | None = None, folders=()) -> None:
     """Figures, JSON and the report section from judged ``results`` (also used by --replot).
     ``common``: what every JSON records ({"world", "world_seed", "command"}).  With ``start`` (a
     time.perf_counter() reading), timings["total"] is taken once the figures are drawn: the one
-    elapsed time the JSON, the report and the terminal state."""
+    elapsed time the JSON, the report and the terminal state.  ``folders``: where the other commands'
+    claims files are (the results table at the top of the report reads them with this command's)."""
     files = {
         "convergence": plots.convergence(results["convergence_p_a"], results["convergence_l_tr"],
                                          out / "theory_convergence.png"),
@@ -99,8 +102,12 @@ def write_outputs(results: dict, timings: dict, common: dict, out: Path, report:
     save_json(out / "theory_lemmas.json", dict(common, **results["trajectory"]))
     save_json(out / "theory_summary.json", dict(common, timings_seconds=timings,
                                                  summary=summary(results)))
+    claim_rows = rows(results)
+    save_claims(out, "theory", claim_rows, RULES, "--quick" in common["command"],
+                heading=report_text.heading(common["command"]))
     if report is not None:
-        write_section(report, "theory", report_text.markdown(results, timings, common, files))
+        write_section(report, "theory", report_text.markdown(results, timings, common, files, claim_rows))
+        write_results(report, *folders, out)
 
 
 def replot(out: Path, dest: Path, report: Path | None) -> None:
@@ -116,21 +123,7 @@ def replot(out: Path, dest: Path, report: Path | None) -> None:
     except (FileNotFoundError, KeyError) as exc:
         raise SystemExit(f"--replot needs the theory_*.json files of an earlier run in {out}: {exc}") from None
     common = {"world": conv["world"], "world_seed": conv["world_seed"], "command": conv["command"]}
-    write_outputs(judge(results), saved_summary["timings_seconds"], common, dest, report)
-
-
-# what each sub-verdict of the summary checks, for the terminal
-CHECK_NAMES = {"same_at_least_theta_1": "same-pattern sum >= Theta(1), part (a)",
-               "corollary1": "different-pattern sums by task group, part (b)",
-               "cor2_outlier_gates": "outlier gates fall as M1 grows, eq (17)",
-               "cor2_gate_ratio": "outlier gate <= clean gate / M1 at each position, eq (17)",
-               "cor2_local_bias": "clean gates decay no faster than 2^-(j-1), eq (18)",
-               "lemma5_outlier_logits": "w^T p <= -log M1 on outlier examples, eq (37)",
-               "lemma5_clean_logits": "w^T p of order 1 on clean examples, eq (38)",
-               "lemma4_signs": "signs of w's projections on v*, mu, nu",
-               "lemma4_5_two_phases": "two phases of the fall of w^T v*",
-               "lemma6_in_window": "eq (39) sum in the lemma's time window",
-               "lemma6_outside_window": "eq (39) sum after that window (not claimed)"}
+    write_outputs(judge(results), saved_summary["timings_seconds"], common, dest, report, folders=(out,))
 
 
 def main(argv=None) -> int:
@@ -160,28 +153,17 @@ def main(argv=None) -> int:
         results, timings = run(settings, jobs=args.jobs)
         print(f"[theory] writing figures, JSON and the report section of {out}", file=sys.stderr, flush=True)
         common = {"world": WORLD, "world_seed": settings.world_seed, "command": command}
-        write_outputs(results, timings, common, stage.dir, section, start)
+        write_outputs(results, timings, common, stage.dir, section, start, folders=(out,))
         elapsed["seconds"] = timings["total"]       # the report's, the JSON's and the terminal's time
 
     code = run_staged("theory", out, work, report=report)
     if code != 0:
         return code
-    s = json.loads((out / "theory_summary.json").read_text())["summary"]
-    verdicts = [("Theorem 1: Mamba's steps to converge vs p_a", s["thm1_verdict"]),
-                ("Theorem 3: the linear Transformer's steps to converge vs p_a", s["thm3_verdict"]),
-                ("Theorems 1/3: steps to converge vs l_tr (ratio of the two models)", s["ratio_verdict"]),
-                ("Theorem 2: outlier fraction alpha Mamba tolerates", s["thm2_verdict"]),
-                ("Remark 5: Mamba passes alpha = 1/2", s["remark5_verdict"]),
-                ("Theorem 4: the linear Transformer's error <= eps where its conditions (b)-(d) hold", s["thm4_verdict"]),
-                ("Theorem 4 (d): context the linear Transformer needs", s["thm4d_verdict"])]
-    for title, key in (("Corollary 1", "cor1_verdict"), ("Corollary 2 / Lemma 5", "cor2_lemma5_verdicts"),
-                       ("Lemmas 4-6", "lemma4_6_verdicts")):
-        verdicts += [(f"{title}: {CHECK_NAMES.get(name, name.replace('_', ' '))}", v) for name, v in (s[key] or {}).items()]
     if args.replot:        # the report keeps the time of the run it was drawn from
         seconds = json.loads((out / "theory_summary.json").read_text())["timings_seconds"]["total"]
         print(f"[theory] replotted in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     else:
         seconds = elapsed["seconds"]
-    print_summary("theory", verdicts, out, seconds, quick=args.quick,
-                  report=None if args.no_report else (report or out / "REPORT.md"))
+    print_claims_summary("theory", out / "claims_theory.json", out, seconds, quick=args.quick,
+                         report=None if args.no_report else (report or out / "REPORT.md"))
     return 0

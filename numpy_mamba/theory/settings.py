@@ -16,6 +16,7 @@ from ..data import SECTION4
 # the world of the theory checks: Section 4's (its seed is TheorySettings.world_seed)
 WORLD = {name: getattr(SECTION4, name) for name in ("d", "M1", "M2", "V", "beta")}
 ETA_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+LABEL_WORD = {"flip": "flipped", "target": "targeted (+1)", "random": "random"}     # a label_rule in a sentence
 
 
 class Recorded:
@@ -72,7 +73,8 @@ class Tolerance(Recorded):
     ``n_heldout`` held-out prompts; ``eta`` once chosen: {model: {str(p_a): eta}}), tested on
     ``B_test`` prompts per point; alpha* is the largest alpha before the error exceeds
     ``threshold``; Theorem 4 (d) at ``lt_p_a`` over ``lt_alphas`` and ``lt_l_ts_grid``; Corollary 1
-    at p_a = ``cor1_p_a``, l_ts, alpha."""
+    at p_a = ``cor1_p_a``, l_ts, alpha and the first kappa_a' (the main setting, REPORT.md).  Test
+    prompts (Definition 2): K', outlier labels ``label_rule``, every kappa_a' of ``kappa_a_prime``."""
 
     T: int = 1500
     B: int = 64
@@ -84,6 +86,8 @@ class Tolerance(Recorded):
     seeds: tuple = (0, 1, 2, 3, 4)
     p_a_train: dict = field(default_factory=lambda: {"mamba": (0.3, 0.6), "linear_transformer": (0.6,)})
     kappa_a_prime: tuple = (2.0, 8.0)
+    K_prime: float = 1.5
+    label_rule: str = "flip"
     l_ts_grid: tuple = (10, 20, 40, 80)
     alphas: tuple = tuple(round(0.05 * k, 2) for k in range(20))
     threshold: float = 0.25
@@ -102,7 +106,8 @@ class Tolerance(Recorded):
 class GatesVsM1(Recorded):
     """Corollary 2 and Lemma 5 across M1: Mamba trained on worlds with M1 relevant patterns
     (Section 4's other sizes), eta per M1 by the step-size rule (``eta`` once chosen:
-    {str(M1): eta}); the clean gates' decay is fitted over the ``decay_J`` closest clean examples."""
+    {str(M1): eta}); test prompts (Definition 2) at kappa_a', K', ``label_rule`` (the main setting,
+    REPORT.md); the clean gates' decay is fitted over the ``decay_J`` closest clean examples."""
 
     d: int = SECTION4.d
     M2: int = SECTION4.M2
@@ -122,6 +127,9 @@ class GatesVsM1(Recorded):
     B_test: int = 1000
     l_ts: int = SECTION4.l_ts
     alpha: float = 0.3
+    kappa_a_prime: float = 2.0
+    K_prime: float = 1.5
+    label_rule: str = "flip"
     decay_J: int = 6
     quick: bool = False
     eta: dict | None = None

@@ -3,8 +3,8 @@ fraction (Theorem 2 (c), Theorem 4 (c), (d)), with eta chosen per model by the s
 
 Each experiment takes the world and its settings (``settings.py``) and returns a ``Plan``:
 independent units (one training run each, seeded by its own seed stream) and how to assemble their
-results into a plain dict of settings, raw measurements, fitted slopes and the verdicts of
-``claims.py``, ready for JSON.  ``runs.jobs.run_plans`` runs the units, in worker processes or not.
+results into a plain dict of settings, raw measurements and fitted slopes, ready for JSON; the
+verdicts are added by ``claims.judge`` once every result is in.  ``runs.jobs.run_plans`` runs the units, in worker processes or not.
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from ..model import PAPER_MODELS as MODELS
 from ..network import network
 from ..runs.jobs import Plan, Unit
 from ..sgd import DivergenceError, TrainConfig, train
-from .claims import convergence_verdict, judge_tolerated, slope_verdict
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
 from .settings import ConvergenceVsLtr, ConvergenceVsPa, Tolerance
 
@@ -71,8 +70,6 @@ def _convergence_vs_p_a(s: ConvergenceVsPa, measured: dict) -> dict:
         mean, sd = _summary(slopes)
         out["T"][model] = T
         out["slope"][model] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
-        out["verdict"][model], out.setdefault("verdict_detail", {})[model] = convergence_verdict(
-            grid, T, out["slope"][model])
         # the same fit on the low-p_a end only (p_a <= low_p_a_max), where no loss floor is near eps
         low = [k for k, p in enumerate(grid) if p <= s.low_p_a_max]
         low_slopes = _per_seed_slopes([x[k] for k in low], [[row[k] for k in low] for row in T])
@@ -101,8 +98,6 @@ def _convergence_vs_l_tr(s: ConvergenceVsLtr, measured: dict) -> dict:
         slopes = _per_seed_slopes(grid, series)
         mean, sd = _summary(slopes)
         out["slope"][key] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": claim}
-    out["verdict"]["ratio"] = slope_verdict(out["slope"]["ratio"]["mean"], out["slope"]["ratio"]["sd"], 1.0,
-                                            n=len(out["slope"]["ratio"]["per_seed"]))
     return out
 
 
@@ -126,7 +121,8 @@ def _alpha_run(world: World, s: Tolerance, model: str, p_a: float, seed: int) ->
     for kappa in s.kappa_a_prime:
         for l_ts in s.l_ts_grid:
             err = (error_curve(world, network(model), params, alphas=alphas, l_ts=l_ts, kappa_a_prime=kappa,
-                               B_test=s.B_test, seed=seed) if params is not None else None)
+                               B_test=s.B_test, seed=seed, K_prime=s.K_prime, label_rule=s.label_rule)
+                   if params is not None else None)
             runs.append({
                 "model": model, "p_a": p_a, "seed": seed, "kappa_a_prime": kappa, "l_ts": l_ts,
                 "final_train_loss": final_loss, "errors": err,
@@ -168,7 +164,7 @@ def _tolerated_alpha(s: Tolerance, keys: list, constants: dict, measured: dict) 
     pairs = [(r["alpha_star"], lt_key[k]) for r in mamba
              if (k := (r["p_a"], r["kappa_a_prime"], r["l_ts"], r["seed"])) in lt_key]
     out["fraction_mamba_above_lt"] = float(np.mean([m > t for m, t in pairs])) if pairs else None
-    return judge_tolerated(out)
+    return out
 
 
 def _lt_context_run(world: World, s: Tolerance, seed: int):
@@ -182,7 +178,8 @@ def _lt_context_run(world: World, s: Tolerance, seed: int):
     need, errs = [], []
     for alpha in s.lt_alphas:
         e = [float(error_curve(world, network(model), params, alphas=[alpha], l_ts=l, kappa_a_prime=s.kappa_a_prime[0],
-                               B_test=s.B_test, seed=seed)[0]) for l in s.lt_l_ts_grid]
+                               B_test=s.B_test, seed=seed, K_prime=s.K_prime, label_rule=s.label_rule)[0])
+             for l in s.lt_l_ts_grid]
         ok = [l for l, v in zip(s.lt_l_ts_grid, e) if v <= s.threshold]
         need.append(ok[0] if ok else None)
         errs.append(e)
@@ -208,5 +205,4 @@ def _lt_context_needed(s: Tolerance, measured: dict) -> dict:
                                     np.asarray([r["l_ts_needed"][k] for k in keep], float))[0])
     mean, sd = _summary(slopes)
     out["slope"] = {"per_seed": slopes, "mean": mean, "sd": sd, "claim": 1.0}
-    out["verdict"] = slope_verdict(mean, sd, 1.0, tol=0.35, n=len(slopes))
     return out

@@ -1,0 +1,174 @@
+"""The rules on the mechanism that the "reproduce" and "theory" sections both judge: Corollary 1
+(attention sums), Corollary 2 (i) (outlier against clean gates), Corollary 2 (ii) (the decay of
+clean gates) and the growth of a recorded quantity during training.
+
+Each rule gives every case a level of ``verdicts.judge_cases`` ("full", "trend", "none") with
+its text next to it (``*_RULE``), and returns that function's verdict with the numbers behind it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import t as t_dist
+
+from .tasks import group_label
+from .verdicts import judge_cases, near, where_text, word
+
+COROLLARY1_RULE = ("per task group of the prompts: the median sum over same-pattern examples (N_1) >= 1 (Theta(1) "
+                   "with constant 1) and the median sum over the other examples <= {r:g} x the median same-pattern sum "
+                   "(eq (16)'s signed bound Theta((1-p_a)^-1 eps)) holds; the median other-pattern sum below the "
+                   "median same-pattern sum (attention leans to the query's pattern, not by the claimed size) holds in "
+                   "trend; otherwise fails")
+
+
+def corollary1(same, different, group, group_names, ratio: float = 0.1) -> dict:
+    """Corollary 1 (eq (16)) on trained-model test prompts, judged per task group (``COROLLARY1_RULE``).
+
+    same, different : (n,) per-prompt attention-score sums over same- and different-pattern
+    examples; group : (n,) int task group (``measure.tasks.task_groups``); group_names : name per group
+    index.  Returns ``judge_cases``' verdict over the groups plus {"median_same", "threshold", "ratio",
+    "by_group": {name: {"n", "median_different", "share_below"}}, "part_a": bool}.
+    """
+    same, different, group = (np.asarray(x) for x in (same, different, group))
+    if not (same.shape == different.shape == group.shape) or same.ndim != 1 or same.size == 0:
+        raise ValueError(f"same, different and group must be equal-length non-empty (n,) arrays; got "
+                         f"{same.shape}, {different.shape}, {group.shape}.")
+    median_same = float(np.median(same))
+    threshold = ratio * median_same
+    part_a = median_same >= 1.0
+    by_group, cases, borderline = {}, {}, []
+    for g, name in enumerate(group_names):
+        d = different[group == g]
+        if d.size == 0:
+            continue
+        median = float(np.median(d))
+        by_group[name] = {"n": int(d.size), "median_different": median, "share_below": float(np.mean(d <= threshold))}
+        label = group_label(name)
+        cases[label] = ("full" if part_a and median <= threshold else
+                        "trend" if part_a and median < median_same else "none")
+        if near(median - threshold, threshold):
+            borderline.append(label)
+    return {"median_same": median_same, "threshold": threshold, "ratio": ratio, "by_group": by_group,
+            "part_a": part_a, **judge_cases(cases, borderline)}
+
+
+def corollary1_text(c: dict) -> str:
+    """The numbers behind ``corollary1``'s verdict, as one sentence (the verdict word first)."""
+    groups = "; ".join(f"{group_label(name)} {v['median_different']:+.1f} ({v['share_below']:.0%} of "
+                       f"{v['n']} prompts below)" for name, v in c["by_group"].items())
+    return (f"**{word(c['level'])}**: median same-pattern sum {c['median_same']:.1f} (part (a) "
+            f"{'met' if c['part_a'] else 'not met'}); median different-pattern sum by task group (threshold "
+            f"{c['threshold']:.1f} = {c['ratio']:g} x same): {groups}; {where_text(c)}.")
+
+
+GATE_RATIO_RULE = ("at each context position i where both occur, the ratio of the mean gate G_{i,l+1} on outlier "
+                   "examples to the mean gate on clean examples at that position (eq (17) with poly(M1) = M1 and "
+                   "constant 1; by (59) the bound is on the outlier's factor sigma(w^T p_i), and the factor "
+                   "prod_(j>i) (1 - sigma(w^T p_j)) both share at one position cancels in the ratio), as the geometric "
+                   "mean over seeds with the upper end of its 95% t interval over seeds of the log ratio (one seed: "
+                   "the ratio itself): upper end <= 1/M1 holds; upper end < 1 (outlier gates below clean ones, not "
+                   "near 0) holds in trend; otherwise fails. Cases: the positions (in a setting)")
+
+
+def gate_ratio(outlier_mean, clean_mean, M1: int, level: float = 0.95) -> dict:
+    """Corollary 2 (i), eq (17): outlier gates against clean gates at the same positions (``GATE_RATIO_RULE``).
+
+    outlier_mean, clean_mean : (S, l) per seed and context position i = 1..l, the mean gate over
+    outlier / clean examples there (None or NaN where a position has none; ``measure.gates.gate_profile``
+    gives them).  A clean gate of 0 (underflow) with an outlier gate of 0 leaves nothing to compare;
+    with an outlier gate above 0 the ratio is infinite and the position fails.  Returns
+    ``judge_cases``' verdict over the positions with "threshold", "ratio" and "upper" (per position,
+    None where not compared).
+    """
+    to_array = lambda x: np.array([[np.nan if v is None else v for v in row] for row in x], dtype=float)  # noqa: E731
+    out, clean = to_array(outlier_mean), to_array(clean_mean)
+    if out.shape != clean.shape or out.ndim != 2 or out.size == 0:
+        raise ValueError(f"outlier_mean and clean_mean must be (seeds, positions) of one shape; got {out.shape}, "
+                         f"{clean.shape}.")
+    if int(M1) < 2:
+        raise ValueError(f"M1 must be an integer >= 2; got {M1!r}.")
+    threshold = 1.0 / M1
+    with np.errstate(all="ignore"):                 # 0/0 -> NaN (not compared), x/0 -> inf (fails)
+        log_ratio = np.log(np.maximum(out, 1e-300)) - np.log(clean)
+    log_ratio[np.isnan(out) | np.isnan(clean) | ((out == 0) & (clean == 0))] = np.nan
+    ratio, upper, cases, borderline = [], [], {}, []
+    for i in range(out.shape[1]):
+        v = log_ratio[:, i][~np.isnan(log_ratio[:, i])]
+        if v.size == 0:
+            ratio.append(None)
+            upper.append(None)
+            continue
+        mean = float(np.mean(v))
+        if v.size >= 2 and np.all(np.isfinite(v)):
+            high = mean + t_dist.ppf(0.5 + level / 2, v.size - 1) * np.std(v, ddof=1) / np.sqrt(v.size)
+        else:
+            high = mean if np.all(np.isfinite(v)) else np.inf
+        ratio.append(float(np.exp(mean)))
+        upper.append(float(np.exp(high)))
+        name = f"i = {i + 1}"
+        cases[name] = "full" if upper[-1] <= threshold else "trend" if upper[-1] < 1 else "none"
+        if near(upper[-1] - threshold, threshold):
+            borderline.append(name)
+    if not cases:
+        cases = {"no position with both an outlier and a clean gate above 0": "none"}
+    return {"threshold": threshold, "ratio": ratio, "upper": upper, **judge_cases(cases, borderline)}
+
+
+DECAY_RULE = ("the mean gate G_{h(j),l+1} of the j-th closest clean example against j (eq (18)): a least-squares "
+              "line through log2 G over the ranks; decaying by between 0 and 1 bit per rank (no faster than "
+              "2^-(j-1)) with R^2 >= 0.9 (about exponential) holds; decaying otherwise (faster than 2^-(j-1), or "
+              "not exponential) holds in trend; not decaying fails")
+
+
+def clean_gate_decay(j, gates, min_r2: float = 0.9) -> dict:
+    """Corollary 2 (ii), eq (18), in one case (``DECAY_RULE``): j (n,) ranks, gates (n,) mean gates
+    G_{h(j),l+1} > 0.  Returns {"bits_per_rank", "ratio_per_rank", "r2", "level", "borderline"}."""
+    j, gates = np.asarray(j, dtype=float), np.asarray(gates, dtype=float)
+    if j.shape != gates.shape or j.ndim != 1 or j.size < 2 or np.any(~np.isfinite(gates) | (gates <= 0)):
+        raise ValueError(f"j and gates must be two equal (n,) arrays, n >= 2, with positive finite gates; got "
+                         f"{j.shape}, {gates.shape}.")
+    y = np.log2(gates)
+    slope, intercept = np.polyfit(j, y, 1)
+    spread = np.sum((y - y.mean()) ** 2)
+    r2 = float(1 - np.sum((y - intercept - slope * j) ** 2) / spread) if spread > 0 else 1.0
+    bits = float(-slope)
+    level = ("full" if 0 < bits <= 1 + 1e-9 and r2 >= min_r2 else "trend" if bits > 0 else "none")
+    borderline = near(r2 - min_r2, min_r2) or near(bits - 1, 1)
+    return {"bits_per_rank": bits, "ratio_per_rank": float(2 ** slope), "r2": r2, "level": level,
+            "borderline": bool(borderline and bits > 0)}
+
+
+GROWTH_RULE = ("per seed, after the first {skip:.0%} of the recorded steps (a jump at the first steps does not "
+               "count): the mean over the last {tail:.0%} of the records exceeds the mean over the {tail:.0%} right "
+               "after that start by more than {margin:.0%} of the latter's size, with a positive least-squares slope "
+               "against the step, holds; a positive slope and a later mean above the earlier one (growing, by less) "
+               "holds in trend; otherwise fails")
+
+
+def grows_after_start(values, steps, skip: float = 0.1, tail: float = 0.1, margin: float = 0.25) -> dict:
+    """Does a recorded quantity (e.g. Fig 3's gap between the same- and different-pattern sums)
+    keep growing during training, not only in the first steps?  (``GROWTH_RULE``, cases: seeds.)
+
+    values : (S, R) per seed and record; steps : (R,) the step of each record (evenly spaced).
+    Returns ``judge_cases``' verdict over the seeds with "per_seed": [{"early", "late", "slope",
+    "level"}] and the rule's "skip", "tail", "margin".
+    """
+    values, steps = np.asarray(values, dtype=float), np.asarray(steps, dtype=float)
+    if values.ndim != 2 or steps.shape != values.shape[1:]:
+        raise ValueError(f"values must be (seeds, records) and steps (records,); got {values.shape}, {steps.shape}.")
+    R = values.shape[1]
+    k0, width = int(np.ceil(skip * R)), max(1, int(round(tail * R)))
+    if R - k0 < 2 * width or R - k0 < 3:
+        raise ValueError(f"{R} records leave too few after skipping the first {skip:.0%} to compare two windows "
+                         f"of {width}.")
+    per_seed, cases, borderline = [], {}, []
+    for s, v in enumerate(values):
+        early, late = float(v[k0:k0 + width].mean()), float(v[-width:].mean())
+        slope = float(np.polyfit(steps[k0:], v[k0:], 1)[0])
+        growth = late - early
+        level = ("full" if growth > margin * abs(early) and slope > 0 else
+                 "trend" if growth > 0 and slope > 0 else "none")
+        per_seed.append({"early": early, "late": late, "slope": slope, "level": level})
+        cases[f"seed {s}"] = level
+        if slope > 0 and near(growth - margin * abs(early), margin * abs(early)):
+            borderline.append(f"seed {s}")
+    return {"per_seed": per_seed, "skip": skip, "tail": tail, "margin": margin, **judge_cases(cases, borderline)}

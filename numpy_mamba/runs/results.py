@@ -1,0 +1,139 @@
+"""The results table at the top of figures/REPORT.md: one row per claim of every command.
+
+Each command judges its claims where it computes them and writes them, with the rules they cite
+and its headline numbers, to ``claims_<command>.json`` beside its other files (``save_claims``).
+``write_results`` reads every such file of the output folder (the running command's from its
+staging folder) and writes the "results" section, which ``output.merge_section`` keeps first in
+the report: the table (no cell longer than ``MAX_CELL`` characters), then the notes the commands
+give (the main-setting argument), then every rule once, by name.  Rendering never changes a
+verdict: the rows carry their verdicts as judged.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .output import SMOKE, save_json, write_section
+
+COMMANDS = ("reproduce", "theory", "gates", "ablation")          # the order of the rows and sections
+MAX_CELL = 300
+SECTION = "results"
+HEADER = ("claim", "paper", "ours (main setting, 95% interval over seeds)", "verdict", "where it holds, where not", "see")
+
+
+def anchor(heading: str) -> str:
+    """The link target GitHub gives a Markdown heading: '#' + lower case, spaces as '-', other
+    punctuation dropped ('### Figure 2 in numbers' -> '#figure-2-in-numbers')."""
+    text = re.sub(r"^#+\s*", "", heading).strip().lower()
+    return "#" + re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def save_claims(folder, command: str, rows: list, rules: dict, quick: bool, notes: dict | None = None,
+                headlines: list | None = None, heading: str = "") -> Path:
+    """``claims_<command>.json``: the command's rows, the rules they cite {name: text}, its notes, its
+    headline numbers [(what, paper, ours)] (default: those its rows carry) and the heading of its
+    REPORT.md section (the results section links it)."""
+    if command not in COMMANDS:
+        raise ValueError(f"command must be one of {COMMANDS}; got {command!r}.")
+    missing = sorted({r["rule"] for r in rows if r["rule"]} - set(rules))
+    if missing:
+        raise ValueError(f"{command}: rows cite rules {missing} that are not in its rules {sorted(rules)}.")
+    return save_json(Path(folder) / f"claims_{command}.json",
+                     {"command": command, "quick": bool(quick), "heading": heading, "rows": rows, "rules": rules,
+                      "notes": notes or {},
+                      "headlines": [list(h) for h in (headlines if headlines is not None else headline_numbers(rows))]})
+
+
+def load_claims(*folders) -> dict:
+    """{command: claims} from ``claims_<command>.json`` in the folders, a later folder's file first."""
+    found = {}
+    for folder in folders:
+        for command in COMMANDS:
+            path = Path(folder) / f"claims_{command}.json"
+            if path.exists():
+                found[command] = json.loads(path.read_text())
+    return {c: found[c] for c in COMMANDS if c in found}
+
+
+def _cell(text: str, where: str) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    if len(text) > MAX_CELL:
+        raise ValueError(f"a results-table cell ({where}) has {len(text)} characters, more than {MAX_CELL}: {text[:80]}...")
+    return text
+
+
+def _see(row: dict) -> str:
+    links = [f"[{text}]({link})" for text, link in row["see"]]
+    return ", ".join(links + ([f"[detail]({anchor(row['claim'])})"] if row.get("detail") else []))
+
+
+def table(claims: dict) -> list:
+    """The Markdown lines of the results table: one row per claim, grouped by command."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|---" * len(HEADER) + "|"]
+    for command, found in claims.items():
+        smoke = " (SMOKE RUN)" if found["quick"] else ""
+        for r in found["rows"]:
+            verdict = f"**{r['verdict']}**" + (f" ([{r['rule']}](#rule-{r['rule']}))" if r["rule"] else "")
+            cells = [f"{r['claim']}{smoke}", r["paper"], r["ours"], verdict, r["where"], _see(r)]
+            lines.append("| " + " | ".join(_cell(c, f"{command}/{r['key']}") for c in cells) + " |")
+    return lines
+
+
+def section(claims: dict) -> str:
+    """The whole "results" section: table, notes, rules (each rule once, with an anchor per name)."""
+    quick = [c for c, found in claims.items() if found["quick"]]
+    lines = ["## Results: every claim, paper against ours", ""]
+    if quick:
+        lines += [f"**{SMOKE}** (from: {', '.join(quick)}): do not read these rows as results.", ""]
+    lines += ["Verdicts: **holds** (in every case of the claim's grid), **holds in part** (in the cases named), "
+              "**holds in trend** (the direction, not the size), **does not hold here**; \"borderline\" where a "
+              "margin is within 10 % of its threshold. Each rule is written once under [Rules](#rules); the "
+              "main setting is argued once under [Main setting](#main-setting). Sections: " + ", ".join(
+                  f"[{c}]({anchor(found['heading'])})" for c, found in claims.items() if found.get("heading")) + ".", ""]
+    lines += table(claims)
+    notes = {name: text for found in claims.values() for name, text in found.get("notes", {}).items()}
+    for name, text in notes.items():
+        lines += ["", f"### {name}", "", text]
+    lines += ["", "### Rules", ""]
+    seen = {}
+    for found in claims.values():
+        seen.update(found["rules"])
+    lines += [f"- <a name=\"rule-{name}\"></a>**{name}**: {text}." for name, text in seen.items()]
+    return "\n".join(lines)
+
+
+def write_results(report, *folders) -> Path:
+    """Write the "results" section into ``report`` from the claims files of ``folders`` (the output
+    folder first, then the running command's staging folder, whose file wins)."""
+    return write_section(report, SECTION, section(load_claims(*folders)))
+
+
+def details(rows: list) -> list:
+    """The "claims in detail" lines of a command's section: per claim a heading (the results table
+    links to it), its verdict, rule, where it holds, paper against ours, and every number behind it."""
+    lines = []
+    for r in rows:
+        lines += ["", f"#### {r['claim']}", "",
+                  f"**{r['verdict']}**" + (f" (rule [{r['rule']}](#rule-{r['rule']}))" if r["rule"] else "")
+                  + (f"; {r['where']}" if r["where"] else "") + f". Paper: {r['paper']}. Ours: {r['ours']}."]
+        if r.get("detail"):
+            lines += ["", r["detail"]]
+    return lines
+
+
+def opening(first: str, rows: list, heads: list | None = None) -> list:
+    """The three lines that open a command's section: ``first`` (what ran), the verdicts counted, and
+    the headline numbers (paper against ours; ``heads``, default those the rows carry)."""
+    counts = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda x: -x[1]))
+    heads = "; ".join(f"{what}: paper {paper}, ours {ours}" for what, paper, ours in
+                      (headline_numbers(rows) if heads is None else heads))
+    return [f"- {first}", f"- {len(rows)} claims: {tally}.", f"- Headline numbers: {heads or 'none'}."]
+
+
+def headline_numbers(rows: list) -> list:
+    """[(what, paper, ours)] of the rows that carry a headline, for the end of a command's output."""
+    return [tuple(r["headline"]) for r in rows if r.get("headline")]

@@ -261,3 +261,47 @@ def test_a_child_gone_before_its_ready_frame_is_read_still_has_its_cpu_time():
     watch.total_cpu, watch.exited, run.exitcode = 1.0, True, 0
     _conclude(watch)
     assert run.cpu == pytest.approx(0.75) and run.ended == "exited with status 0"
+
+
+def test_the_graders_parse_is_safe_in_threads():
+    """A class run with --jobs 2 failed every later file of an exercise with "SystemError: AST
+    constructor recursion depth mismatch": CPython 3.11 shares the AST converter's recursion check
+    between threads, and the collector can run Python code mid-conversion.  Here the collector gives
+    the GIL away in the middle of parses in three threads (ast.parse fails so within seconds);
+    the grader's parse takes one thread at a time."""
+    import gc
+    import threading
+    import time
+    from numpy_mamba.grader.syntax import parse
+
+    class Yield:
+        def __init__(self):
+            self.me = self                        # a cycle: freed by the collector, in __del__
+
+        def __del__(self):
+            time.sleep(0)                         # gives the GIL away during a parse
+
+    source, errors, stop = (ROOT / "numpy_mamba" / "model.py").read_text(), [], threading.Event()
+
+    def work():
+        while not stop.is_set():
+            Yield(), Yield()
+            try:
+                parse(source)
+            except SystemError as exc:
+                errors.append(str(exc))
+                stop.set()
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50, 1, 1)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        stop.wait(3.0)
+        stop.set()
+        for t in threads:
+            t.join()
+    finally:
+        gc.set_threshold(*thresholds)
+    assert not errors, errors[:1]

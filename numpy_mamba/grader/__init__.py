@@ -30,5 +30,6 @@ references and compares the arrays the child sends back.
     layer_mistakes.py  known mistakes of the stack's layer_backward (residual added, a path of dH
                   dropped, gate limit off by one, S^T, dW_B / dW_C transposed or swapped, ...)
     similarity.py the similarity flag: a submission against the package's reference and its classmates
+    syntax.py     ``parse``: ast.parse one thread at a time (CPython 3.11 shares its recursion check)
     report.py     the text report, the class table, CSV and Gradescope's results.json, made harmless
 """

@@ -22,6 +22,8 @@ import textwrap
 import types
 from dataclasses import dataclass
 
+from .syntax import parse
+
 PACKAGE = "numpy_mamba"
 PLAIN = (int, float, complex, str, bytes, bool, type(None))
 
@@ -43,7 +45,7 @@ def _ours(obj) -> bool:
 
 
 def _global_names(source: str) -> set:
-    tree = ast.parse(textwrap.dedent(source))
+    tree = parse(textwrap.dedent(source))
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 

@@ -8,9 +8,10 @@ naming the cell, its first line and the line at fault: the grader runs plain Pyt
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
+
+from .syntax import parse
 
 IPYTHON = re.compile(r"^\s*(%|!)|\?\s*$")
 
@@ -40,7 +41,7 @@ def python_source(data: bytes) -> str:
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         try:
-            ast.parse(source)
+            parse(source)
         except SyntaxError:
             bad = next((line for line in source.splitlines() if IPYTHON.search(line)), None)
             if bad is not None:

@@ -27,6 +27,7 @@ from typing import Any, Callable, NamedTuple
 
 from .kit import KitError, build
 from .sandbox import arguments
+from .syntax import parse
 
 
 class Function(NamedTuple):
@@ -148,7 +149,7 @@ def all_exercises() -> dict:
 
 def top_level_names(source: bytes, path) -> set:
     """Names a file binds at top level (def, class, assignment, import), or a SyntaxError."""
-    tree = ast.parse(source, filename=str(path))
+    tree = parse(source, filename=str(path))
     names, body = set(), list(tree.body)
     while body:
         node = body.pop()

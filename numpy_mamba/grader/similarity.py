@@ -22,6 +22,7 @@ import tokenize
 from functools import lru_cache
 
 from .sandbox import shown
+from .syntax import parse
 
 WINDOW = 16                     # tokens per window
 REFERENCE_FLAG = 0.5            # share of a submission's windows found in the package's reference
@@ -56,7 +57,7 @@ def _docstring_lines(tree: ast.AST) -> set:
 def windows(source: str) -> frozenset:
     """The hashed WINDOW-token windows of ``source`` (empty when it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (SyntaxError, tokenize.TokenError, ValueError, RecursionError):
         return frozenset()

@@ -99,5 +99,5 @@ def main(argv=None) -> int:
     if code == 0:
         print_claims_summary("ablation", out / "claims_ablation.json", out, elapsed["seconds"], quick=args.quick,
                              report=Path(args.report) if args.report else out / "REPORT.md",
-                             time_stated_in="the report (the run's own time; --replot keeps it)")
+                             time_stated_in="the report; --replot keeps the run's own time")
     return code

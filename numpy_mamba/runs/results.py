@@ -131,7 +131,8 @@ def opening(first: str, rows: list, heads: list | None = None) -> list:
     tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda x: -x[1]))
     heads = "; ".join(f"{what}: paper {paper}, ours {ours}" for what, paper, ours in
                       (headline_numbers(rows) if heads is None else heads))
-    return [f"- {first}", f"- {len(rows)} claims: {tally}.", f"- Headline numbers: {heads or 'none'}."]
+    claims = f"{len(rows)} claim{'s' * (len(rows) != 1)}"
+    return [f"- {first}", f"- {claims}: {tally}.", f"- Headline numbers: {heads or 'none'}."]
 
 
 def headline_numbers(rows: list) -> list:

@@ -180,6 +180,7 @@ for entry in /mnt/*; do
     if [ -d "$entry" ]; then mkdir "/tmp/$name"; else touch "/tmp/$name"; fi
     mount --rbind "$entry" "/tmp/$name"
 done
+cd /                                # not the caller's folder: `python -m` imports from the current folder
 exec "$@"
 """
 
@@ -195,7 +196,7 @@ def container_image():
     top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_"))
     os.chmod(top, 0o755)
     private = Path(tempfile.mkdtemp(prefix="numpy_mamba_private_"))           # mode 700
-    caller = os.umask(0o022)            # built as an image is, whatever the umask of the run (CI's: 077)
+    caller = os.umask(0o022)            # built as an image is, whatever the umask of the run
     try:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(top / "venv")], check=True, timeout=120)
         public = top / "public"

@@ -66,9 +66,10 @@ def test_the_zip_has_the_scripts_at_its_top_level_and_this_packages_wheel(autogr
     assert isinstance(config["seed"], int) and config["seed"] > 2**20, "the seed was not drawn at random"
 
 
-def _grade(autograder, files: dict, stdout: list | None = None) -> dict:
+def _grade(autograder, files: dict, stdout: list | None = None, cwd=None) -> dict:
     """Put ``files`` ({name: source path or text}) in a fresh submission folder, run
-    run_autograder, return results.json (its stdout, the instructor's, appended to ``stdout``)."""
+    run_autograder (from ``cwd``, "submission": that folder), return results.json (its stdout, the
+    instructor's, appended to ``stdout``)."""
     base, _, site = autograder
     for sub in ("submission", "results"):
         shutil.rmtree(base / sub, ignore_errors=True)
@@ -78,11 +79,12 @@ def _grade(autograder, files: dict, stdout: list | None = None) -> dict:
         if isinstance(content, Path):
             shutil.copy(content, target)
         else:
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
     env = {"PATH": os.environ["PATH"], "AUTOGRADER_ROOT": str(base), "AUTOGRADER_PYTHON": sys.executable,
            "PYTHONPATH": str(site)}
     done = subprocess.run(["bash", str(base / "source" / "run_autograder")], env=env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, cwd=base / cwd if cwd else None)
     assert done.returncode == 0, done.stderr
     if stdout is not None:
         stdout.append(done.stdout)
@@ -105,6 +107,17 @@ def test_a_correct_submission_scores_everything_and_hidden_problems_wait(autogra
     text = json.dumps(data)
     assert "isolation" not in text and str(seed) not in text and "drawn by your instructor" in data["output"]
     assert stdout[0].startswith("isolation: kernel sandbox") and "graded submission/gradients.py: 11 / 11" in stdout[0]
+
+
+def test_a_submission_that_ships_a_numpy_mamba_package_is_not_imported_by_the_grader(autograder, tmp_path):
+    """``python -m`` imports from the current folder first: run from the submission folder, a
+    submission's own numpy_mamba/ would be the grader (as root).  run_autograder runs from /."""
+    marker = tmp_path / "imported"
+    fake = f"open({str(marker)!r}, 'w').write('the submission ran as the grader')\n"
+    data = _grade(autograder, {"gradients.py": SOLUTIONS / "gradients_solution.py",
+                               "numpy_mamba/__init__.py": fake, "numpy_mamba/grader/__init__.py": fake,
+                               "numpy_mamba/grader/gradescope.py": fake}, cwd="submission")
+    assert not marker.exists() and data["score"] == 11
 
 
 def test_a_notebook_submission_is_graded_as_its_code(autograder):

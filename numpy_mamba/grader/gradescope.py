@@ -68,6 +68,9 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission: it grades $AUTOGRADER_ROOT/submission (default
 # /autograder/submission) into $AUTOGRADER_ROOT/results/results.json.  Outside a Gradescope image
 # (no /autograder/source/autograder.json) it says so and writes nothing unless AUTOGRADER_ROOT is set.
+# It runs from /: `python -m` imports from the current folder first, which may hold a submission.
+if [ -n "${AUTOGRADER_ROOT:-}" ]; then export AUTOGRADER_ROOT="$(realpath -m -- "$AUTOGRADER_ROOT")"; fi
+cd /
 exec "${AUTOGRADER_PYTHON:-python3}" -m numpy_mamba.grader.gradescope run
 """
 

@@ -143,9 +143,14 @@ def _assemble(world: World, rng, tasks, l, K, outlier, outlier_vectors, kappa_a,
     clean_y = np.where(pick_b, -1.0, 1.0)                    # task label of each pattern
     irr = rng.integers(world.M2, size=(B, l + 1))
     kappa = rng.uniform(-K, K, size=(B, l + 1))
-    X = world.mu[rel] + kappa[..., None] * world.nu[irr]     # (B, l+1, d)
+    X = np.take(world.mu, rel, axis=0)                       # mu_j: (B, l+1, d)
+    noise = np.take(world.nu, irr, axis=0)
+    noise *= kappa[..., None]
+    X += noise                                               # + kappa nu_k
     which = rng.integers(outlier_vectors.shape[0], size=(B, l))
-    X[:, :l] += (kappa_a * outlier[..., None]) * outlier_vectors[which]
+    added = np.take(outlier_vectors, which, axis=0)          # v_s, kept only where there is an outlier
+    added *= (kappa_a * outlier)[..., None]
+    X[:, :l] += added                                        # + kappa_a v_s
     y = np.where(outlier, label_fn(clean_y[:, :l], (B, l)), clean_y[:, :l])
     P = np.empty((B, world.d + 1, l + 1))
     P[:, :-1, :] = X.transpose(0, 2, 1)
@@ -201,8 +206,9 @@ def check_outliers(world: World, outliers, tol: float = 1e-8) -> np.ndarray:
     return v
 
 
-def _draw_tasks(world, rng, tasks, B):
-    tasks = check_tasks(world, tasks)
+def _draw_tasks(world, rng, tasks, default, B):
+    """B tasks drawn uniformly from ``tasks`` (checked), or from ``default`` (the world's own set) when None."""
+    tasks = default if tasks is None else check_tasks(world, tasks)
     return tasks[rng.integers(len(tasks), size=B)]
 
 
@@ -221,7 +227,7 @@ def training_batch(world: World, B: int, l: int, *, p_a: float, K: float = 0.5,
     p_a = check_probability(p_a, "p_a")
     K = check_positive(K, "K")
     kappa_a = check_positive(kappa_a, "kappa_a")
-    tasks = _draw_tasks(world, rng, world.training_tasks() if tasks is None else tasks, B)
+    tasks = _draw_tasks(world, rng, tasks, world.training_tasks(), B)
     outlier = rng.random((B, l)) < p_a
 
     def random_label(clean, shape):
@@ -256,7 +262,7 @@ def testing_batch(world: World, B: int, l: int, *, alpha: float, K_prime: float 
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}; got {placement!r}.")
     outliers = world.test_outliers() if outliers is None else check_outliers(world, outliers)
-    tasks = _draw_tasks(world, rng, world.all_tasks() if tasks is None else tasks, B)
+    tasks = _draw_tasks(world, rng, tasks, world.all_tasks(), B)
     if placement == "random":
         outlier = rng.random((B, l)) < alpha
     else:

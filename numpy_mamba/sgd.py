@@ -148,7 +148,7 @@ def train(world: World, config: TrainConfig = TrainConfig(), net: Network | str 
         if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in leaves(params)):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "
-                f"{all(np.all(np.isfinite(a)) for a in leaves(params))}. Try a smaller step size than eta = {config.eta}.",
+                f"{all(np.all(np.isfinite(a)) for a in leaves(params))}. {_remedy(history, config)}",
                 **_kept(good, t, config.eta, history))
         if not np.any(F) and not any(np.any(g) for g in leaves(grad)):
             raise CollapseError(_collapse_message(net, params, batch.P, t, loss, config.eta),
@@ -165,6 +165,20 @@ def train(world: World, config: TrainConfig = TrainConfig(), net: Network | str 
 
 def _history_arrays(history: dict) -> dict:
     return {k: np.asarray(v) for k, v in history.items()}
+
+
+LARGE_INITIAL_LOSS = 100.0      # a hinge loss this large at step 0: the initial output is far from |F| ~ 1
+
+
+def _remedy(history: dict, config: TrainConfig) -> str:
+    """What to try after a divergence: a smaller step size, or, when the loss at step 0 was already
+    huge (a deep stack at Algorithm 1's delta: F grows like a power of delta), a smaller delta."""
+    first = history["loss"][0] if history["loss"] else None
+    if first is not None and first > LARGE_INITIAL_LOSS:
+        return (f"The loss at step 0 was already {first:.3g}: the output at initialisation is large, so try a "
+                f"smaller delta than {config.delta} (TrainConfig.delta, the scale of Algorithm 1's initialisation) "
+                f"before a smaller step size than eta = {config.eta}.")
+    return f"Try a smaller step size than eta = {config.eta}."
 
 
 def _kept(good, t: int, eta: float, history: dict) -> dict:

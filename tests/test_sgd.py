@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from numpy_mamba import (CollapseError, DivergenceError, Params, TrainConfig, forward, gradients, init_params,
-                         make_world, train, training_batch, zero_one_error)
+                         make_world, network, train, training_batch, zero_one_error)
 from numpy_mamba.loss import hinge
 
 
@@ -48,6 +48,15 @@ def test_divergence_names_the_step_and_suggests_smaller_eta():
     world = make_world(rng=0)
     with pytest.raises(DivergenceError, match="diverged at step \\d+.*smaller step size"):
         train(world, TrainConfig(T=200, B=8, eta=1e150), rng=0)
+
+
+def test_a_divergence_from_a_huge_initial_loss_suggests_a_smaller_delta():
+    """A three-layer linear Transformer at Algorithm 1's delta = 0.2 starts with a loss of about 1e6
+    and diverges at step 2 for any eta down to 1e-6: a smaller step size is the wrong advice there."""
+    world = make_world(rng=0)
+    with pytest.raises(DivergenceError, match=r"loss at step 0 was already .*smaller delta than 0\.2") as info:
+        train(world, TrainConfig(T=20, eta=1e-6), network("linear_transformer", n_layers=3), rng=1)
+    assert info.value.history["loss"][0] > 1e5
 
 
 def test_zero_one_error_counts_nan_inf_and_ties_as_errors():

@@ -68,8 +68,8 @@ def test_the_zip_has_the_scripts_at_its_top_level_and_this_packages_wheel(autogr
 
 def _grade(autograder, files: dict, stdout: list | None = None, cwd=None) -> dict:
     """Put ``files`` ({name: source path or text}) in a fresh submission folder, run
-    run_autograder (from ``cwd``, "submission": that folder), return results.json (its stdout, the
-    instructor's, appended to ``stdout``)."""
+    run_autograder (from ``cwd``, "submission": that folder, with AUTOGRADER_ROOT given relative to
+    it), return results.json (its stdout, the instructor's, appended to ``stdout``)."""
     base, _, site = autograder
     for sub in ("submission", "results"):
         shutil.rmtree(base / sub, ignore_errors=True)
@@ -81,7 +81,7 @@ def _grade(autograder, files: dict, stdout: list | None = None, cwd=None) -> dic
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
-    env = {"PATH": os.environ["PATH"], "AUTOGRADER_ROOT": str(base), "AUTOGRADER_PYTHON": sys.executable,
+    env = {"PATH": os.environ["PATH"], "AUTOGRADER_ROOT": ".." if cwd else str(base), "AUTOGRADER_PYTHON": sys.executable,
            "PYTHONPATH": str(site)}
     done = subprocess.run(["bash", str(base / "source" / "run_autograder")], env=env, capture_output=True,
                           text=True, timeout=300, cwd=base / cwd if cwd else None)

@@ -69,7 +69,7 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # /autograder/submission) into $AUTOGRADER_ROOT/results/results.json.  Outside a Gradescope image
 # (no /autograder/source/autograder.json) it says so and writes nothing unless AUTOGRADER_ROOT is set.
 # It runs from /: `python -m` imports from the current folder first, which may hold a submission.
-if [ -n "${AUTOGRADER_ROOT:-}" ]; then export AUTOGRADER_ROOT="$(realpath -m -- "$AUTOGRADER_ROOT")"; fi
+case "${AUTOGRADER_ROOT:-}" in ""|/*) ;; *) export AUTOGRADER_ROOT="$PWD/$AUTOGRADER_ROOT" ;; esac
 cd /
 exec "${AUTOGRADER_PYTHON:-python3}" -m numpy_mamba.grader.gradescope run
 """

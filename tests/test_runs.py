@@ -555,3 +555,39 @@ def test_headline_numbers_end_a_command_above_its_verdict_counts(tmp_path, capsy
     print_claims_summary("theory", path, tmp_path, 1.5)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "theory: Thm 1: slope: paper 1, ours 1.03" and lines[1] == "theory: 2 verdicts: 2 holds"
+
+
+# ------------------------------------------------------------------ heap padding (memory.py)
+HEAP = r"""
+import ctypes, sys
+from numpy_mamba.runs.memory import keep_heap_padding
+libc = ctypes.CDLL(None)
+libc.sbrk.restype, libc.sbrk.argtypes = ctypes.c_void_p, (ctypes.c_ssize_t,)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+libc.free.argtypes = (ctypes.c_void_p,)
+took = keep_heap_padding() if sys.argv[1] == "pad" else None
+start = libc.sbrk(0)
+blocks = [libc.malloc(64 << 10) for _ in range(160)]      # 10 MiB of a step's arrays, on the heap
+for block in blocks[::-1]:
+    libc.free(block)
+print(took, (libc.sbrk(0) - start) >> 20)                # MiB the heap keeps once they are freed
+"""
+
+
+@pytest.mark.parametrize("mode", ["pad", "default"])
+def test_heap_padding_keeps_a_freed_steps_pages(mode):
+    """If this fails, keep_heap_padding no longer reaches glibc's malloc: every training step's
+    arrays go back to the system when freed and are faulted in again at the next step."""
+    done = subprocess.run([sys.executable, "-c", HEAP, mode], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    took, kept = done.stdout.split()
+    if mode == "pad":
+        assert took == "True" and int(kept) >= 32, done.stdout
+    else:
+        assert int(kept) < 8, f"glibc kept {kept} MiB without the padding: the test no longer tells them apart"
+
+
+def test_heap_padding_does_nothing_outside_glibc(monkeypatch):
+    from numpy_mamba.runs import memory
+    monkeypatch.setattr(memory.platform, "libc_ver", lambda: ("", ""))
+    assert memory.keep_heap_padding() is False

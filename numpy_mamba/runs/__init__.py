@@ -1,6 +1,7 @@
 """How every experiment command runs and writes its results; the families import it, it imports no family.
 
     jobs.py        ``--jobs``: independent units (seeds, settings) in worker processes, same numbers for every N
+    memory.py      glibc's heap padding for the processes that train (a freed step's pages are reused)
     staging.py     all-or-nothing output folders (``run_staged``): --out checked before computing
     interrupts.py  Ctrl-C and SIGTERM: recorded, raised, never swallowed
     output.py      results on disk: JSON (compact for large results), named sections of REPORT.md,

@@ -9,7 +9,8 @@ never by completion order, so ``--jobs N`` gives the same numbers as ``--jobs 1`
 
 Workers are started fresh (forkserver, or spawn where there is none), never forked from a parent
 that may have started BLAS threads, with OMP/OPENBLAS/MKL_NUM_THREADS=1 in their environment, so
-NumPy is single-threaded in each.  Workers ignore SIGINT: a Ctrl-C (to the parent alone or to the
+NumPy is single-threaded in each.  Whatever process runs the units keeps freed memory at the top
+of its heap (memory.py: glibc's M_TOP_PAD, a third of a three-layer step).  Workers ignore SIGINT: a Ctrl-C (to the parent alone or to the
 whole process group) raises ``Interrupted`` in the parent (see interrupts.py), which cancels
 pending units and terminates the workers.  A unit that raises stops the run with ``UnitError`` carrying the
 worker's traceback.  One line per finished unit goes to stderr, with elapsed and estimated time left.
@@ -33,6 +34,7 @@ from typing import Any, Callable, Hashable, Mapping, NamedTuple
 
 from .args import positive_int
 from .interrupts import check_interrupted, interrupts_held, sigint_blocked
+from .memory import keep_heap_padding
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 
@@ -90,6 +92,7 @@ def _worker_start(parent: int, ready) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    keep_heap_padding()                                     # memory.py: a step reuses its pages
     ready.release()
 
     def watch():
@@ -237,6 +240,8 @@ def _run(units, jobs: int, name: str, progress) -> dict:
         print(f"[{name}] {len(units)} units, " + (f"{workers} worker processes" if workers > 1 else "in this process"),
               file=stream, flush=True)
     bar = _Progress(name, len(units), stream)
+    if workers == 1:
+        keep_heap_padding()                                 # memory.py: a step reuses its pages
     found = _run_pool(units, workers, bar) if workers > 1 else _run_serial(units, payloads, bar)
     return {k: found[k] for k in keys}
 

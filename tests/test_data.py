@@ -93,3 +93,16 @@ def test_same_seed_gives_the_same_prompts(world):
     b = training_batch(world, 8, 5, p_a=0.6, rng=np.random.default_rng(7))
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("B", [1, 63, 64, 65, 150])
+def test_prompts_built_in_pieces_equal_prompts_built_in_one_piece(world, B, monkeypatch):
+    import numpy_mamba.data as data
+    pieces = (testing_batch(world, B, 20, alpha=0.4, label_rule="random", rng=5),
+              training_batch(world, B, 7, p_a=0.6, rng=6))
+    monkeypatch.setattr(data, "CHUNK", 10_000)
+    whole = (testing_batch(world, B, 20, alpha=0.4, label_rule="random", rng=5),
+             training_batch(world, B, 7, p_a=0.6, rng=6))
+    for a, b in zip(pieces, whole):
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)

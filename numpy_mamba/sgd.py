@@ -9,6 +9,7 @@ gate, all with the same loop.
 """
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -126,41 +127,105 @@ def train(world: World, config: TrainConfig = TrainConfig(), net: Network | str 
     rng = as_generator(rng, "train")
     record_every = check_positive_int(record_every, "record_every")
     params = net.init(world.d, rng, config.m, config.delta) if params is None else net.check(params, world.d)
-    history: dict[str, list] = {"step": [], "loss": [], "error": []}
-    good = None                             # Psi^(t-1), the last parameters that passed the checks
     bar = progress if isinstance(progress, Progress) else (Progress(config.T, net.name) if progress else None)
-
-    def log(t, loss, err):
-        history["step"].append(t)
-        history["loss"].append(loss)
-        history["error"].append(err)
-        if record is not None:
-            for key, value in record(t, params).items():
-                history.setdefault(key, []).append(value)
-
-    tasks = None if config.tasks == "cycle" else world.all_tasks()     # None: T_tr, training_batch's default
+    run = _Run(net, config, params, record_every, record, bar)
     for t in range(config.T + 1):
-        batch = training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
-                               kappa_a=config.kappa_a, rng=rng, tasks=tasks)
+        run.step(t, _minibatch(world, config, rng))
+    return run.params, _history_arrays(run.history)
+
+
+SHARED_FIELDS = ("T", "B", "l_tr", "p_a", "K", "kappa_a", "m", "tasks")    # what train_together's configs share
+
+
+def train_together(world: World, configs, net: Network | str = "mamba", *, rng=None,
+                   record_every: int = 10) -> list:
+    """``train(world, config, net, rng=<a copy of rng>)`` for every config of ``configs``, in step:
+    each minibatch is drawn once and fed to every run.  The configs may differ only in eta and
+    delta (the fields outside ``SHARED_FIELDS``), so every run draws the same minibatches, and each
+    gives the same numbers as its own ``train`` call, bit for bit.
+
+    Returns one entry per config: (Psi^(T), history) as ``train`` returns them, or the
+    ``DivergenceError`` (or ``CollapseError``) that run raised; the other runs go on.
+    """
+    net, configs = as_network(net), list(configs)
+    if not configs:
+        raise ValueError("train_together needs at least one TrainConfig; got none.")
+    for config in configs:
+        _check_train_inputs(world, config, None, False)
+        differ = [f for f in SHARED_FIELDS if getattr(config, f) != getattr(configs[0], f)]
+        if differ:
+            raise ValueError(f"train_together's configs may differ only in eta and delta; got different {differ}: "
+                             f"{[getattr(config, f) for f in differ]} vs {[getattr(configs[0], f) for f in differ]}.")
+    record_every = check_positive_int(record_every, "record_every")
+    start = as_generator(rng, "train_together")
+    runs, streams = [], []
+    for config in configs:
+        own = copy.deepcopy(start)                          # the generator train(..., rng=<copy>) would get
+        runs.append(_Run(net, config, net.init(world.d, own, config.m, config.delta), record_every, None, None))
+        streams.append(own.bit_generator.state)
+    if any(state != streams[0] for state in streams):
+        raise ValueError(f"the initialisation of {net.name} draws differently for these configs, so their minibatch "
+                         "streams would differ; train them one by one with train().")
+    outcome, live = [None] * len(runs), list(range(len(runs)))
+    for t in range(configs[0].T + 1):
+        batch = _minibatch(world, configs[0], own)
+        for k in list(live):
+            try:
+                runs[k].step(t, batch)
+            except DivergenceError as exc:                 # CollapseError included
+                outcome[k] = exc
+                live.remove(k)
+    for k in live:
+        outcome[k] = (runs[k].params, _history_arrays(runs[k].history))
+    return outcome
+
+
+def _minibatch(world: World, config: TrainConfig, rng):
+    """The next minibatch of Definition 1 from ``rng``, on the training tasks the config names."""
+    tasks = None if config.tasks == "cycle" else world.all_tasks()     # None: T_tr, training_batch's default
+    return training_batch(world, config.B, config.l_tr, p_a=config.p_a, K=config.K,
+                          kappa_a=config.kappa_a, rng=rng, tasks=tasks)
+
+
+class _Run:
+    """One run of Algorithm 1, fed one minibatch at a time (the body of ``train``'s loop)."""
+
+    def __init__(self, net: Network, config: TrainConfig, params, record_every: int, record, bar):
+        self.net, self.config, self.params = net, config, params
+        self.record_every, self.record, self.bar = record_every, record, bar
+        self.history: dict[str, list] = {"step": [], "loss": [], "error": []}
+        self.good = None                     # Psi^(t-1), the last parameters that passed the checks
+
+    def step(self, t: int, batch) -> None:
+        """Step t: loss and checks at Psi^(t) on ``batch``, the history every record_every steps, then
+        eq (19) (not at t = T).  Raises DivergenceError or CollapseError with the last good state."""
+        net, config, params = self.net, self.config, self.params
         with np.errstate(over="ignore", invalid="ignore"):     # checked just below
             F, grad = net.F_and_gradients(params, batch.P, batch.z)    # one forward pass, then backward
             loss = float(np.mean(hinge(F, batch.z)))
         if not np.isfinite(loss) or not all(np.all(np.isfinite(a)) for a in leaves(params)):
             raise DivergenceError(
                 f"training diverged at step {t}: loss = {loss}, parameters finite = "
-                f"{all(np.all(np.isfinite(a)) for a in leaves(params))}. {_remedy(history, config)}",
-                **_kept(good, t, config.eta, history))
+                f"{all(np.all(np.isfinite(a)) for a in leaves(params))}. {_remedy(self.history, config)}",
+                **_kept(self.good, t, config.eta, self.history))
         if not np.any(F) and not any(np.any(g) for g in leaves(grad)):
             raise CollapseError(_collapse_message(net, params, batch.P, t, loss, config.eta),
-                                **_kept(good, t, config.eta, history))
-        if t % record_every == 0 or t == config.T:
-            log(t, loss, zero_one_error(F, batch.z))
-        if bar is not None:
-            bar.update(t, loss, force=(t == config.T))
-        if t == config.T:
-            break
-        good, params = params, sgd_update(params, grad, config.eta)
-    return params, _history_arrays(history)
+                                **_kept(self.good, t, config.eta, self.history))
+        if t % self.record_every == 0 or t == config.T:
+            self._log(t, loss, zero_one_error(F, batch.z))
+        if self.bar is not None:
+            self.bar.update(t, loss, force=(t == config.T))
+        if t < config.T:
+            self.good, self.params = params, sgd_update(params, grad, config.eta)
+
+    def _log(self, t: int, loss: float, err: float) -> None:
+        history = self.history
+        history["step"].append(t)
+        history["loss"].append(loss)
+        history["error"].append(err)
+        if self.record is not None:
+            for key, value in self.record(t, self.params).items():
+                history.setdefault(key, []).append(value)
 
 
 def _history_arrays(history: dict) -> dict:

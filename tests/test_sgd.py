@@ -7,6 +7,7 @@ import pytest
 from numpy_mamba import (CollapseError, DivergenceError, Params, TrainConfig, forward, gradients, init_params,
                          make_world, network, train, training_batch, zero_one_error)
 from numpy_mamba.loss import hinge
+from numpy_mamba.sgd import train_together
 
 
 def test_same_seed_gives_the_same_run_and_another_seed_another():
@@ -180,3 +181,42 @@ def test_train_is_algorithm_1_and_nothing_else_draws_or_updates(model):
     for name, a, b in zip(Params._fields, trained, params):
         np.testing.assert_array_equal(a, b, err_msg=name)
     assert len(set(losses)) == len(losses) and not np.array_equal(trained.W_B, init_params(8, rng=3).W_B)
+
+
+@pytest.mark.parametrize("net", [network("mamba"), network("linear_transformer", n_layers=2),
+                                 network("mamba", n_layers=2, prenorm=True)], ids=lambda n: n.name)
+def test_runs_trained_together_equal_runs_trained_one_by_one(net):
+    # If this fails, train_together does not give each step size the run train() gives it: the
+    # step-size rule would then pick from runs that no single command reproduces.  eta = 1e8
+    # diverges (its error is handed back, the others go on); delta may differ too.
+    world = make_world(rng=0)
+    configs = [TrainConfig(T=40, B=16, eta=eta, delta=delta, p_a=0.4)
+               for eta, delta in ((1e-4, 0.2), (0.01, 0.2), (1e8, 0.2), (0.005, 0.1))]
+    together = train_together(world, configs, net, rng=np.random.default_rng([3, 1]), record_every=7)
+    for config, got in zip(configs, together):
+        try:
+            want = train(world, config, net, rng=np.random.default_rng([3, 1]), record_every=7)
+        except DivergenceError as exc:
+            assert type(got) is type(exc) and str(got) == str(exc) and got.step == exc.step
+            for a, b in zip(_leaves(got.params), _leaves(exc.params)):
+                np.testing.assert_array_equal(a, b)
+            continue
+        for a, b in zip(_leaves(got[0]), _leaves(want[0])):
+            np.testing.assert_array_equal(a, b)
+        assert got[1].keys() == want[1].keys()
+        for key in want[1]:
+            np.testing.assert_array_equal(got[1][key], want[1][key])
+    assert isinstance(together[2], DivergenceError) and not isinstance(together[0], DivergenceError)
+
+
+def _leaves(params):
+    from numpy_mamba.network import leaves
+    return list(leaves(params))
+
+
+def test_train_together_refuses_configs_that_would_draw_different_minibatches():
+    world = make_world(rng=0)
+    with pytest.raises(ValueError, match=r"differ only in eta and delta; got different \['B', 'p_a'\]"):
+        train_together(world, [TrainConfig(T=5, B=16), TrainConfig(T=5, B=8, p_a=0.3)], rng=0)
+    with pytest.raises(ValueError, match="at least one TrainConfig"):
+        train_together(world, [], rng=0)

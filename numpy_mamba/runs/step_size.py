@@ -23,8 +23,8 @@ The rule (``choose``), written before any run it is applied to:
 (e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
 for any ``Network`` (``network.py``): the one-layer models of eq (3), the stacks of ``stack.py``
 with or without pre-norm, an Appendix E.6 gate.  ``selection_plan`` runs the same rule as
-independent units (one per candidate and selection seed, ``heldout_loss`` each) for
-``runs.jobs.run_plans``.
+independent units for ``runs.jobs.run_plans``: one per selection seed, ``heldout_losses`` training
+every candidate together (``sgd.train_together``: each minibatch drawn once, the same numbers).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from .jobs import Plan, Unit
 from ..data import SECTION4, training_batch
 from ..loss import hinge
 from ..network import Network, as_network
-from ..sgd import DivergenceError, TrainConfig, train
+from ..sgd import DivergenceError, TrainConfig, train_together
 
 DIVERGED_ABOVE = 100.0
 PAPER_DELTA = SECTION4.delta    # Section 4: "Let delta = 0.2"
@@ -125,21 +125,33 @@ def heldout_loss(world_for_seed: Callable, config: TrainConfig, net: Network, n_
     """The scoring step of the rule for one candidate ``fields`` and selection seed ``seed``.
 
     Trains the Network ``net`` on world ``world_for_seed(seed)`` with ``config`` updated by
-    ``fields`` (any TrainConfig field: eta, delta, T, ...) and rng ``default_rng([seed, *stream, 1])`` (initialisation and minibatches,
+    ``fields`` (eta, delta) and rng ``default_rng([seed, *stream, 1])`` (initialisation and minibatches,
     the same for every candidate), then returns (hinge loss (eq (4)), mean margin z F) on ``n_heldout``
     prompts of Definition 1 from ``default_rng([seed, *stream, 2])``; NaN if the run diverged or collapsed.
     """
+    return heldout_losses(world_for_seed, config, net, n_heldout, stream, [fields], seed)[0]
+
+
+def heldout_losses(world_for_seed: Callable, config: TrainConfig, net: Network, n_heldout: int,
+                   stream: Sequence[int], candidates: Sequence[dict], seed: int) -> list[tuple[float, float]]:
+    """``heldout_loss`` for every candidate of ``candidates`` on selection seed ``seed``, in one go: the
+    candidates share their minibatch stream, so ``sgd.train_together`` draws each minibatch once and
+    the held-out prompts are drawn once.  The same numbers as one ``heldout_loss`` per candidate."""
     world, net = world_for_seed(seed), as_network(net)
-    cfg = replace(config, **fields)
-    try:
-        params, _ = train(world, cfg, net, rng=np.random.default_rng([seed, *stream, 1]))
-    except DivergenceError:                                # CollapseError included
-        return float("nan"), float("nan")
+    configs = [replace(config, **fields) for fields in candidates]
+    runs = train_together(world, configs, net, rng=np.random.default_rng([seed, *stream, 1]))
+    cfg = configs[0]                                        # the prompt fields are every candidate's
     held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,
                           rng=np.random.default_rng([seed, *stream, 2]))
-    with np.errstate(over="ignore", invalid="ignore"):
-        F = net.F(params, held.P)
-        return float(np.mean(hinge(F, held.z))), float(np.mean(held.z * F))
+    scores = []
+    for run in runs:
+        if isinstance(run, DivergenceError):                # CollapseError included
+            scores.append((float("nan"), float("nan")))
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            F = net.F(run[0], held.P)
+            scores.append((float(np.mean(hinge(F, held.z))), float(np.mean(held.z * F))))
+    return scores
 
 
 def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, net: Network, n_heldout: int,
@@ -151,18 +163,17 @@ def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, n
 
 def selection_plan(grid: Mapping[str, Sequence], seeds: Sequence[int], world_for_seed: Callable,
                    config: TrainConfig, net: Network, n_heldout: int, stream: Sequence[int], label: str) -> Plan:
-    """The rule of ``choose`` as a ``runs.jobs.Plan``: one unit ``heldout_loss`` per (candidate,
-    selection seed), assembled by ``choose`` in the parent.  Same numbers as
+    """The rule of ``choose`` as a ``runs.jobs.Plan``: one unit ``heldout_losses`` per selection seed
+    (every candidate trained together), assembled by ``choose`` in the parent.  Same numbers as
     ``choose(grid, heldout_loss_after_training(...), seeds)``, for any number of worker processes.
     ``world_for_seed`` must be a module-level function (units go to worker processes)."""
-    seeds, stream = [int(s) for s in seeds], [int(s) for s in stream]
-    units = [Unit((k, seed), f"{label}: {', '.join(f'{n} = {v:g}' for n, v in fields.items())}, selection seed {seed}",
-                  heldout_loss, (world_for_seed, config, net, n_heldout, stream, fields, seed))
-             for k, fields in enumerate(candidates(grid)) for seed in seeds]
-    index = {tuple(sorted(fields.items())): k for k, fields in enumerate(candidates(grid))}
+    seeds, stream, every = [int(s) for s in seeds], [int(s) for s in stream], candidates(grid)
+    units = [Unit(seed, f"{label}: {len(every)} candidates of {', '.join(grid)}, selection seed {seed}", heldout_losses,
+                  (world_for_seed, config, net, n_heldout, stream, every, seed)) for seed in seeds]
+    index = {tuple(sorted(fields.items())): k for k, fields in enumerate(every)}
 
     def assemble(found: dict) -> dict:
-        return choose(grid, lambda fields, seed: found[(index[tuple(sorted(fields.items()))], seed)], seeds)
+        return choose(grid, lambda fields, seed: found[seed][index[tuple(sorted(fields.items()))]], seeds)
 
     return Plan(units, assemble)
 

@@ -3,6 +3,7 @@
     log_sigmoid      log sigma(a) without overflow, as NumPy ufuncs over a whole array
     sigmoid_pair     sigma(a) and 1 - sigma(a) from one exp, neither by a subtraction
     running_sum      prefix (or suffix) sums along the last axis, with a fast path for short axes
+    in_pieces        a per-prompt function of P (B, ...) applied some prompts at a time
 
 What they compute is plain mathematics; how they compute it is chosen for speed and for
 staying finite at l = 10,000 and saturated gates.  tests/test_numerics.py checks each against
@@ -60,3 +61,13 @@ def running_sum(X, reverse: bool = False) -> np.ndarray:
     upto = np.triu(np.ones((n, n)))                   # 1[k <= t]: rows k, columns t
     return X @ (upto.T if reverse else upto)
 
+
+
+def in_pieces(fn, P, rows: int) -> np.ndarray:
+    """np.concatenate of ``fn(P[k:k + rows])`` over k: ``fn(P)`` for a function whose every output
+    row depends only on its prompt (a model's F), computed ``rows`` prompts at a time so that its
+    intermediate arrays stay in cache.  The same F as ``fn(P)``, up to the last bit where the BLAS
+    picks another matmul kernel for a smaller piece (tests/test_numerics.py)."""
+    if len(P) <= rows:
+        return fn(P)
+    return np.concatenate([fn(P[k:k + rows]) for k in range(0, len(P), rows)])

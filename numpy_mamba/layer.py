@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .numerics import running_sum, sigmoid_pair
+from .numerics import running_sum, sigmoid_pair, upper_ones
 
 
 class LayerParams(NamedTuple):
@@ -200,7 +200,7 @@ def layer_forward_fused(X, layer: LayerParams, model: str = "mamba"):
     YA = (X.reshape(N * B, D) @ MW).reshape(N, B, -1)        # rows h_i^T M and a_i = W^T h_i
     Y = YA[:, :, :D]
     S = _prompts(Y) @ X.transpose(1, 2, 0)                   # s_{i,t}: (B, N, N)
-    S *= np.triu(np.ones((N, N)))                            # 0 for i > t
+    S *= upper_ones(N)                                       # 0 for i > t
     O = np.empty_like(X)
     if model != "mamba":
         np.matmul(S.transpose(0, 2, 1), _prompts(X), out=_prompts(O))   # o_t = sum_{i<=t} s_{i,t} h_i
@@ -235,7 +235,7 @@ def layer_backward_fused(dO, cache, input_gradient: bool = True):
     dvalues = np.empty_like(X)
     np.matmul(S, _prompts(dZ), out=_prompts(dvalues))        # sum_{t>=i} s_{i,t} dZ_t
     dS = _prompts(values) @ dZ.transpose(1, 2, 0)            # dL/ds_{i,t} = values_i . dZ_t
-    dS *= np.triu(np.ones((N, N)))                           # s_{i,t} is used for i <= t only
+    dS *= upper_ones(N)                                      # s_{i,t} is used for i <= t only
     if sigma is not None:
         _gate_backward(dO, cache, dvalues, out=dYA[:, :, D:])
     np.matmul(dS, _prompts(X), out=_prompts(dYA[:, :, :D]))  # key side: dL/dy_i = sum_t dS_{i,t} h_t

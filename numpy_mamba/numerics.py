@@ -3,6 +3,7 @@
     log_sigmoid      log sigma(a) without overflow, as NumPy ufuncs over a whole array
     sigmoid_pair     sigma(a) and 1 - sigma(a) from one exp, neither by a subtraction
     running_sum      prefix (or suffix) sums along the last axis, with a fast path for short axes
+    upper_ones       the causal mask 1[k <= t], made once per length
     in_pieces        a per-prompt function of P (B, ...) applied some prompts at a time
 
 What they compute is plain mathematics; how they compute it is chosen for speed and for
@@ -10,6 +11,8 @@ staying finite at l = 10,000 and saturated gates.  tests/test_numerics.py checks
 the library function it stands in for (``scipy.special.log_expit``, ``expit``, ``np.cumsum``).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -58,8 +61,17 @@ def running_sum(X, reverse: bool = False) -> np.ndarray:
     n = X.shape[-1]
     if n > SHORT_AXIS or not np.isfinite(X).all():
         return np.cumsum(X[..., ::-1], axis=-1)[..., ::-1] if reverse else np.cumsum(X, axis=-1)
-    upto = np.triu(np.ones((n, n)))                   # 1[k <= t]: rows k, columns t
+    upto = upper_ones(n)                              # 1[k <= t]: rows k, columns t
     return X @ (upto.T if reverse else upto)
+
+
+@functools.lru_cache(maxsize=32)
+def upper_ones(n: int) -> np.ndarray:
+    """The (n, n) float64 triangle 1[k <= t] (rows k, columns t), read-only, made once per n: the
+    causal mask of the fast paths (``np.triu`` takes longer than the product it masks at n = 21)."""
+    upto = np.triu(np.ones((n, n)))
+    upto.flags.writeable = False
+    return upto
 
 
 

@@ -77,3 +77,11 @@ def test_outputs_computed_in_pieces_equal_outputs_in_one_piece(model, n_layers, 
     assert np.isfinite(whole).all() and np.array_equal(np.sign(pieces), np.sign(whole))
     np.testing.assert_allclose(pieces, whole, rtol=1e-14, atol=0)
     np.testing.assert_array_equal(numerics.in_pieces(lambda p: p.sum(axis=(1, 2)), P, 7), P.sum(axis=(1, 2)))
+
+
+def test_the_causal_mask_is_made_once_and_cannot_be_changed():
+    mask = numerics.upper_ones(5)
+    np.testing.assert_array_equal(mask, np.triu(np.ones((5, 5))))
+    assert numerics.upper_ones(5) is mask and mask.dtype == np.float64
+    with pytest.raises(ValueError, match="read-only"):
+        mask[1, 0] = 1.0

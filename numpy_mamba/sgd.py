@@ -139,10 +139,11 @@ SHARED_FIELDS = ("T", "B", "l_tr", "p_a", "K", "kappa_a", "m", "tasks")    # wha
 
 def train_together(world: World, configs, net: Network | str = "mamba", *, rng=None,
                    record_every: int = 10) -> list:
-    """``train(world, config, net, rng=<a copy of rng>)`` for every config of ``configs``, in step:
-    each minibatch is drawn once and fed to every run.  The configs may differ only in eta and
-    delta (the fields outside ``SHARED_FIELDS``), so every run draws the same minibatches, and each
-    gives the same numbers as its own ``train`` call, bit for bit.
+    """Algorithm 1 (eq (19)) for several step sizes at once: ``train(world, config, net, rng=<a copy
+    of rng>)`` for every config of ``configs``, in step, each minibatch drawn once and fed to every
+    run.  The configs may differ only in eta and delta (the fields outside ``SHARED_FIELDS``), so
+    every run draws the same minibatches, and each gives the same numbers as its own ``train``
+    call, bit for bit.  ``rng`` (Generator or seed) is copied, not advanced.
 
     Returns one entry per config: (Psi^(T), history) as ``train`` returns them, or the
     ``DivergenceError`` (or ``CollapseError``) that run raised; the other runs go on.

@@ -21,7 +21,8 @@ from ..measure.tasks import task_group_names, task_groups
 from ..model import PAPER_MODELS as MODELS
 from ..network import Network
 from ..runs.jobs import Plan, Unit, run_plans
-from ..runs.step_size import RULE, choose, heldout_losses
+from ..runs.step_size import RULE
+from ..runs.step_size import selection_plan as step_size_plan
 from ..runs.worlds import selection_world, world_for
 from ..sgd import DivergenceError, train
 from .results import assemble
@@ -133,28 +134,27 @@ def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks:
 
 
 def selection_plan(settings: AblationSettings, model: str, arm: str, delta: float) -> Plan:
-    """step_size.py's rule over ``eta_grid`` at one delta, scored by ``step_size.heldout_losses`` (held-out
-    hinge loss and margin of the arm's own Network; the etas of a selection seed train together):
+    """step_size.py's rule over ``eta_grid`` at one delta (``step_size.selection_plan``: held-out hinge
+    loss and margin of the arm's own Network, the etas of a selection seed trained together):
     assembles to its record, or to {"chosen": None, ...} when every eta diverged (then the next delta
     is tried)."""
     n_layers, prenorm = ARMS[arm]
     stream = (8, round(100 * settings.p_a), MODELS.index(model) + 1, n_layers) + ((2,) if prenorm else ())
-    seeds, etas = range(settings.select_seeds), [{"eta": eta} for eta in settings.eta_grid]
-    units = [Unit(s, f"step size {model} {arm} delta = {delta:g}, {len(etas)} etas, selection seed {s}", heldout_losses,
-                  (selection_world, settings.config(settings.eta_grid[0], delta, settings.T_short),
-                   arm_network(model, arm), settings.n_heldout, stream, etas, s))
-             for s in seeds]
+    seeds = range(settings.select_seeds)
+    rule = step_size_plan({"eta": settings.eta_grid}, seeds, selection_world,
+                          settings.config(settings.eta_grid[0], delta, settings.T_short), arm_network(model, arm),
+                          settings.n_heldout, stream, f"step size {model} {arm} delta = {delta:g}")
 
     def assemble(found):
         try:
-            record = choose({"eta": settings.eta_grid}, lambda f, s: found[s][settings.eta_grid.index(f["eta"])], seeds)
+            record = rule.assemble(found)
         except ValueError:                               # every eta diverged at this delta
             record = {"rule": RULE, "grid": {"eta": list(settings.eta_grid)}, "seeds": list(seeds), "chosen": None,
                       "candidates": [{"fields": {"eta": e}, "losses": [None] * len(seeds), "diverged": True,
                                       "mean": None} for e in settings.eta_grid]}
         return {"delta": delta, **record}
 
-    return Plan(units, assemble)
+    return Plan(rule.units, assemble)
 
 
 def choose_steps(settings: AblationSettings, jobs: int, progress=True) -> dict:

@@ -363,3 +363,16 @@ def test_stack_problems_cover_every_layer_position_and_the_awkward_cases(prepare
     assert any(pb.cache.layer.W_B.shape[0] != pb.cache.H.shape[1] for pb in problems.values())
     assert any(np.any((np.abs(pb.cache.a) >= 30) & (np.abs(pb.cache.a) <= 50)) for pb in problems.values())
     assert all(pb.cache.model == "mamba" for pb in problems.values())
+
+
+def test_the_largest_error_is_over_the_problems_that_ran(prepared):
+    # If this fails, a function 0.7 times the truth reports "max rel. error inf" because the budget
+    # problem, not run after a failure, counted as an infinite error: a student reads inf, not 0.3.
+    prep = prepared["gradients"]
+    answers = [0.7 * R for R in _refs(prep, "grad_w")]
+    calls = [Call(returned=True, answer=a) for a in answers[:-1]] + [None]
+    result = _graded(prep, "grad_w", calls)
+    assert result.status == "FAIL" and result.rows[-1].note == "not run"
+    assert 0.1 < result.max_rel < 0.5, result.max_rel
+    nothing = _graded(prep, "grad_w", [None] * len(answers))
+    assert np.isnan(nothing.max_rel)

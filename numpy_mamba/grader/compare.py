@@ -125,7 +125,7 @@ def grade_function(prepared: Prepared, name: str, calls: dict, indices, points: 
             row = Row(pb.name, note=note) if note else exercise.compare(name, pb, answer, ref, exercise)
         result.rows.append(replace(row, cpu=call.cpu) if call is not None else row)
         answers.append(answer)
-    errors = [e for r in result.rows for e in (r.err_reference, r.err_independent)]
+    errors = [e for r in result.rows if r.note != "not run" for e in (r.err_reference, r.err_independent)]
     result.max_rel = max(errors) if errors else float("nan")
     if all(r.ok for r in result.rows):
         result.points = float(points)

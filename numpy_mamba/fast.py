@@ -12,8 +12,8 @@ sums are taken:
 - eq (3) needs four products with P and nothing else of its size: the forward pass the scores
   s_i = u^T p_i (u = W_B^T W_C p_query) and the gate logits a_i = w^T p_i, the backward pass
   k = sum_i dL/ds_i p_i (eqs (118), (93)) and sum_i c_i p_i (eq (135)); between them everything
-  is a (B, l+1) array.  Each pair is taken prompt by prompt for a long prompt, so that its
-  second product reads the prompt from cache (``_row_products``, ``_column_products``).
+  is a (B, l+1) array.  Each pair is taken ``PIECE_BYTES`` (1 MiB) of prompts at a time, so
+  that its second product reads them from cache (``_row_products``, ``_column_products``).
 - The gates are running products of 1 - sigma(a_j) in [0, 1] (``numerics.sigmoid_pair``: one
   exp per token for sigma and 1 - sigma), not exp of running sums of log-sigmoids: a product of
   numbers in [0, 1] neither overflows nor cancels, and it underflows to 0 where exp(log G) does.
@@ -33,7 +33,7 @@ import numpy as np
 from .layer import LayerParams
 from .numerics import sigmoid_pair
 
-LONG_PROMPT = 512     # from this many tokens on, each prompt's block is read twice while in cache
+PIECE_BYTES = 1 << 20    # P is read this many bytes of prompts at a time (one prompt at least), twice while in cache
 
 
 class Eq3Cache(NamedTuple):
@@ -117,32 +117,32 @@ def _input_gradient(dF, cache: Eq3Cache, dL_ds, dL_da, k):
     return dP
 
 
+def _prompt_pieces(P) -> list:
+    """Slices of at most ``PIECE_BYTES`` of P (one prompt at least), first prompt first."""
+    n = max(1, PIECE_BYTES // P[0].nbytes) if len(P) else 1
+    return [slice(k, k + n) for k in range(0, len(P), n)]
+
+
 def _row_products(P, u, w=None) -> tuple:
     """(u_n^T P_n, w^T P_n or None) for every prompt n: P (B, D, N), u (B, D), w (D,) -> (B, N) each."""
     B, _, N = P.shape
-    if N < LONG_PROMPT:
-        return (u[:, None, :] @ P)[:, 0, :], None if w is None else w @ P
-    s, a = np.empty((B, N)), None if w is None else np.empty((B, N))
-    for n in range(B):                                       # the second product reads P_n from cache
-        np.dot(u[n], P[n], out=s[n])
+    s, a = np.empty((B, 1, N)), None if w is None else np.empty((B, N))
+    for piece in _prompt_pieces(P):                          # the second product reads the piece from cache
+        np.matmul(u[piece, None, :], P[piece], out=s[piece])
         if w is not None:
-            np.dot(w, P[n], out=a[n])
-    return s, a
+            np.matmul(w, P[piece], out=a[piece])
+    return s[:, 0, :], a
 
 
 def _column_products(P, g, q=None):
     """P_n g_n for every prompt (B, D), and sum_n P_n q_n (D,) when q is given: P (B, D, N), g, q (B, N)."""
     B, D, N = P.shape
-    if N < LONG_PROMPT:
-        k = (P @ g[:, :, None])[:, :, 0]
-        return k if q is None else (k, (P @ q[:, :, None]).sum(axis=0)[:, 0])
-    k, total, one = np.empty((B, D)), np.zeros(D), np.empty(D)
-    for n in range(B):                                       # the second product reads P_n from cache
-        np.dot(P[n], g[n], out=k[n])
+    k, Pq = np.empty((B, D, 1)), None if q is None else np.empty((B, D, 1))
+    for piece in _prompt_pieces(P):                          # the second product reads the piece from cache
+        np.matmul(P[piece], g[piece, :, None], out=k[piece])
         if q is not None:
-            np.dot(P[n], q[n], out=one)
-            total += one
-    return k if q is None else (k, total)
+            np.matmul(P[piece], q[piece, :, None], out=Pq[piece])
+    return k[:, :, 0] if q is None else (k[:, :, 0], Pq.sum(axis=0)[:, 0])
 
 
 class TopLayerCache(NamedTuple):

@@ -7,7 +7,8 @@ into four products with P and the gates into running products.  Here every quant
 the plain way, one einsum per equation with scipy's log_expit and the exclusive prefix-sum form
 of eq (135) (c_s (1 - sigma_s) - sigma_s sum_{i<s} c_i, where the others use the inclusive one),
 and all must agree to 1e-12 of the largest value on awkward problems: l = 1, saturated gates
-|w^T p| ~ 50, l = 10,000 (read prompt by prompt, ``fast.LONG_PROMPT``), an inactive hinge.
+|w^T p| ~ 50, l = 10,000, an inactive hinge.  P read in pieces of prompts (``fast.PIECE_BYTES``)
+gives what P read whole gives, bit for bit.
 """
 import numpy as np
 import pytest
@@ -193,3 +194,27 @@ def test_unchecked_step_is_the_public_gradients(model):
     np.testing.assert_array_equal(F, forward(params, batch.P, model))
     for a, b in zip(grad, gradients(params, batch.P, batch.z, model)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("kind", ["generic", "long"])
+def test_products_in_pieces_equal_one_piece(kind, model, monkeypatch):
+    # If this fails, reading P a piece of prompts at a time (fast.PIECE_BYTES) changed a bit of F,
+    # of a gradient or of the input gradient: a prompt skipped or read twice, or the sum over
+    # prompts of eq (135) taken in another order.  Pieces of 1 and 2 prompts over B = 5 and B = 2.
+    params, P, z = awkward_problem(kind)
+    dF = np.random.default_rng(7).normal(size=len(P))
+
+    def step():
+        F, cache = fast.eq3_forward(model, *params, P)
+        return [F, *fast.eq3_backward(dF, cache, input_gradient=True)]
+
+    whole = step()
+    for prompts in (1, 2):
+        monkeypatch.setattr(fast, "PIECE_BYTES", prompts * P[0].nbytes)
+        assert len(fast._prompt_pieces(P)) == -(-len(P) // prompts)
+        for name, a, b in zip(["F", "dW_B", "dW_C", "dw", "dP"], step(), whole):
+            if b is None:
+                assert a is None, name
+            else:
+                np.testing.assert_array_equal(a, b, err_msg=f"{name}, {prompts} prompt(s) a piece")

@@ -212,7 +212,7 @@ def test_products_in_pieces_equal_one_piece(kind, model, monkeypatch):
     whole = step()
     for prompts in (1, 2):
         monkeypatch.setattr(fast, "PIECE_BYTES", prompts * P[0].nbytes)
-        assert len(fast._prompt_pieces(P)) == -(-len(P) // prompts)
+        assert len(fast._pieces(P)) == -(-len(P) // prompts)
         for name, a, b in zip(["F", "dW_B", "dW_C", "dw", "dP"], step(), whole):
             if b is None:
                 assert a is None, name

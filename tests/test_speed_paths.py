@@ -202,7 +202,7 @@ def test_products_in_pieces_equal_one_piece(kind, model, monkeypatch):
     # If this fails, reading P a piece of prompts at a time (fast.PIECE_BYTES) changed a bit of F,
     # of a gradient or of the input gradient: a prompt skipped or read twice, or the sum over
     # prompts of eq (135) taken in another order.  Pieces of 1 and 2 prompts over B = 5 and B = 2.
-    params, P, z = awkward_problem(kind)
+    params, P, _ = awkward_problem(kind)
     dF = np.random.default_rng(7).normal(size=len(P))
 
     def step():

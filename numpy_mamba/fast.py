@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .layer import LayerParams
-from .numerics import sigmoid_pair
+from .numerics import pieces, sigmoid_pair
 
 # Bytes of prompts read at a time (one prompt at least).  Measured with ``bench`` on a 2-core AMD
 # EPYC (1 MiB L2 per core, 8 MiB L3): against one prompt at a time, 2 MiB pieces make a step at
@@ -122,8 +122,7 @@ def _input_gradient(dF, cache: Eq3Cache, dL_ds, dL_da, k):
 
 def _pieces(P) -> list:
     """Slices of P's prompts, about ``PIECE_BYTES`` each (one prompt at least), first prompt first."""
-    n = max(1, PIECE_BYTES * len(P) // P.nbytes)
-    return [slice(k, k + n) for k in range(0, len(P), n)]
+    return pieces(len(P), max(1, PIECE_BYTES * len(P) // P.nbytes))
 
 
 def _row_products(P, u, w=None) -> tuple:

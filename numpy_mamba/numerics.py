@@ -4,6 +4,7 @@
     sigmoid_pair     sigma(a) and 1 - sigma(a) from one exp, neither by a subtraction
     running_sum      prefix (or suffix) sums along the last axis, with a fast path for short axes
     upper_ones       the causal mask 1[k <= t], made once per length
+    pieces           slices of at most so many prompts, first prompt first
     in_pieces        a per-prompt function of P (B, ...) applied some prompts at a time
 
 What they compute is plain mathematics; how they compute it is chosen for speed and for
@@ -74,6 +75,11 @@ def upper_ones(n: int) -> np.ndarray:
     return upto
 
 
+def pieces(n: int, size: int) -> list:
+    """[slice(0, size), slice(size, 2 size), ...] covering range(n): the prompts of a batch of n,
+    at most ``size`` at a time, for the code that works through a batch piece by piece."""
+    return [slice(k, k + size) for k in range(0, n, size)]
+
 
 def in_pieces(fn, P, rows: int) -> np.ndarray:
     """np.concatenate of ``fn(P[k:k + rows])`` over k: ``fn(P)`` for a function whose every output
@@ -82,4 +88,4 @@ def in_pieces(fn, P, rows: int) -> np.ndarray:
     picks another matmul kernel for a smaller piece (tests/test_numerics.py)."""
     if len(P) <= rows:
         return fn(P)
-    return np.concatenate([fn(P[k:k + rows]) for k in range(0, len(P), rows)])
+    return np.concatenate([fn(P[piece]) for piece in pieces(len(P), rows)])

@@ -167,9 +167,10 @@ def train_together(world: World, configs, net: Network | str = "mamba", *, rng=N
     if any(state != streams[0] for state in streams):
         raise ValueError(f"the initialisation of {net.name} draws differently for these configs, so their minibatch "
                          "streams would differ; train them one by one with train().")
+    stream = own                                            # equal to every run's own generator (checked)
     outcome, live = [None] * len(runs), list(range(len(runs)))
     for t in range(configs[0].T + 1):
-        batch = _minibatch(world, configs[0], own)
+        batch = _minibatch(world, configs[0], stream)
         for k in list(live):
             try:
                 runs[k].step(t, batch)

@@ -85,3 +85,13 @@ def test_the_causal_mask_is_made_once_and_cannot_be_changed():
     assert numerics.upper_ones(5) is mask and mask.dtype == np.float64
     with pytest.raises(ValueError, match="read-only"):
         mask[1, 0] = 1.0
+
+
+@pytest.mark.parametrize("n, size", [(0, 3), (1, 3), (6, 3), (7, 3), (5, 1), (2, 10)])
+def test_pieces_cover_every_prompt_once_in_order(n, size):
+    # If this fails, some code that works through a batch piece by piece (test prompts, outputs,
+    # the products with P) skips a prompt, repeats one or takes too many at once.
+    slices = numerics.pieces(n, size)
+    covered = [i for piece in slices for i in range(n)[piece]]
+    assert covered == list(range(n)) and all(len(range(n)[piece]) <= size for piece in slices)
+    assert len(slices) == -(-n // size)

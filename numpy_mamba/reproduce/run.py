@@ -48,8 +48,9 @@ def load_results(out: Path) -> dict:
 
 def compute(settings, only=None, jobs: int = 1, progress=True) -> tuple[dict, dict]:
     """Run the chosen experiments (``only``: JSON names, default all) as independent units, ``jobs``
-    at a time (same numbers for every ``jobs``): first the step-size rule (one unit per selection seed,
-    its candidates trained together), then the training seeds with the chosen step sizes (one unit per seed and experiment).
+    at a time (same numbers for every ``jobs``): first the step-size rule (one unit per selection
+    seed, its candidates trained together), then the training seeds with the chosen step sizes (one
+    unit per seed and experiment).
 
     ``settings``: the run's one-layer settings; each experiment derives its own from them
     (``Experiment.settings``).  Returns ({JSON name: result}, {phase or experiment: seconds of its

@@ -11,9 +11,10 @@ Workers are started fresh (forkserver, or spawn where there is none), never fork
 that may have started BLAS threads, with OMP/OPENBLAS/MKL_NUM_THREADS=1 in their environment, so
 NumPy is single-threaded in each.  Whatever process runs the units keeps freed memory at the top
 of its heap (memory.py: glibc's M_TOP_PAD).  Workers ignore SIGINT: a Ctrl-C (to the parent
-alone or to the whole process group) raises ``Interrupted`` in the parent (see interrupts.py), which cancels
-pending units and terminates the workers.  A unit that raises stops the run with ``UnitError`` carrying the
-worker's traceback.  One line per finished unit goes to stderr, with elapsed and estimated time left.
+alone or to the whole process group) raises ``Interrupted`` in the parent (see interrupts.py),
+which cancels pending units and terminates the workers.  A unit that raises stops the run with
+``UnitError`` carrying the worker's traceback.  One line per finished unit goes to stderr, with
+elapsed and estimated time left.
 """
 from __future__ import annotations
 

@@ -40,12 +40,27 @@ def hinge_loss(params, P, z, model: str = "mamba") -> float:
     return float(np.mean(hinge(F, z_)))
 
 
-def zero_one_error(F, z) -> float:
-    """ICL classification error of eq (5): the mean of 1[z F <= 0].
+# A decision within rounding of 0 is a tie, not a sign.  F's last sums (eq (3): sum_i G_i y_i s_i,
+# s_i = p_i^T W_B^T W_C p_query) are taken in an order each BLAS kernel picks for itself; every
+# order errs by at most gamma_n S, where S is those sums with every factor replaced by its absolute
+# value (Higham, "Accuracy and Stability of Numerical Algorithms", sec. 3.5: |fl(AB) - AB| <= gamma_n
+# |A||B|) and gamma_n ~ n 2^-53 for n operations per term: d+1, m, l+1 and the gate's running
+# product, n ~ 2 x 10^4 and gamma_n ~ 2.2e-12 at l = 10,000.  ``Network.F_scale`` computes S.  An F
+# that is 0 in exact arithmetic (the linear Transformer at initialisation, where same-pattern
+# examples with opposite labels cancel) comes out as |F| ~ 1e-17 S, of either sign; the decisions
+# of trained and untrained models lie at |F| >= 1e-6 S (tests/test_ties.py measures both).
+# TIE_RTOL sits between, 45 times above the worst case and 10^4 times below the decisions.
+TIE_RTOL = 1e-10
 
-    F, z : (B,).  A NaN or infinite output counts as an error.  Eq (5) writes the strict
-    1[z F < 0], which would score an output of exactly 0 (e.g. gates that underflow to 0) as
-    correct; a tie is no decision, so we count it as an error (tests/test_paper_notes.py).
+
+def zero_one_error(F, z, scale=None) -> float:
+    """ICL classification error of eq (5): the mean of ``misclassified(F, z, scale)``.
+
+    F, z : (B,); scale : (B,) or None, the size S of the terms that make F (``Network.F_scale``).
+    A NaN or infinite output counts as an error.  Eq (5) writes the strict 1[z F < 0], which
+    would score an output of exactly 0 (e.g. gates that underflow to 0) as correct; a tie is no
+    decision, so we count it as an error (tests/test_paper_notes.py), and with ``scale`` an output
+    within rounding of 0, |F| <= TIE_RTOL * S, is a tie too.
     """
     F = np.atleast_1d(np.asarray(F, dtype=np.float64))
     z = np.atleast_1d(np.asarray(z, dtype=np.float64))
@@ -53,13 +68,21 @@ def zero_one_error(F, z) -> float:
         raise ValueError(f"F and z must have the same shape; got {F.shape} and {z.shape}.")
     if F.size == 0:
         raise ValueError("zero_one_error needs at least one prompt; got 0.")
-    return float(np.mean(misclassified(F, z)))
+    if scale is not None:
+        scale = np.atleast_1d(np.asarray(scale, dtype=np.float64))
+        if scale.shape != F.shape:
+            raise ValueError(f"scale must have F's shape {F.shape} (one S per prompt); got {scale.shape}.")
+    return float(np.mean(misclassified(F, z, scale)))
 
 
-def misclassified(F, z) -> np.ndarray:
-    """Per-prompt error of eq (5) as a mask: z F <= 0, or F not finite; shapes (B,) -> bool (B,).
+def misclassified(F, z, scale=None) -> np.ndarray:
+    """Per-prompt error of eq (5) as a mask: z F <= TIE_RTOL * S (a wrong sign, or a tie within
+    rounding of 0; S = ``scale``, 0 when None: only an exact 0 is a tie), or F not finite;
+    shapes (B,) -> bool (B,).
 
-    Written once so every count of errors treats ties and NaN/inf outputs the same way.
+    Written once so every count of errors treats ties and NaN/inf outputs the same way.  A
+    non-finite S (its terms overflowed) leaves no decision either: an error.
     """
     finite = np.isfinite(F)
-    return ~finite | (z * np.where(finite, F, 0.0) <= 0)
+    tie = 0.0 if scale is None else TIE_RTOL * np.where(np.isnan(scale), np.inf, scale)
+    return ~finite | (z * np.where(finite, F, 0.0) <= tie)

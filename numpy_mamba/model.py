@@ -188,6 +188,25 @@ def output(model: str, params: Params, P) -> np.ndarray:
 OUTPUT_ROWS = 512        # prompts per piece of ``output``: 4,000 test prompts in 7/8 of the time
 
 
+def output_scale(model: str, params: Params, P) -> np.ndarray:
+    """S = sum_i G_{i,l+1} |y_i| |p_i|^T |W_B|^T |W_C| |p_query|: eq (3) with every factor replaced by
+    its absolute value (the gates are positive already), P (B, d+1, l+1) -> (B,), unchecked.
+
+    Every partial sum that any evaluation of F makes is at most S in size, so F's rounding error
+    is a small multiple of 2^-53 S, whatever the BLAS kernel: ``loss.TIE_RTOL`` counts an F within
+    that of 0 as a tie.  F = 0 exactly happens (a linear Transformer at Algorithm 1's
+    initialisation, where same-pattern examples with opposite labels cancel); its computed value
+    is rounding noise of either sign.
+    """
+    return np.sum(gates_for(model, params, P) * np.abs(P[:, -1, :]) * absolute_scores(params, P), axis=1)
+
+
+def absolute_scores(params, P) -> np.ndarray:
+    """|p_i|^T |W_B|^T |W_C| |p_query| for P (B, d+1, l+1) -> (B, l+1): ``scores`` with every factor
+    replaced by its absolute value, an upper bound of |s_i| and of each of its partial sums."""
+    return scores(Params(np.abs(params.W_B), np.abs(params.W_C), None), np.abs(P))
+
+
 class Terms(NamedTuple):
     """What the forward pass of the paper's two models leaves for the backward pass.
 

@@ -25,8 +25,8 @@ import numpy as np
 from ._checks import as_generator, check_labels, check_positive_int, check_prompts
 from .data import SECTION4
 from .gradients import eq3_step
-from .loss import hinge
-from .model import PAPER_MODELS, check_params, init_params, output, why_output_is_zero
+from .loss import hinge, misclassified
+from .model import PAPER_MODELS, check_params, init_params, output, output_scale, why_output_is_zero
 from . import stack
 
 
@@ -45,6 +45,8 @@ class Network:
     F                : (params, P (B, d+1, l+1)) -> F (B,), without input checks.
     F_and_gradients  : (params, P, z (B,)) -> (F (B,), gradients of the mean hinge loss (eq (4))
                        shaped like params), without input checks: what ``sgd.train`` runs at every step.
+    F_scale          : (params, P) -> S (B,), F with every factor replaced by its absolute value: the
+                       size of the terms that make F, so an F within ``loss.TIE_RTOL`` S of 0 is a tie.
     why_zero         : (params, P) -> str, what makes F exactly 0 (for ``sgd.CollapseError``); optional.
     layers           : params -> [each layer's container (W_B, W_C, gate)], first layer first: [params]
                        for one layer, the list itself for a stack (for measurements of layer k).
@@ -58,6 +60,7 @@ class Network:
     check_params: Callable
     F: Callable
     F_and_gradients: Callable
+    F_scale: Callable
     why_zero: Callable | None = None
     layers: Callable = one_layer                    # a stack's Network passes ``list``
 
@@ -81,6 +84,14 @@ class Network:
         P, single = check_prompts(P, d0)
         F = self.F(params, P)
         return float(F[0]) if single else F
+
+    def misclassified(self, params, P, z, F=None) -> np.ndarray:
+        """Unchecked per-prompt error of eq (5), ties within rounding of 0 included
+        (``loss.misclassified`` with S = ``F_scale``): P (B, d+1, l+1), z (B,) -> bool (B,).
+        ``F``: this Network's F on P, when the caller has it already."""
+        F = self.F(params, P) if F is None else F
+        with np.errstate(over="ignore", invalid="ignore"):    # an overflowed S is no decision: an error
+            return misclassified(F, z, self.F_scale(params, P))
 
     def value_and_gradients(self, params, P, z) -> tuple:
         """(mean hinge loss of eq (4), its gradients shaped like params) for P (d+1, l+1) or
@@ -113,11 +124,12 @@ def network(model: str = "mamba", n_layers: int = 1, prenorm: bool = False) -> N
     prenorm = bool(prenorm)
     if n_layers == 1 and not prenorm:
         return Network(model, init_params, _check_eq3, partial(output, model),
-                       partial(eq3_step, model), partial(why_output_is_zero, model))
+                       partial(eq3_step, model), partial(output_scale, model), partial(why_output_is_zero, model))
     name = f"{model}, {n_layers} layer{'s' * (n_layers > 1)}" + (", pre-norm" if prenorm else "")
     return Network(name, partial(_init_stack, n_layers), partial(_check_stack, n_layers),
                    partial(stack.output, model, prenorm=prenorm),
-                   partial(stack.value_and_gradients, model, prenorm=prenorm), layers=list)
+                   partial(stack.value_and_gradients, model, prenorm=prenorm),
+                   partial(stack.output_scale, model, prenorm=prenorm), layers=list)
 
 
 def as_network(model) -> Network:

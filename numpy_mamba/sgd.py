@@ -18,7 +18,7 @@ import numpy as np
 
 from ._checks import as_generator, check_positive, check_positive_int, check_probability
 from .data import SECTION4, World, training_batch
-from .loss import hinge, zero_one_error
+from .loss import hinge
 from .model import Params
 from .network import Network, as_network, leaves, map_leaves
 
@@ -214,7 +214,7 @@ class _Run:
             raise CollapseError(_collapse_message(net, params, batch.P, t, loss, config.eta),
                                 **_kept(self.good, t, config.eta, self.history))
         if t % self.record_every == 0 or t == config.T:
-            self._log(t, loss, zero_one_error(F, batch.z))
+            self._log(t, loss, float(np.mean(net.misclassified(params, batch.P, batch.z, F))))
         if self.bar is not None:
             self.bar.update(t, loss, force=(t == config.T))
         if t < config.T:

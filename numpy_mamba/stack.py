@@ -52,7 +52,8 @@ from .fast import TopLayerCache, top_layer_backward, top_layer_forward
 from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_fused, layer_forward,  # noqa: F401
                     layer_forward_fused)
 from .loss import hinge, mean_hinge_slope
-from .model import PAPER_MODELS, init_params
+from .model import PAPER_MODELS, Params, init_params
+from .model import output_scale as eq3_output_scale
 from .numerics import in_pieces
 from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
 
@@ -215,6 +216,27 @@ def output(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
     """Unchecked F for P (B, d+1, l+1) -> (B,) (``network.network(model, n_layers)``'s F);
     ``prenorm``: the pre-norm stack of ``stack_forward``.  Runs OUTPUT_ROWS prompts at a time."""
     return in_pieces(lambda part: stack_forward(layers, part, model, prenorm=prenorm)[0], P, OUTPUT_ROWS)
+
+
+def output_scale(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
+    """S (B,): the size of the terms that make the stack's F, for P (B, d+1, l+1), unchecked.
+
+    F = H^(L-1)[d+1, l+1] + o^(L)_{l+1, d+1}, and o^(L)_{l+1, d+1} is eq (3) of the top layer's input
+    X^(L) with w = W[:, -1] (the one-layer identity), so S = |H^(L-1)[d+1, l+1]| + that eq (3)'s
+    ``model.output_scale``: the terms of F's last sums with every factor replaced by its absolute
+    value (``loss.TIE_RTOL``).  The layers below enter as the top layer's input, as P enters eq (3):
+    their rounding perturbs X^(L) like any input, while an F that is 0 in exact arithmetic is 0
+    because these last sums cancel.  OUTPUT_ROWS prompts at a time.
+    """
+    return in_pieces(lambda part: _top_scale(model, layers, part, prenorm), P, OUTPUT_ROWS)
+
+
+def _top_scale(model: str, layers, P, prenorm: bool) -> np.ndarray:
+    F, caches = stack_forward(layers, P, model, prenorm=prenorm)
+    top = caches[-1].layer if prenorm else caches[-1]          # TopLayerCache: X^(L) and its eq (3)
+    o = np.sum(top.eq3.Gys, axis=1)                            # o^(L)_{l+1, d+1} = sum_i G_i y_i s_i: (B,)
+    eq3 = Params(top.layer.W_B, top.layer.W_C, top.layer.W[:, -1])
+    return np.abs(F - o) + eq3_output_scale(model, eq3, top.H)  # |H^(L-1)[d+1, l+1]| + the top layer's S
 
 
 def forward_with_caches(layers, P, model: str = "mamba"):

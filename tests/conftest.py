@@ -1,6 +1,6 @@
 """Shared by every test: the Agg backend, and one quick run per experiment command per session.
 
-``reproduce_quick``, ``theory_quick`` and ``gates_quick`` run ``python -m numpy_mamba COMMAND
+``reproduce_quick``, ``theory_quick``, ``gates_quick`` and ``ablation_quick`` run ``python -m numpy_mamba COMMAND
 --quick --jobs 1 --out OUT`` once; the snapshot test (test_same_numbers.py) and the command's own
 tests read the same folder, so each quick run is paid once.  Tests only read it.
 """
@@ -51,3 +51,8 @@ def theory_quick(tmp_path_factory) -> QuickRun:
 @pytest.fixture(scope="session")
 def gates_quick(tmp_path_factory) -> QuickRun:
     return quick_run("gates", tmp_path_factory.mktemp("gates_quick"))
+
+
+@pytest.fixture(scope="session")
+def ablation_quick(tmp_path_factory) -> QuickRun:
+    return quick_run("ablation", tmp_path_factory.mktemp("ablation_quick"))

@@ -209,17 +209,18 @@ def test_ablation_rules_reach_each_level():
     assert level(heldout_cases(_claims_result({"baseline": 0.8}, held=held))) == "none"
 
 
-def test_quick_command_writes_stamped_json_figure_and_report(tmp_path):
+def test_quick_command_writes_stamped_json_figure_and_report(ablation_quick):
     # If this fails, `python -m numpy_mamba ablation --quick` does not write its JSON (with its
     # settings), figure, claims and report section, does not say it is a smoke run, leaves out a
     # factor, a test or a layer's mechanism, or records a delta choice that breaks the rule (0.2
     # first; the next only if every eta diverged).
     assert COMMANDS["ablation"][0] == "numpy_mamba.ablation.run"
-    assert ablation.main(["--quick", "--jobs", "1", "--seeds", "2", "--out", str(tmp_path)]) == 0
-    result = json.loads((tmp_path / "ablation.json").read_text())
+    assert ablation_quick.code == 0
+    out = ablation_quick.out
+    result = json.loads((out / "ablation.json").read_text())
     assert result["settings"]["quick"] is True and result["smoke"] == SMOKE
     assert result["settings"]["seeds"] == 2 and result["paper"] == json.loads(json.dumps(PAPER))
-    assert (tmp_path / "ablation.png").stat().st_size > 10_000
+    assert (out / "ablation.png").stat().st_size > 10_000
     one = {"untrained", "baseline", "all_pairs", "long", "all_pairs_long", "heldout"}
     for m in ("mamba", "linear_transformer"):
         for test in TESTS:
@@ -231,11 +232,11 @@ def test_quick_command_writes_stamped_json_figure_and_report(tmp_path):
             assert tried[0]["delta"] == 0.2 and chosen["delta"] == tried[-1]["delta"]
             assert all(r["chosen"] is None for r in tried[:-1]) and tried[-1]["chosen"]["eta"] == chosen["eta"]
             assert all(c["diverged"] for r in tried[:-1] for c in r["candidates"])
-    text = (tmp_path / "REPORT.md").read_text()
+    text = (out / "REPORT.md").read_text()
     assert SMOKE in text and text.count("<!-- BEGIN ablation -->") == 1
     section = report_section(result)
     assert section in text and "| Mamba | 3 | pre-norm |" in section and "distance 2 vs baseline" in section
-    rows = json.loads((tmp_path / "claims_ablation.json").read_text())["rows"]
+    rows = json.loads((out / "claims_ablation.json").read_text())["rows"]
     assert {r["key"] for r in rows} == {"ab_untrained", "ab_all_pairs", "ab_long", "ab_all_pairs_long", "ab_prenorm",
                                         "ab_heldout"}
 

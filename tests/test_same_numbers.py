@@ -1,4 +1,5 @@
-"""The three experiment commands' quick runs give the numbers recorded in tests/golden/.
+"""The four experiment commands' quick runs give the numbers recorded in tests/golden/, under this
+machine's BLAS kernel and under another one.
 
 The snapshot pins every number the quick runs write (floats to 1e-9 relative, counts,
 settings, verdicts and strings exactly; timing fields aside), so a change that moves a number
@@ -8,19 +9,27 @@ says so by regenerating the snapshot in the same commit:
     PYTHONPATH=. python tests/test_same_numbers.py --write
 
 If this fails and the change was not meant to change any number, the diff it prints says where.
+
+The same numbers on another CPU: OpenBLAS picks a kernel for the CPU it runs on (Haswell,
+SkylakeX, ...), and each kernel sums in its own order, so floats differ in their last bits; the
+counts, verdicts and every float to RTOL must not.  ``OPENBLAS_CORETYPE`` makes any x86-64 run
+another kernel, so the quick runs are checked here under a second one too.
 """
 import json
 import math
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+import threadpoolctl
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
-TIMING = {"seconds", "train_seconds", "timings_seconds"}
-COMMANDS = ("reproduce", "theory", "gates")
+TIMING = {"seconds", "train_seconds", "timings_seconds", "jobs"}      # how a run ran, not what it found
+COMMANDS = ("reproduce", "theory", "gates", "ablation")
 RTOL = 1e-9
 # Rounding-level values (sums that are analytically 0, finite-difference errors of ~1e-11,
 # |recurrent - closed| of ~1e-15) depend on the CPU's vector instructions and BLAS kernels, not on
@@ -68,6 +77,38 @@ def test_quick_run_gives_the_recorded_numbers(command, request):
     expected = json.loads((GOLDEN / f"{command}_quick.json").read_text())
     found = differences(expected, snapshot(run.out))
     assert not found, f"{len(found)} numbers of `{command} --quick` moved, e.g.:\n" + "\n".join(found[:15])
+
+
+def blas_kernel(env=None) -> str:
+    """The OpenBLAS kernel NumPy runs in a Python started with ``env`` (this process's when None)."""
+    code = ("import numpy, threadpoolctl; print([i['architecture'] for i in threadpoolctl.threadpool_info() "
+            "if i['internal_api'] == 'openblas'][0])")
+    if env is None:
+        import numpy  # noqa: F401  (loads OpenBLAS, which threadpoolctl then finds)
+        return [i["architecture"] for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"][0]
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_quick_runs_give_the_recorded_numbers_under_another_blas_kernel(tmp_path):
+    """If this fails, a number of a quick run depends on the CPU: under a second OpenBLAS kernel
+    (Sandybridge, or Prescott where this machine runs Sandybridge; any x86-64 runs both) some
+    count, verdict or float moved against tests/golden/, e.g. an output within rounding of 0
+    counted by its sign.  The runs take --jobs 2, whose numbers equal --jobs 1's (test_runs.py)."""
+    here = blas_kernel()
+    env = dict(os.environ, OPENBLAS_CORETYPE="Prescott" if here == "Sandybridge" else "Sandybridge")
+    other = blas_kernel(env)
+    assert other != here, f"OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']} did not change the kernel ({here})"
+    moved = []
+    for command in COMMANDS:
+        out = tmp_path / command
+        run = subprocess.run([sys.executable, "-m", "numpy_mamba", command, "--quick", "--jobs", "2", "--out", str(out)],
+                             env=env, cwd=ROOT, capture_output=True, text=True)
+        assert run.returncode == 0, f"`{command} --quick` failed under {other}:\n{run.stderr[-2000:]}"
+        expected = json.loads((GOLDEN / f"{command}_quick.json").read_text())
+        moved += [f"{command}: {line}" for line in differences(expected, snapshot(out))]
+    assert not moved, (f"{len(moved)} numbers of the quick runs moved under the {other} kernel "
+                       f"(this machine: {here}), e.g.:\n" + "\n".join(moved[:15]))
 
 
 if __name__ == "__main__" and "--write" in sys.argv:

@@ -74,7 +74,7 @@ def test_every_error_count_treats_nan_as_wrong():
     F = np.array([np.nan, 1.0, -1.0, 0.0])
     z = np.array([1.0, 1.0, 1.0, -1.0])
     np.testing.assert_array_equal(misclassified(F, z), [True, False, True, True])
-    wrong, n = group_wrong_counts(F, z, np.array([0, 0, 1, 1]), 2)
+    wrong, n = group_wrong_counts(misclassified(F, z), np.array([0, 0, 1, 1]), 2)
     np.testing.assert_array_equal(wrong, [1, 2])
     np.testing.assert_array_equal(n, [2, 2])
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import SECTION4, World, testing_batch
-from ..loss import misclassified
 from ..measure.tasks import task_group_names, task_groups
 from ..model import PAPER_MODELS as MODELS
 from ..network import Network
@@ -70,7 +69,7 @@ def group_counts(net: Network, params, tests: dict, n_groups: int) -> dict:
     out = {}
     for (name, which), (batch, group) in tests.items():
         with np.errstate(over="ignore", invalid="ignore"):
-            wrong = misclassified(net.F(params, batch.P), batch.z)
+            wrong = net.misclassified(params, batch.P, batch.z)
         out[f"{name}/{which}"] = {"wrong": np.bincount(group[wrong], minlength=n_groups).tolist(),
                                   "n": np.bincount(group, minlength=n_groups).tolist()}
     return out
@@ -130,7 +129,7 @@ def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks:
         history, diverged_at = exc.history, exc.step
     return {"seed": seed, "model": model, "arm": arm, "tasks": tasks, "T": config.T, **step, "diverged_at": diverged_at,
             "checkpoints": {str(t): c for t, c in checkpoints.items()},
-            "trajectory": finite_or_none({k: np.round(np.asarray(v, dtype=float), 6).tolist() for k, v in history.items()})}
+            "trajectory": finite_or_none({k: np.asarray(v, dtype=float).tolist() for k, v in history.items()})}
 
 
 def selection_plan(settings: AblationSettings, model: str, arm: str, delta: float) -> Plan:

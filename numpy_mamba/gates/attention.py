@@ -20,7 +20,7 @@ from functools import partial
 
 from ..gradients import attention_backward
 from ..loss import mean_hinge_slope
-from ..model import gates_for, init_params, scores
+from ..model import Params, absolute_scores, gates_for, init_params, scores
 from ..network import Network
 from .families import GATES, check_gate_params
 
@@ -91,6 +91,17 @@ def key_gated_backward(model: str, params, P, g, r):
     return family.params_type(dW_B, dW_C, *family.backward(params, P, g, dg))
 
 
+def output_scale(model: str, params, P) -> np.ndarray:
+    """S (B,): the family's F with every factor replaced by its absolute value (its gates are
+    positive), for P (B, d+1, l+1), unchecked: the size of the terms that make F (``loss.TIE_RTOL``)."""
+    G = GATES[model].gate(params, P)                          # (B, l+1), or (B, m, l+1) per key
+    y = np.abs(P[:, -1, :])                                   # |y_i|: (B, l+1)
+    if GATES[model].per_key:
+        absolute = Params(np.abs(params.W_B), np.abs(params.W_C), None)
+        return np.sum(y * key_gated_scores(absolute, np.abs(P), G), axis=1)
+    return np.sum(G * y * absolute_scores(params, P), axis=1)
+
+
 def network(model: str) -> Network:
     """The ``Network`` of the Appendix E.6 family ``model`` (one of ``GATES``): one layer of linear
     attention times the family's gate, initialised as Algorithm 1 plus the gate's own fields
@@ -102,7 +113,8 @@ def network(model: str) -> Network:
     return Network(model, partial(_init, model), partial(_check, model),
                    partial(_F, model, key_gated_output if per_key else scalar_gate_output),
                    partial(_F_and_gradients, model, *((key_gated_output, key_gated_backward) if per_key
-                                                      else (scalar_gate_output, scalar_gate_backward))))
+                                                      else (scalar_gate_output, scalar_gate_backward))),
+                   partial(output_scale, model))
 
 
 def _init(model, d, m, delta, rng):

@@ -27,7 +27,7 @@ from ..data import SECTION4, make_world, testing_batch, training_batch
 from .families import GATES
 from .scan import gate_recurrent_forward
 from ..gradcheck import gradcheck
-from ..loss import hinge, zero_one_error
+from ..loss import hinge
 from ..model import PAPER_MODELS, scores
 from ..network import network as paper_network
 from .attention import gate_values, key_gated_scores, network
@@ -168,7 +168,8 @@ def _test_unit(cfg: GatesSettings, seed: int, trained: dict) -> dict:
         clean = testing_batch(world, cfg.n_test, SECTION4.l_ts, alpha=0.0, K_prime=cfg.K_prime,
                               tasks=tasks, rng=np.random.default_rng([seed, 6, k]))
         for model, params in trained.items():
-            out[model][f"clean_error_{which}_tasks"] = zero_one_error(NETWORKS[model].F(params, clean.P), clean.z)
+            out[model][f"clean_error_{which}_tasks"] = float(np.mean(NETWORKS[model].misclassified(params, clean.P,
+                                                                                                    clean.z)))
     for ki, kappa in enumerate(cfg.kappa_a_prime):
         for li, rule in enumerate(LABELLINGS):
             key = f"kappa_a_prime={kappa:g}/{rule}"
@@ -178,7 +179,7 @@ def _test_unit(cfg: GatesSettings, seed: int, trained: dict) -> dict:
                                       rng=np.random.default_rng([seed, 4, ki, li, ai]))
                 for model, params in trained.items():
                     out[model]["error"].setdefault(key, []).append(
-                        zero_one_error(NETWORKS[model].F(params, batch.P), batch.z))
+                        float(np.mean(NETWORKS[model].misclassified(params, batch.P, batch.z))))
     return out
 
 

@@ -6,13 +6,21 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 from scipy.stats import t as t_dist
 
-from ..loss import misclassified
+from ..loss import TIE_RTOL
+
+TIE_RULE = (f"an output within rounding of 0 is a tie and counts as an error, as an output of exactly 0 does "
+            f"(eq (5)): |F| <= {TIE_RTOL:g} S, where S is the size of the terms that make F (F with every factor "
+            f"replaced by its absolute value; for a stack, its top layer's terms and the residual), since its sign "
+            f"is rounding noise that each BLAS kernel draws differently (numpy_mamba/loss.py, TIE_RTOL). Ties arise "
+            f"where F is 0 in exact arithmetic: the untrained linear Transformer, where same-pattern examples with "
+            f"opposite labels cancel")
 
 
-def group_wrong_counts(F, z, group, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(wrong, n) per task group: misclassified prompts (eq (5), NaN counts as wrong) and prompts;
-    F, z, group (B,) -> two (n_groups,) int arrays."""
-    wrong = misclassified(F, z)
+
+def group_wrong_counts(wrong, group, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """(wrong, n) per task group: misclassified prompts (the mask of ``Network.misclassified``:
+    eq (5), ties and NaN count as wrong) and prompts; wrong (B,) bool, group (B,) int -> two
+    (n_groups,) int arrays."""
     return (np.bincount(group[wrong], minlength=n_groups), np.bincount(group, minlength=n_groups))
 
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..data import SECTION4, training_batch
-from ..loss import hinge, misclassified
+from ..loss import hinge
 from ..measure.attention import pattern_scores
 from ..model import PAPER_MODELS
 from ..network import Network, network
@@ -130,7 +130,7 @@ def heldout_check(world, params, net: Network, config: TrainConfig, n: int, rng)
                            kappa_a=config.kappa_a, rng=rng, tasks=tasks)
         F = net.F(params, b.P)
         out[f"loss_{name}"] = float(np.mean(hinge(F, b.z)))
-        out[f"error_{name}"] = float(np.mean(misclassified(F, b.z)))   # NaN counts as an error
+        out[f"error_{name}"] = float(np.mean(net.misclassified(params, b.P, b.z, F)))   # ties, NaN: errors
     return out
 
 

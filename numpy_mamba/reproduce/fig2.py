@@ -14,7 +14,7 @@ import numpy as np
 from ..data import LABEL_RULES, testing_batch
 from ..measure.rates import group_wrong_counts
 from ..measure.tasks import task_groups
-from ..model import output
+from ..network import network
 from ..runs.jobs import Plan, Unit
 from . import plots
 from .claims import fig2_claims
@@ -50,11 +50,11 @@ def evaluate_grid(world, params_by_model: dict, settings: Settings, seed: int, u
                                           label_rule=rule, target=settings.target, rng=rng)
                     group = task_groups(batch.task, world.M1)
                     for model, params in params_by_model.items():
-                        F = output(model, params, batch.P)
-                        wrong[model][r, k, c, a], n[r, k, c, a] = group_wrong_counts(F, batch.z, group, len(GROUPS))
+                        wrong[model][r, k, c, a], n[r, k, c, a] = group_wrong_counts(
+                            network(model).misclassified(params, batch.P, batch.z), group, len(GROUPS))
                     for model, params in (untrained.items() if c == main_c else ()):
-                        wrong0[model][r, k, 0, a] = group_wrong_counts(output(model, params, batch.P), batch.z, group,
-                                                                       len(GROUPS))[0]
+                        wrong0[model][r, k, 0, a] = group_wrong_counts(
+                            network(model).misclassified(params, batch.P, batch.z), group, len(GROUPS))[0]
     return wrong, n, wrong0, n[:, :, main_c:main_c + 1]
 
 

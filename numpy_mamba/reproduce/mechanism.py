@@ -67,7 +67,7 @@ def table1_counts(world, trained: dict, settings: Settings, seed: int) -> dict:
                 group = task_groups(batch.task, world.M1)
                 for model, (net, params) in trained.items():
                     out[model][r, k, q], out["n"][r, k, q] = group_wrong_counts(
-                        net.F(params, batch.P), batch.z, group, len(GROUPS))
+                        net.misclassified(params, batch.P, batch.z), group, len(GROUPS))
     return out
 
 

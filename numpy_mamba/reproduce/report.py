@@ -17,12 +17,13 @@ from .claims import FIG2_RULES
 from .claims_mechanism import MECHANISM_RULES
 from .common import MAIN_SETTING_RULE, MODELS, PAPER
 from . import registry
+from ..measure.rates import TIE_RULE
 from ..runs.output import SMOKE
 from ..runs.results import details, opening
 from ..runs.step_size import RULE as STEP_RULE
 from .tables import SHORT, main_setting_note, step_size_table
 
-RULES = {**FIG2_RULES, **MECHANISM_RULES, "step-size": STEP_RULE}
+RULES = {**FIG2_RULES, **MECHANISM_RULES, "step-size": STEP_RULE, "tie": TIE_RULE}
 
 
 def own_results(experiment, results: dict) -> dict:

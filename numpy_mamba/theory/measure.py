@@ -11,7 +11,7 @@ import numpy as np
 
 from .._checks import check_positive, check_positive_int, check_probability
 from ..data import World, testing_batch, training_batch
-from ..loss import hinge, zero_one_error
+from ..loss import hinge
 from ..model import Params, log_gating
 from ..network import Network, as_network
 from ..sgd import sgd_update
@@ -62,7 +62,7 @@ def error_curve(world: World, net: Network | str, params, *, alphas, l_ts: int, 
             n = min(chunk, B_test - start)
             batch = testing_batch(world, n, l_ts, alpha=float(alpha), kappa_a_prime=kappa_a_prime,
                                   rng=rng, **test_kwargs)
-            wrong += n * zero_one_error(net.F(params, batch.P), batch.z)
+            wrong += n * float(np.mean(net.misclassified(params, batch.P, batch.z)))
         errors.append(wrong / B_test)
     return np.asarray(errors)
 

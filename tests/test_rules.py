@@ -112,13 +112,14 @@ def _seeds(rates_by_seed, n=4000):
 def test_rise_rule_reaches_each_level():
     """If this fails, the linear Transformer's rise at alpha = 1/2 is judged wrongly: a jump of 0.6 with
     agreeing seeds holds; a rise of 0.3 pooled whose seeds disagree (intervals overlap) or a steady
-    rise of 0.04 holds only in trend; a flat curve fails; a rise of 0.101 is borderline."""
+    rise of 0.04 holds only in trend; a fall fails; a rise of 0.101 is borderline."""
     up, flat = np.where(ALPHAS > 0.5, 0.8, 0.2), np.full(ALPHAS.size, 0.2)
+    falling = np.where(ALPHAS > 0.5, 0.15, 0.2)
     assert rise_after_half(*_seeds([up, up * 0.95]), ALPHAS)["level"] == "full"
     r = rise_after_half(*_seeds([up, flat]), ALPHAS)
     assert r["rise"] == pytest.approx(0.3) and r["level"] == "trend"
     assert rise_after_half(*_seeds([0.2 + 0.2 * ALPHAS] * 2), ALPHAS)["level"] == "trend"
-    assert rise_after_half(*_seeds([flat, flat]), ALPHAS)["level"] == "none"
+    assert rise_after_half(*_seeds([falling, falling]), ALPHAS)["level"] == "none"
     thin = rise_after_half(*_seeds([np.where(ALPHAS > 0.5, 0.301, 0.2)] * 3), ALPHAS)
     assert thin["level"] == "full" and thin["borderline"]
     assert rise_after_half(*_seeds([[0.1, 0.2]]), [0.0, 0.3])["level"] is None

@@ -15,6 +15,7 @@ from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
 from numpy_mamba.sgd import TrainConfig
 from numpy_mamba.theory import claims, step_sizes
 from numpy_mamba.theory.verdicts import judge_gates, judge_trajectory
+from numpy_mamba.theory.measure import fit_slope
 from numpy_mamba.theory.settings import FULL
 
 ALPHAS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
@@ -128,8 +129,9 @@ def _gates(G_out, logit_out, logit_clean, decay=0.8, ratio=0.1, M1s=(2, 6, 12), 
             for M1 in M1s for s in (0, 1)]
     out = {"settings": {"M1_grid": list(M1s), "seeds": [0, 1], "decay_J": 6}, "runs": runs,
            "logit_outlier_by_M1": {M1: logit_out(M1) for M1 in M1s}, "logit_clean_by_M1": {M1: logit_clean(M1) for M1 in M1s}}
-    from numpy_mamba.theory.measure import fit_slope
-    out["slope_G_outlier_vs_M1_per_seed"] = [fit_slope(M1s, [G_out(M1) for M1 in M1s])[0] if slope is None else slope] * 2
+    if slope is None:
+        slope = fit_slope(M1s, [G_out(M1) for M1 in M1s])[0]
+    out["slope_G_outlier_vs_M1_per_seed"] = [slope] * 2
     return judge_gates(out)
 
 

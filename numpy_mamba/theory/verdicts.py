@@ -63,16 +63,10 @@ def judge_gates(g: dict) -> dict:
         decay_cases[name] = decay[M1]["level"]
         if decay[M1]["borderline"]:
             decay_border.append(name)
-    logit_clean = {}
-    for seed in s["seeds"]:
-        mine = {r["M1"]: r["train"] for r in runs if r["seed"] == seed}
-        clean = [mine[M1]["logit_clean"] for M1 in M1s]
-        logit_clean[f"seed {seed}"] = ("full" if np.ptp(clean) < 1 else "trend" if all(
-            mine[M1]["logit_clean"] > mine[M1]["logit_outlier"] for M1 in M1s) else "none")
     judged = {"cor2_outlier_gates": m1_slope(g["slope_G_outlier_vs_M1_per_seed"]), "cor2_gate_ratio": combine(ratio),
               "cor2_local_bias": judge_cases(decay_cases, decay_border),
               "lemma5_outlier_logits": outlier_logits(g["logit_outlier_by_M1"], M1s),
-              "lemma5_clean_logits": judge_cases(logit_clean)}
+              "lemma5_clean_logits": clean_logits(runs, s["seeds"], M1s)}
     g["judged"] = judged
     g["verdict"] = {k: verdict_text(v) for k, v in judged.items()}
     g["verdict_detail"] = {k: where_text(v) for k, v in judged.items()}
@@ -104,6 +98,19 @@ def outlier_logits(logit_by_M1: dict, M1s) -> dict:
         if near(x - bound, np.log(M1)):
             borderline.append(name)
     return judge_cases(cases, borderline)
+
+
+def clean_logits(runs: list, seeds, M1s) -> dict:
+    """Eq (38) per seed (``GATE_RULES["logit-clean"]``): runs [{"M1", "seed", "train": {"logit_clean",
+    "logit_outlier"}}], the mean w^T p on clean and outlier training examples of each run.  Returns
+    ``judge_cases``' verdict over the seeds."""
+    cases = {}
+    for seed in seeds:
+        mine = {r["M1"]: r["train"] for r in runs if r["seed"] == seed}
+        clean = [mine[M1]["logit_clean"] for M1 in M1s]
+        cases[f"seed {seed}"] = ("full" if np.ptp(clean) < 1 else "trend" if all(
+            mine[M1]["logit_clean"] > mine[M1]["logit_outlier"] for M1 in M1s) else "none")
+    return judge_cases(cases)
 
 
 def _k(mapping: dict, M1):

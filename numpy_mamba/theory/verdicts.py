@@ -81,7 +81,7 @@ def judge_gates(g: dict) -> dict:
 
 def m1_slope(per_seed) -> dict:
     """Eq (17) across M1 (``GATE_RULES["m1-slope"]``): per_seed the seeds' least-squares slopes of log G
-    on log M1 (``measure.fit_slope``).  Returns ``judge_cases``' verdict over the seeds."""
+    on log M1 (``theory.measure.fit_slope``).  Returns ``judge_cases``' verdict over the seeds."""
     steepest = EXPONENT_TOL - 1                     # the claimed exponent -1, within the tolerance
     cases = {f"seed {k}": "full" if at_most(x, steepest) else "trend" if below(x, 0.0) else "none"
              for k, x in enumerate(per_seed)}

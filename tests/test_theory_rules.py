@@ -15,6 +15,7 @@ from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
 from numpy_mamba.sgd import TrainConfig
 from numpy_mamba.theory import claims, step_sizes
 from numpy_mamba.theory.verdicts import judge_gates, judge_trajectory
+from numpy_mamba.theory.measure import fit_slope
 from numpy_mamba.theory.settings import FULL
 
 ALPHAS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
@@ -118,8 +119,9 @@ def test_convergence_verdict_names_the_p_a_where_no_run_converged():
         "a p_a where T is infinite contradicts T = Theta((1-p_a)^-1) and must not be dropped silently")
 
 
-def _gates(G_out, logit_out, logit_clean, decay=0.8, ratio=0.1, M1s=(2, 6, 12)):
-    """A gates result: per (M1, seed) the outlier gate G_out(M1), logits, clean gates decaying by ``decay``."""
+def _gates(G_out, logit_out, logit_clean, decay=0.8, ratio=0.1, M1s=(2, 6, 12), slope=None):
+    """A gates result: per (M1, seed) the outlier gate G_out(M1), logits, clean gates decaying by
+    ``decay``; the seeds' slope of log G on log M1 fitted to G_out, or ``slope`` as given."""
     clean = [0.1] * 5
     runs = [{"M1": M1, "seed": s, "test": {"G_outlier": G_out(M1), "clean_rank_gate": [decay ** j for j in range(1, 7)]},
              "train": {"logit_outlier": logit_out(M1), "logit_clean": logit_clean(M1)},
@@ -127,24 +129,44 @@ def _gates(G_out, logit_out, logit_clean, decay=0.8, ratio=0.1, M1s=(2, 6, 12)):
             for M1 in M1s for s in (0, 1)]
     out = {"settings": {"M1_grid": list(M1s), "seeds": [0, 1], "decay_J": 6}, "runs": runs,
            "logit_outlier_by_M1": {M1: logit_out(M1) for M1 in M1s}, "logit_clean_by_M1": {M1: logit_clean(M1) for M1 in M1s}}
-    from numpy_mamba.theory.measure import fit_slope
-    out["slope_G_outlier_vs_M1_per_seed"] = [fit_slope(M1s, [G_out(M1) for M1 in M1s])[0]] * 2
+    if slope is None:
+        slope = fit_slope(M1s, [G_out(M1) for M1 in M1s])[0]
+    out["slope_G_outlier_vs_M1_per_seed"] = [slope] * 2
     return judge_gates(out)
+
+
+@pytest.mark.parametrize("slope", [-1 + 1e-15, -1.0, -1 - 1e-15])
+def test_gates_falling_like_1_over_M1_hold_whatever_the_last_bit_of_their_slope(slope):
+    """If this fails, eq (17)'s claimed exponent -1 is decided by the last bit of a fitted slope:
+    gates of exactly 1/M1 fit -1.0 under one BLAS kernel and -0.9999999999999999 under another, and
+    must hold under both (the rule allows the fitted exponent a tolerance of 0.25)."""
+    judged = _gates(lambda M1: 1 / M1, lambda M1: -5.0, lambda M1: -1.0, slope=slope)["judged"]
+    assert judged["cor2_outlier_gates"]["level"] == "full" and not judged["cor2_outlier_gates"]["borderline"]
+
+
+@pytest.mark.parametrize("M1s", [(2, 6, 12), (2, 3, 4, 6, 9, 12, 17), (3, 5, 7, 11, 13)])
+def test_the_slope_of_gates_of_exactly_1_over_M1_holds_on_every_grid(M1s):
+    """The same through the fit itself: whatever the M1 grid and the kernel's rounding of the fit,
+    gates of exactly 1/M1 hold."""
+    assert _gates(lambda M1: 1 / M1, lambda M1: -5.0, lambda M1: -1.0, M1s=M1s)["judged"]["cor2_outlier_gates"][
+        "level"] == "full"
 
 
 def test_gate_rules_reach_each_level():
     """If this fails, a rule of Corollary 2 or Lemma 5 across M1 is judged wrongly: outlier gates
     falling like 1/M1 hold, more slowly hold in trend, rising fail; the gate ratio 0.1 holds at M1 = 2
-    and 6 (<= 1/M1), in trend at 12; outlier logits below -log M1 hold, below 0 only hold in trend."""
+    and 6 (<= 1/M1), in trend at 12; outlier logits below -log M1 hold, below 0 only hold in trend;
+    clean logits spread over M1 by 6 (not of order 1) and below the outliers' fail.  Every value is
+    clear of its threshold (the 1/M1 gates' slope of -1 is 0.25 inside the tolerance)."""
     judged = _gates(lambda M1: 1 / M1, lambda M1: -5.0, lambda M1: -1.0)["judged"]
     assert {k: v["level"] for k, v in judged.items()} == {
         "cor2_outlier_gates": "full", "cor2_gate_ratio": "part", "cor2_local_bias": "full",
         "lemma5_outlier_logits": "full", "lemma5_clean_logits": "full"}
-    judged = _gates(lambda M1: M1 ** -0.1, lambda M1: -1.0, lambda M1: -0.5 * M1, decay=0.2, ratio=0.6)["judged"]
+    judged = _gates(lambda M1: M1 ** -0.1, lambda M1: -1.0, lambda M1: -0.6 * M1, decay=0.2, ratio=0.6)["judged"]
     assert {k: v["level"] for k, v in judged.items()} == {
         "cor2_outlier_gates": "trend", "cor2_gate_ratio": "trend", "cor2_local_bias": "trend",
         "lemma5_outlier_logits": "part", "lemma5_clean_logits": "none"}
-    judged = _gates(lambda M1: M1 ** 0.5, lambda M1: 1.0, lambda M1: 2 + 0.5 * M1, decay=1.0, ratio=2.0)["judged"]
+    judged = _gates(lambda M1: M1 ** 0.5, lambda M1: 1.0, lambda M1: 2 + 0.5 * M1, decay=1.05, ratio=2.0)["judged"]
     assert {k: v["level"] for k, v in judged.items()} == {
         "cor2_outlier_gates": "none", "cor2_gate_ratio": "none", "cor2_local_bias": "none",
         "lemma5_outlier_logits": "none", "lemma5_clean_logits": "trend"}

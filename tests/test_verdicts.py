@@ -207,12 +207,14 @@ def _fig2_result(lt_rates, mamba_rates, n=4000, kappas=(2.0, 8.0)) -> dict:
 
 def test_lt_rise_row_names_the_settings_where_the_rise_holds():
     """The LT's error rises by 0.6 at kappa_a' = 8 with agreeing seeds, and by 0.3 pooled at kappa_a' = 2
-    where one seed does not rise (intervals overlap): holds at kappa_a' = 8, in trend at 2."""
+    where one seed does not rise (intervals overlap): holds at kappa_a' = 8, in trend at 2; an error
+    that falls across 1/2 everywhere fails everywhere."""
     up, flat, low = np.where(ALPHAS > 0.5, 0.8, 0.2), np.full(ALPHAS.size, 0.2), np.full(ALPHAS.size, 0.01)
     row = _lt_rise_row(_fig2_result({2.0: ([up, flat], [low, low]), 8.0: ([up, up * 0.95], [low, low])}, None))
     assert row["verdict"] == "holds in part" and "holds: kappa_a' = 8" in row["where"]
     assert "in trend: kappa_a' = 2" in row["where"]
-    assert _lt_rise_row(_fig2_result([flat, flat], [low, low]))["verdict"] == "does not hold here"
+    falling = np.where(ALPHAS > 0.5, 0.15, 0.2)
+    assert _lt_rise_row(_fig2_result([falling, falling], [low, low]))["verdict"] == "does not hold here"
 
 
 def test_remark5_row_reaches_holds_in_trend_when_one_seed_of_mamba_is_as_bad_as_the_lt():

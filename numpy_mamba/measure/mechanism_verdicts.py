@@ -11,7 +11,7 @@ import numpy as np
 from scipy.stats import t as t_dist
 
 from .tasks import group_label
-from .verdicts import judge_cases, near, where_text, word
+from .verdicts import EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, judge_cases, near, where_text, word
 
 COROLLARY1_RULE = ("per task group of the prompts: the median sum over same-pattern examples (N_1) >= 1 (Theta(1) "
                    "with constant 1) and the median sum over the other examples <= {r:g} x the median same-pattern sum "
@@ -66,7 +66,10 @@ GATE_RATIO_RULE = ("at each context position i where both occur, the ratio of th
                    "prod_(j>i) (1 - sigma(w^T p_j)) both share at one position cancels in the ratio), as the geometric "
                    "mean over seeds with the upper end of its 95% t interval over seeds of the log ratio (one seed: "
                    "the ratio itself): upper end <= 1/M1 holds; upper end < 1 (outlier gates below clean ones, not "
-                   "near 0) holds in trend; otherwise fails. Cases: the positions (in a setting)")
+                   "near 0) holds in trend; otherwise fails. The tolerance is the seeds' own spread, counted "
+                   "against the claim (the interval's upper end is compared, so seeds that straddle 1/M1 do not "
+                   f"hold); an upper end within {ROUNDING:g} of 1/M1 or of 1 is on it. Cases: the positions (in a "
+                   "setting)")
 
 
 def gate_ratio(outlier_mean, clean_mean, M1: int, level: float = 0.95) -> dict:
@@ -105,7 +108,7 @@ def gate_ratio(outlier_mean, clean_mean, M1: int, level: float = 0.95) -> dict:
         ratio.append(float(np.exp(mean)))
         upper.append(float(np.exp(high)))
         name = f"i = {i + 1}"
-        cases[name] = "full" if upper[-1] <= threshold else "trend" if upper[-1] < 1 else "none"
+        cases[name] = "full" if at_most(upper[-1], threshold) else "trend" if below(upper[-1], 1.0) else "none"
         if near(upper[-1] - threshold, threshold):
             borderline.append(name)
     if not cases:
@@ -114,9 +117,11 @@ def gate_ratio(outlier_mean, clean_mean, M1: int, level: float = 0.95) -> dict:
 
 
 DECAY_RULE = ("the mean gate G_{h(j),l+1} of the j-th closest clean example against j (eq (18)): a least-squares "
-              "line through log2 G over the ranks; decaying by between 0 and 1 bit per rank (no faster than "
-              "2^-(j-1)) with R^2 >= 0.9 (about exponential) holds; decaying otherwise (faster than 2^-(j-1), or "
-              "not exponential) holds in trend; not decaying fails")
+              "line through log2 G over the ranks; decaying by at most 1 bit per rank (no faster than 2^-(j-1)) within "
+              f"{EXPONENT_TOL:g}, i.e. by 0 to {1 + EXPONENT_TOL:g} bits per rank, with R^2 >= 0.9 (about exponential) "
+              "holds; decaying otherwise (faster, or not exponential) holds in trend; not decaying fails (a slope "
+              f"within {ROUNDING:g} of 0 is flat). " + EXPONENT_WHY + "; 2^-(j-1) (1 + 1/j) fits 1.14 bits per rank "
+              "over six ranks")
 
 
 def clean_gate_decay(j, gates, min_r2: float = 0.9) -> dict:
@@ -130,11 +135,12 @@ def clean_gate_decay(j, gates, min_r2: float = 0.9) -> dict:
     slope, intercept = np.polyfit(j, y, 1)
     spread = np.sum((y - y.mean()) ** 2)
     r2 = float(1 - np.sum((y - intercept - slope * j) ** 2) / spread) if spread > 0 else 1.0
-    bits = float(-slope)
-    level = ("full" if 0 < bits <= 1 + 1e-9 and r2 >= min_r2 else "trend" if bits > 0 else "none")
-    borderline = near(r2 - min_r2, min_r2) or near(bits - 1, 1)
+    bits, fastest = float(-slope), 1 + EXPONENT_TOL
+    decaying = below(slope, 0.0)
+    level = "full" if decaying and at_most(bits, fastest) and r2 >= min_r2 else "trend" if decaying else "none"
+    borderline = near(r2 - min_r2, min_r2) or near(bits - fastest, 1)
     return {"bits_per_rank": bits, "ratio_per_rank": float(2 ** slope), "r2": r2, "level": level,
-            "borderline": bool(borderline and bits > 0)}
+            "borderline": bool(borderline and decaying)}
 
 
 GROWTH_RULE = ("per seed, after the first {skip:.0%} of the recorded steps (a jump at the first steps does not "

@@ -10,18 +10,20 @@ import numpy as np
 
 from ..data import SECTION4
 from ..measure.error_verdicts import THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient
-from ..measure.verdicts import case, combine, judge_cases, near, verdict_text, where_text
+from ..measure.verdicts import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, case, combine, judge_cases, near,
+                                verdict_text, where_text)
 from .mechanism import judge_attention
 from .verdicts import judge_gates
 
-
+THM4D_TOL = 0.35            # Theorem 4 (d)'s exponent: its l_ts grid is coarser than the others
 SLOPE_RULE = ("per seed, the least-squares slope of log T (or log l_ts) on the log of the claimed scaling "
-              "variable: within {tol:g} of the claimed exponent holds; the claimed sign (claimed exponent not 0) holds "
-              "in trend; otherwise fails. A grid value where no seed reached eps is a case that fails (the claim "
-              "says T is finite there); fewer than 3 reached points in a seed: that seed fails")
+              "variable: within {tol:g} of the claimed exponent holds; the claimed sign (claimed exponent not 0; a "
+              f"slope within {ROUNDING:g} of 0 has none) holds in trend; otherwise fails. A grid value where no seed "
+              "reached eps is a case that fails (the claim says T is finite there); fewer than 3 reached points in a "
+              "seed: that seed fails. " + EXPONENT_WHY)
 
 
-def slope_verdict(per_seed: list, claim: float, tol: float = 0.25, never=(), label: str = "p_a") -> dict:
+def slope_verdict(per_seed: list, claim: float, tol: float = EXPONENT_TOL, never=(), label: str = "p_a") -> dict:
     """A fitted exponent against the one a theorem claims (eqs (9), (14), (15)), judged per seed
     (``SLOPE_RULE``): ``per_seed`` the seeds' slopes (None where too few points reached eps);
     ``never`` the grid values where no seed reached eps, each a failing case.  Returns
@@ -32,8 +34,8 @@ def slope_verdict(per_seed: list, claim: float, tol: float = 0.25, never=(), lab
         if slope is None:
             cases[name] = "none"
             continue
-        cases[name] = ("full" if abs(slope - claim) <= tol else
-                       "trend" if claim != 0 and np.sign(slope) == np.sign(claim) else "none")
+        cases[name] = ("full" if at_most(abs(slope - claim), tol) else
+                       "trend" if claim != 0 and below(0.0, slope * np.sign(claim)) else "none")
         if near(abs(slope - claim) - tol, tol):
             borderline.append(name)
     for g in never:
@@ -170,8 +172,9 @@ def judge(results: dict) -> dict:
     for model in p["T"]:
         p["verdict"][model], p["verdict_detail"][model], p["judged"][model] = convergence_verdict(
             p["settings"]["p_a_grid"], p["T"][model], p["slope"][model])
-    for res, key, n, tol in ((results["convergence_l_tr"], "ratio", len(results["convergence_l_tr"]["T"]["mamba"]), 0.25),
-                             (results["lt_context"], None, len(results["lt_context"]["runs"]), 0.35)):
+    l_tr, lt = results["convergence_l_tr"], results["lt_context"]
+    for res, key, n, tol in ((l_tr, "ratio", len(l_tr["T"]["mamba"]), EXPONENT_TOL),
+                             (lt, None, len(lt["runs"]), THM4D_TOL)):
         sl = res["slope"][key] if key else res["slope"]
         v = slope_verdict(list(sl["per_seed"]) + [None] * (n - len(sl["per_seed"])), sl["claim"], tol)
         if key:

@@ -9,16 +9,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..measure.mechanism_verdicts import DECAY_RULE, GATE_RATIO_RULE, clean_gate_decay, gate_ratio
-from ..measure.verdicts import combine, judge_cases, near, verdict_text, where_text
+from ..measure.verdicts import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, combine, judge_cases, near,
+                                verdict_text, where_text)
 
+LOGIT_TOL = 0.25        # eq (37) is met within this, in w^T p (GATE_RULES["logit-outlier"] says why)
 GATE_RULES = {
-    "m1-slope": "eq (17) across M1, per seed: the slope of log(mean gate on outlier test examples) on log M1 <= -1 "
-                "(falling at least like poly(M1)^-1 with poly(M1) = M1) holds; a negative slope holds in trend; "
-                "otherwise fails",
+    "m1-slope": "eq (17) across M1, per seed: the least-squares slope of log(mean gate on outlier test examples) on "
+                f"log M1 at most -1 within {EXPONENT_TOL:g} (falling at least like poly(M1)^-1 with poly(M1) = M1), "
+                f"i.e. <= {EXPONENT_TOL - 1:g}, holds; a negative slope holds in trend; otherwise fails (a slope "
+                f"within {ROUNDING:g} of 0 is flat). " + EXPONENT_WHY,
     "gate-ratio": GATE_RATIO_RULE,
     "decay": DECAY_RULE,
-    "logit-outlier": "eq (37), per M1: the mean w^T p on training examples with outliers <= -log M1 holds; < 0 (the "
-                     "gate closing, not by the claimed size) holds in trend; otherwise fails",
+    "logit-outlier": "eq (37), per M1: the seed mean of the mean w^T p on training examples with outliers at most "
+                     f"-log M1 within {LOGIT_TOL:g}, i.e. <= -log M1 + {LOGIT_TOL:g}, holds; < 0 (the gate closing, "
+                     f"not by the claimed size) holds in trend; otherwise fails. The tolerance {LOGIT_TOL:g} puts the "
+                     f"outlier's gate factor sigma(w^T p) within a factor e^{LOGIT_TOL:g} = {np.exp(LOGIT_TOL):.2f} of "
+                     "1/M1, about how far the seeds' mean w^T p spread",
     "logit-clean": "eq (38), per seed: the mean w^T p on clean training examples spread over M1 by less than 1 (of order "
                    "1, not growing with M1) holds; above the outlier examples' w^T p at every M1 holds in trend; "
                    "otherwise fails"}
@@ -39,8 +45,6 @@ def judge_gates(g: dict) -> dict:
     numbers of a gates result; adds g["verdict"], g["verdict_detail"], g["judged"] and g["gate_ratio"]."""
     s, runs = g["settings"], g["runs"]
     M1s = s["M1_grid"]
-    slope = {f"seed {k}": ("full" if x <= -1 else "trend" if x < 0 else "none")
-             for k, x in enumerate(g["slope_G_outlier_vs_M1_per_seed"])}
     ratio = {}
     for M1 in M1s:
         mine = [r["test_by_position"] for r in runs if r["M1"] == M1]
@@ -59,18 +63,10 @@ def judge_gates(g: dict) -> dict:
         decay_cases[name] = decay[M1]["level"]
         if decay[M1]["borderline"]:
             decay_border.append(name)
-    out_logit, clean_logit = g["logit_outlier_by_M1"], g["logit_clean_by_M1"]
-    logit_out = {f"M1 = {M1}": ("full" if out_logit[_k(out_logit, M1)] <= -np.log(M1) else
-                                "trend" if out_logit[_k(out_logit, M1)] < 0 else "none") for M1 in M1s}
-    logit_clean = {}
-    for seed in s["seeds"]:
-        mine = {r["M1"]: r["train"] for r in runs if r["seed"] == seed}
-        clean = [mine[M1]["logit_clean"] for M1 in M1s]
-        logit_clean[f"seed {seed}"] = ("full" if np.ptp(clean) < 1 else "trend" if all(
-            mine[M1]["logit_clean"] > mine[M1]["logit_outlier"] for M1 in M1s) else "none")
-    judged = {"cor2_outlier_gates": judge_cases(slope), "cor2_gate_ratio": combine(ratio),
-              "cor2_local_bias": judge_cases(decay_cases, decay_border), "lemma5_outlier_logits": judge_cases(logit_out),
-              "lemma5_clean_logits": judge_cases(logit_clean)}
+    judged = {"cor2_outlier_gates": m1_slope(g["slope_G_outlier_vs_M1_per_seed"]), "cor2_gate_ratio": combine(ratio),
+              "cor2_local_bias": judge_cases(decay_cases, decay_border),
+              "lemma5_outlier_logits": outlier_logits(g["logit_outlier_by_M1"], M1s),
+              "lemma5_clean_logits": clean_logits(runs, s["seeds"], M1s)}
     g["judged"] = judged
     g["verdict"] = {k: verdict_text(v) for k, v in judged.items()}
     g["verdict_detail"] = {k: where_text(v) for k, v in judged.items()}
@@ -81,6 +77,40 @@ def judge_gates(g: dict) -> dict:
                                              if any(x is not None for x in r["ratio"])}}
     g["decay_by_M1"] = decay
     return g
+
+
+def m1_slope(per_seed) -> dict:
+    """Eq (17) across M1 (``GATE_RULES["m1-slope"]``): per_seed the seeds' least-squares slopes of log G
+    on log M1 (``theory.measure.fit_slope``).  Returns ``judge_cases``' verdict over the seeds."""
+    steepest = EXPONENT_TOL - 1                     # the claimed exponent -1, within the tolerance
+    cases = {f"seed {k}": "full" if at_most(x, steepest) else "trend" if below(x, 0.0) else "none"
+             for k, x in enumerate(per_seed)}
+    return judge_cases(cases, [f"seed {k}" for k, x in enumerate(per_seed) if near(x - steepest, EXPONENT_TOL)])
+
+
+def outlier_logits(logit_by_M1: dict, M1s) -> dict:
+    """Eq (37) per M1 (``GATE_RULES["logit-outlier"]``): logit_by_M1 {M1: seed mean of the mean w^T p on
+    training examples with outliers}.  Returns ``judge_cases``' verdict over the M1."""
+    cases, borderline = {}, []
+    for M1 in M1s:
+        x, bound, name = logit_by_M1[_k(logit_by_M1, M1)], LOGIT_TOL - np.log(M1), f"M1 = {M1}"
+        cases[name] = "full" if x <= bound else "trend" if x < 0 else "none"
+        if near(x - bound, np.log(M1)):
+            borderline.append(name)
+    return judge_cases(cases, borderline)
+
+
+def clean_logits(runs: list, seeds, M1s) -> dict:
+    """Eq (38) per seed (``GATE_RULES["logit-clean"]``): runs [{"M1", "seed", "train": {"logit_clean",
+    "logit_outlier"}}], the mean w^T p on clean and outlier training examples of each run.  Returns
+    ``judge_cases``' verdict over the seeds."""
+    cases = {}
+    for seed in seeds:
+        mine = {r["M1"]: r["train"] for r in runs if r["seed"] == seed}
+        clean = [mine[M1]["logit_clean"] for M1 in M1s]
+        cases[f"seed {seed}"] = ("full" if np.ptp(clean) < 1 else "trend" if all(
+            mine[M1]["logit_clean"] > mine[M1]["logit_outlier"] for M1 in M1s) else "none")
+    return judge_cases(cases)
 
 
 def _k(mapping: dict, M1):

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2]            # numpy_mamba/
-ALLOWED = ("numpy", "scipy", "numpy.libs", "scipy.libs", "__pycache__")
+ALLOWED = ("numpy", "scipy", "numpy.libs", "scipy.libs", "pyseccomp.py", "__pycache__")
 HARMLESS_SUFFIXES = (".dist-info", ".egg-info", ".pth", ".txt")
 MAX_FILES = 20000               # files checked under one needed tree (numpy and scipy: a few thousand)
 

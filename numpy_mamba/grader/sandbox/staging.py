@@ -1,8 +1,12 @@
 """The files of one submission: measured before they are read, copied where only its children can
 read them, and removed afterwards whatever a child left.
 
-``read_source(path)``: a regular file's bytes, at most MAX_SOURCE (a FIFO, a device, a file too
-large or one that grows while it is read is refused with a message, never read whole).
+``read_source(path, folder)``: the bytes of a regular file of the student's own, at most
+MAX_SOURCE, opened from the folder it was found in one name at a time without following a link
+(``O_NOFOLLOW`` at each name, as openat2's RESOLVE_NO_SYMLINKS would, on any kernel), then checked
+on the descriptor: a symbolic link anywhere below the folder, a path leaving it, a hard link (a
+second name of any file), a FIFO, a device, a file too large or one that grows while it is read
+is refused with a message, never read.
 ``Folder``: a fresh folder holding ``src/`` (the copy of the submission and its helpers, which
 is all of the student's that a child reads) and one working directory per child.  For a root
 grader the folder is searchable but not listable by others, and ``src/``, its files and each
@@ -15,6 +19,7 @@ folders, read-only files, symlinks, which it never follows) and never raises.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import glob
 import grp
@@ -47,16 +52,43 @@ def shown(path) -> str:
                    for c in text)
 
 
-def read_source(path, limit: int = MAX_SOURCE) -> bytes:
-    """The bytes of regular file ``path``, measured before reading; StagingError otherwise."""
+def _open_beneath(path: Path, folder: Path) -> int:
+    """A read-only descriptor of ``path``, opened from ``folder`` (as named) one name at a time,
+    following no symbolic link; StagingError for a link, or a path that leaves the folder."""
+    parts = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(folder))).parts
+    if not parts or parts[0] == "..":
+        raise StagingError(f"{shown(path)} is not inside {shown(folder)}: not graded")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        for k, name in enumerate(parts):
+            mode = os.O_NONBLOCK | os.O_NOCTTY if k == len(parts) - 1 else os.O_DIRECTORY
+            inner = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | mode, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return fd
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno == errno.ELOOP:
+            raise StagingError(f"{shown(path)} is a symbolic link, or inside one: only the submission's own "
+                               "regular files are graded") from None
+        raise
+
+
+def read_source(path, limit: int = MAX_SOURCE, folder=None) -> bytes:
+    """The bytes of ``path``, a regular file of its own inside ``folder`` (default: its own folder),
+    opened without following a link and measured before it is read; StagingError otherwise."""
+    path = Path(path)
+    try:
+        fd = _open_beneath(path, Path(folder) if folder is not None else path.parent)
     except OSError as exc:
         raise StagingError(f"could not read {shown(path)}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise StagingError(f"{shown(path)} is not a regular file")
+        if info.st_nlink > 1:
+            raise StagingError(f"{shown(path)} has {info.st_nlink} names (hard links to one file): only a file of "
+                               "its own is graded; copy it instead")
         if info.st_size > limit:
             raise StagingError(f"{shown(path)} is larger than {limit // 2**20} MB ({info.st_size} bytes): not graded")
         data = os.read(fd, limit + 1)

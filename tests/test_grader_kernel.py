@@ -374,22 +374,33 @@ def test_the_sandbox_interface_is_narrow():
 
 
 def test_the_image_check_names_what_others_can_read_and_prepare_closes_it(monkeypatch):
-    """The user tier's precondition on a layout of its own: this package, a package next to numpy
-    (torch) and the autograder's folder, readable by others, are each named, numpy and its
-    metadata are not; ``prepare`` takes others' rights from those three alone, and the check holds."""
+    """The user tier's precondition on a layout of its own: this package, every other copy of it
+    the interpreter can name (the checkout pip installed it from, with its solutions, by
+    direct_url.json; one by an .egg-link; a copy on sys.path; one in the user's site folder), a
+    package next to numpy (torch) and the autograder's folder, readable by others, are each
+    named, numpy and its metadata are not; ``prepare`` takes others' rights from those alone, and
+    the check holds."""
     from numpy_mamba.grader.sandbox import image
     top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_check_"))
     try:
         os.chmod(top, 0o755)
-        site, package, root = top / "site", top / "checkout" / "numpy_mamba", top / "autograder"
-        for folder in (site / "torch", site / "numpy", site / "numpy-2.0.dist-info", package, root):
+        site, user, package, root = top / "site", top / "user", top / "checkout" / "numpy_mamba", top / "autograder"
+        installed_from, developed, on_path = top / "installed from", top / "developed", top / "pythonpath"
+        record = site / "numpy_mamba-0.1.0.dist-info"
+        for folder in (site / "torch", site / "numpy", site / "numpy-2.0.dist-info", record, user / "numpy_mamba",
+                       package, root, installed_from / "tutorials" / "solutions", developed, on_path / "numpy_mamba"):
             folder.mkdir(parents=True, mode=0o755)
+        (installed_from / "setup.cfg").write_text("[metadata]\n")
+        (installed_from / "tutorials" / "solutions" / "gradients_solution.py").write_text("ANSWER = 1\n")
+        (record / "direct_url.json").write_text(json.dumps({"url": installed_from.as_uri(), "dir_info": {}}))
+        (site / "numpy_mamba.egg-link").write_text(f"{developed}\n.\n")
         monkeypatch.setattr(image, "PACKAGE", package)
-        monkeypatch.setattr(image.site, "getsitepackages", lambda: [str(site)])
+        monkeypatch.setattr(image, "_folders", lambda: ([str(site), str(user)], [str(on_path)]))
         monkeypatch.setattr(image, "_needed", lambda: [str(site / "numpy")])
         found = image.problems([root])
         named = {line.split(" is readable")[0] for line in found}
-        assert named == {str(package), str(site / "torch"), str(root)}, found
+        assert named == {str(p) for p in (package, site / "torch", site / "numpy_mamba.egg-link", user / "numpy_mamba",
+                                          root, installed_from, developed, on_path / "numpy_mamba")}, found
         assert sorted(image.prepare([root])) == sorted(named)
         assert image.problems([root]) == [] and (site / "numpy").stat().st_mode & 0o005 == 0o005
     finally:

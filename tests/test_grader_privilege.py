@@ -314,3 +314,74 @@ def test_the_fork_server_carries_no_secret_of_the_grader(monkeypatch, tmp_path):
     assert TOKEN.encode() not in environ and SECRET.encode() not in environ
     assert os.fsdecode(cmdline).split("\0")[1:4] == ["-I", sandbox.parent.CHILD, "--server"]
     assert len(cmdline.split(b"\0")) == 6, "more than the interpreter, child.py and its socket"
+
+
+# Appended to the solution: what an honest file might do besides computing, run at import.
+WIDE = '''
+
+import collections, dataclasses, functools, itertools, json, math, os, random, sys, tempfile, time, warnings  # noqa
+import scipy.linalg  # noqa
+
+started, cpu = time.perf_counter(), time.process_time()
+rng = np.random.default_rng()
+x = rng.standard_normal((20, 20))
+np.linalg.eigh(x + x.T), scipy.linalg.solve(np.eye(3), np.ones(3))
+random.random(), os.getpid(), os.cpu_count(), time.time(), time.monotonic(), json.dumps({"a": [1]})
+warnings.warn("a warning")
+try:
+    with open("scratch.txt", "w") as f:
+        f.write("x")
+    with open("scratch.txt") as f:
+        f.read()
+    os.remove("scratch.txt")
+    with tempfile.TemporaryDirectory() as folder:
+        np.save(os.path.join(folder, "x.npy"), x)
+        np.load(os.path.join(folder, "x.npy"))
+    print("scratch: written")
+except OSError as exc:
+    print(f"scratch: {exc}")
+print(f"took {time.perf_counter() - started:.3f} s, {time.process_time() - cpu:.3f} s of CPU", file=sys.stderr)
+'''
+
+
+@pytest.mark.parametrize("abi", ["7", "3", "1"])
+def test_an_honest_file_that_does_more_than_compute_keeps_its_marks(abi, monkeypatch, tmp_path):
+    """The allowlist lets honest code do what it does besides computing: import more of the
+    standard library and scipy, draw random numbers, time itself, warn, and write, read and remove
+    a scratch file and a temporary folder in its working directory (below ABI 3 too, where
+    O_TRUNC is allowed only with write access).  (The user tier, which writes nothing:
+    tests/test_grader_attacks.py's replay of honest files.)"""
+    from numpy_mamba.grader.grade import Session, grade_submission
+    monkeypatch.setenv(sandbox.kernel.MAX_ABI, abi)
+    (tmp_path / "gradients.py").write_text((SOLUTIONS / "gradients_solution.py").read_text() + WIDE)
+    sub = grade_submission(tmp_path / "gradients.py", Session(isolation=sandbox.isolation()))
+    assert sub.points == 10 and "scratch: written" in sub.output, (sub.error, sub.output)
+
+
+def test_a_sandbox_user_held_anywhere_on_the_machine_is_not_taken_again():
+    """Another process (another grader run) holds one; this process takes two at once: three
+    different uids, none a user's or a group's of this machine; the locks live in a folder only
+    root can use."""
+    import grp
+    import pwd
+    from numpy_mamba.grader.sandbox.staging import take_user
+    holder = subprocess.Popen([sys.executable, "-c", "from numpy_mamba.grader.sandbox.staging import take_user\n"
+                               "print(take_user()[0], flush=True)\ninput()"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    taken = []
+    try:
+        held = int(holder.stdout.readline())
+        taken = [take_user(), take_user()]
+        uids = {held} | {uid for uid, _ in taken}
+        assert len(uids) == 3, uids
+        for uid in uids:
+            with pytest.raises(KeyError):
+                pwd.getpwuid(uid)
+            with pytest.raises(KeyError):
+                grp.getgrgid(uid)
+        locks = os.stat("/run/numpy_mamba-sandbox-users" if os.path.isdir("/run") else "/tmp/numpy_mamba-sandbox-users")
+        assert locks.st_uid == 0 and locks.st_mode & 0o077 == 0
+    finally:
+        for _, fd in taken:
+            os.close(fd)
+        holder.communicate("")

@@ -84,15 +84,16 @@ class Isolation:
             return f"isolation: kernel sandbox: {files}, {calls}; {self.system}"
         if self.tier == "user":
             user = (f"no Landlock{cap}; each child its own user (uid {SANDBOX_UID}+), reading only what others "
-                    f"may read and creating no file")
+                    f"may read, opening files read-only")
             if self.complete:
                 return f"isolation: sandbox user: {user} (image checked), {calls}; {self.system}"
             shown = [*self.image[:3], *[f"and {len(self.image) - 3} more"] * (len(self.image) > 3)]
             return (f"isolation: WEAK: {user}, but the image check failed: {'; '.join(shown)} (in a container image, "
                     f"`python -m numpy_mamba.grader.gradescope prepare FOLDER` makes these unreadable); {self.system}")
         files = f"no Landlock{cap}{'' if self.root else ' and not root'} (files NOT confined: a submission reads " \
-                "what you can)"
-        calls = calls + ", reading only" if self.seccomp else "no seccomp (processes, signals and sockets NOT confined)"
+                f"{'what you can' if self.seccomp else 'and writes what you can'})"
+        calls = calls + ", files opened read-only" if self.seccomp else \
+            "no seccomp (no libseccomp or no kernel support: processes, signals and sockets NOT confined)"
         return f"isolation: WEAK: {files}, {calls}; {self.system}"
 
 

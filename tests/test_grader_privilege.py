@@ -364,8 +364,8 @@ def test_a_sandbox_user_held_anywhere_on_the_machine_is_not_taken_again():
     root can use."""
     import grp
     import pwd
-    from numpy_mamba.grader.sandbox.staging import take_user
-    holder = subprocess.Popen([sys.executable, "-c", "from numpy_mamba.grader.sandbox.staging import take_user\n"
+    from numpy_mamba.grader.sandbox.users import take_user
+    holder = subprocess.Popen([sys.executable, "-c", "from numpy_mamba.grader.sandbox.users import take_user\n"
                                "print(take_user()[0], flush=True)\ninput()"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     taken = []

@@ -10,7 +10,8 @@ and judges what comes back.
     landlock.py  Landlock: files read from an allowlist, written in the working directory only
     seccomp.py   the system calls a child may make (an allowlist)
     image.py     the user tier's precondition: what an unprivileged user can read, checked and arranged
-    staging.py   a submission's files: measured before read, copied, removed; its sandbox user
+    staging.py   a submission's files: opened without links, measured, copied, removed
+    users.py     a root grader's sandbox users: a uid per submission, which no one else has
     parent.py    the grader's side of a child: start, feed, read, judge on its own CPU time, kill
     child.py     what runs in the child (and the clean fork server it comes from)
     protocol.py  the frames between the two, parsed strictly

@@ -10,34 +10,26 @@ is refused with a message, never read.
 ``Folder``: a fresh folder holding ``src/`` (the copy of the submission and its helpers, which
 is all of the student's that a child reads) and one working directory per child.  For a root
 grader the folder is searchable but not listable by others, and ``src/``, its files and each
-working directory belong to the submission's own sandbox user and are readable by it alone, so
-a classmate's child, another user, can open none of them.  ``take_user`` allocates that user: a
-uid from ``kernel.SANDBOX_UID`` on that no user, group, process or file a child reaches has,
-locked (flock on a file in a root-only folder) while the submission is graded, so that no other
-grader on the machine, run at the same time, takes it.  ``remove_tree`` deletes a folder whatever a child left in it (thousands of nested
-folders, read-only files, symlinks, which it never follows) and never raises.
+working directory belong to the submission's own sandbox user (``users.take_user``) and are
+readable by it alone, so a classmate's child, another user, can open none of them.
+``remove_tree`` deletes a folder whatever a child left in it (thousands of nested folders,
+read-only files, symlinks, which it never follows) and never raises.
 """
 from __future__ import annotations
 
 import errno
-import fcntl
-import glob
-import grp
 import os
-import pwd
 import stat
 import sys
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 
-from .kernel import SANDBOX_UID, readable_paths
+from .users import take_user
 
 MAX_SOURCE = 2**20              # a submission or helper larger than this (1 MB) is not graded
 MAX_HELPERS = 20                # helper modules of one submission, at most
 DISK_LIMIT = 64 * 2**20         # a working directory larger than this stops its child
 DISK_ENTRIES = 10000            # ... and so does one holding more entries than this
-USERS = 184                     # sandbox users SANDBOX_UID ..+183: below systemd's dynamic ones (61184-65519)
 
 
 class StagingError(Exception):
@@ -101,96 +93,6 @@ def read_source(path, limit: int = MAX_SOURCE, folder=None) -> bytes:
         os.close(fd)
 
 
-def _lock_folder() -> int:
-    """The folder of the sandbox users' lock files, root's alone (made if missing): its descriptor."""
-    path = os.path.join("/run" if os.path.isdir("/run") else "/tmp", "numpy_mamba-sandbox-users")
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    info = os.fstat(fd)
-    if info.st_uid != 0 or info.st_mode & 0o077:
-        os.close(fd)
-        raise StagingError(f"{path} must be a folder only root can use (remove it): it holds the sandbox users' locks")
-    return fd
-
-
-def _owners(paths) -> set:
-    """The owners and groups of ``paths`` (symbolic links not followed)."""
-    found = set()
-    for path in paths:
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        found |= {info.st_uid, info.st_gid}
-    return found
-
-
-def _entries(folder: str) -> list:
-    try:
-        return [os.path.join(folder, name) for name in os.listdir(folder)]
-    except OSError:
-        return []
-
-
-@lru_cache(maxsize=1)
-def _owners_of_readable() -> frozenset:
-    """The owners and groups of every file every child reads (the standard library, numpy, scipy)."""
-    readable, _ = readable_paths()
-    return frozenset(_owners(os.path.join(folder, name) for tree in readable for folder, folders, files in os.walk(tree)
-                             for name in [""] + folders + files))
-
-
-def _in_use() -> set:
-    """The ids a sandbox user must not take: those of users, groups and running processes, and of
-    the owners of what a child reaches: the files it reads, the temporary and home folders, and
-    what an earlier grader left there."""
-    used = {u.pw_uid for u in pwd.getpwall()} | {g.gr_gid for g in grp.getgrall()} | _owners_of_readable()
-    for status in glob.glob("/proc/[0-9]*/status"):
-        try:
-            with open(status) as f:
-                used |= {int(x) for line in f if line.startswith(("Uid:", "Gid:")) for x in line.split()[1:]}
-        except (OSError, ValueError):
-            continue
-    for place in dict.fromkeys([tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm", "/home"]):
-        left = [path for folder in glob.glob(os.path.join(place, "numpy_mamba_grade_*")) for path in _entries(folder)]
-        used |= _owners(_entries(place) + left)
-    return used
-
-
-def _unknown(uid: int) -> bool:
-    """No user or group of the system's databases (a directory service too) has this id."""
-    for lookup in (pwd.getpwuid, grp.getgrgid):
-        try:
-            lookup(uid)
-            return False
-        except KeyError:
-            pass
-    return True
-
-
-def take_user() -> tuple:
-    """(uid, the descriptor holding its lock): a sandbox user no other grader on this machine holds
-    until the descriptor is closed, and that no user, group, process or file reached has (root only)."""
-    folder = _lock_folder()
-    try:
-        used = _in_use()
-        for uid in range(SANDBOX_UID, SANDBOX_UID + USERS):
-            if uid in used or not _unknown(uid):
-                continue
-            fd = os.open(str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return uid, fd
-            except BlockingIOError:
-                os.close(fd)
-    finally:
-        os.close(folder)
-    raise StagingError(f"every sandbox user (uid {SANDBOX_UID} to {SANDBOX_UID + USERS - 1}) is in use or taken")
-
-
 class Folder:
     """The folder of one submission (see the module docstring); a context manager that removes
     it, and gives back its sandbox user, on exit.  ``uid``: its sandbox user (a root grader on
@@ -209,9 +111,6 @@ class Folder:
         except OSError as exc:
             self.close()
             raise StagingError(f"could not make a folder to grade in: {exc.strerror}") from None
-        except StagingError:
-            self.close()
-            raise
 
     def stage(self, name: str, source: bytes, helpers: dict) -> Path:
         """Write the submission (as ``name``) and ``helpers`` {file name: bytes} into src/."""

@@ -24,7 +24,8 @@ Opening a file depends on what confines the files (``install``'s ``landlock_abi`
 
 A few calls newer than 4.14 are tried first by the C library, which falls back to an older one
 when the kernel lacks them (``ENOSYS``): they answer ENOSYS here as 4.14 does.  A foreign ABI's
-calls (x32 on x86_64, i386 on x86_64) match no rule: refused.
+calls are refused: x32's numbers match no rule, and another architecture (i386's on x86_64)
+ends the process at libseccomp's check of the architecture.
 
 Built with libseccomp through pyseccomp, a pure-Python (ctypes) binding installed on Linux only
 (setup.cfg), rather than hand-assembled BPF: libseccomp knows each architecture's call numbers
@@ -55,7 +56,7 @@ NEWER = ("clone3", "faccessat2", "openat2")                # the C library falls
 O_TMPFILE = 0o20000000                                     # __O_TMPFILE: without O_DIRECTORY's bit
 WRITING = os.O_ACCMODE | os.O_CREAT | os.O_TRUNC | O_TMPFILE
 FCNTL = (fcntl.F_DUPFD, fcntl.F_GETFD, fcntl.F_SETFD, fcntl.F_GETFL, 1030)   # 1030: F_DUPFD_CLOEXEC
-IOCTL = (0x5401, 0x5451, 0x5450)                           # TCGETS (isatty), FIOCLEX, FIONCLEX
+IOCTL = (0x5401, 0x5451, 0x5450)          # Linux's TCGETS (isatty), FIOCLEX, FIONCLEX (close-on-exec)
 
 
 def available() -> bool:

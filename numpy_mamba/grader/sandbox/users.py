@@ -63,8 +63,8 @@ def _entries(folder: str) -> list:
 def _owners_of_readable() -> frozenset:
     """The owners and groups of every file every child reads (the standard library, numpy, scipy)."""
     readable, _ = readable_paths()
-    return frozenset(_owners(os.path.join(folder, name) for tree in readable for folder, folders, files in os.walk(tree)
-                             for name in [""] + folders + files))
+    return frozenset(_owners(list(readable) + [os.path.join(folder, name) for tree in readable
+                                               for folder, folders, files in os.walk(tree) for name in folders + files]))
 
 
 def _in_use() -> set:

@@ -99,7 +99,7 @@ REFUSALS = [
     # crashing the class run
     ("cheat_nested_json.py", "grad_W_C", "JSON nested deeper than"),
     ("cheat_forged_setup_error.py", "grad_W_C", "unexpected event 'setup_error'"),
-    ("cheat_deep_tree.py", "grad_W_C", "all zeros"),
+    ("cheat_deep_tree.py", "grad_W_C", "Operation not permitted (cheat_deep_tree.py, line 17: os.fchmod"),
 ]
 # file (graded under another name when given) -> (status, points): what it gets alone
 HONEST = {
@@ -157,11 +157,10 @@ if [ -n "{pyhome}" ]; then                        # the interpreter lives in a f
     mount --rbind "{home}/{pyhome}" "$img/home/{pyhome}"
     mount --rbind "$img/home" "{home}"
 fi
-for name in numpy numpy.libs scipy scipy.libs; do
-    if [ -e "{site}/$name" ]; then
-        mkdir -p "$img/venv/{relative}/$name"
-        mount --rbind "{site}/$name" "$img/venv/{relative}/$name"
-    fi
+for name in numpy numpy.libs scipy scipy.libs pyseccomp.py; do
+    if [ -d "{site}/$name" ]; then mkdir -p "$img/venv/{relative}/$name"; fi
+    if [ -f "{site}/$name" ]; then touch "$img/venv/{relative}/$name"; fi
+    if [ -e "{site}/$name" ]; then mount --rbind "{site}/$name" "$img/venv/{relative}/$name"; fi
 done
 for folder in /work /home /opt /srv /var/tmp; do
     mount -t tmpfs -o mode=755 tmpfs "$folder"
@@ -171,14 +170,14 @@ for entry in /tmp/numpy_mamba_* /tmp/pytest-of-*; do
     [ -e "$entry" ] || continue
     name="${{entry#/tmp/}}"
     if [ -d "$entry" ]; then mkdir "/mnt/$name"; else touch "/mnt/$name"; fi
-    mount --rbind "$entry" "/mnt/$name"
+    mount --rbind "$entry" "/mnt/$name" 2>/dev/null || true     # gone meanwhile: another program's
 done
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 for entry in /mnt/*; do
     [ -e "$entry" ] || continue
     name="${{entry#/mnt/}}"
     if [ -d "$entry" ]; then mkdir "/tmp/$name"; else touch "/tmp/$name"; fi
-    mount --rbind "$entry" "/tmp/$name"
+    mount --rbind "$entry" "/tmp/$name" 2>/dev/null || true
 done
 cd /                                # not the caller's folder: `python -m` imports from the current folder
 exec "$@"
@@ -191,7 +190,8 @@ def container_image():
     namespace (``unshare``, root; nothing of the machine changes): the interpreter's home holds the
     interpreter only, /work, /home, /opt, /srv and /var/tmp are empty, /tmp holds the test's own
     folders only (not what other programs left there: a copy of this repository, say), and a venv
-    of its own holds numpy and scipy only.  Yields (wrap(command, user=None) -> the command run in the image, its python, a
+    of its own holds numpy, scipy and pyseccomp only.  Yields (wrap(command, user=None, prelude="") -> the
+    command run in the image (as ``user``, after the shell commands ``prelude``), its python, a
     folder others can read, a root-only copy of this package (what the grader imports as root))."""
     top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_"))
     os.chmod(top, 0o755)
@@ -207,8 +207,9 @@ def container_image():
         home, pyhome = (Path("/root"), base.relative_to("/root").parts[0]) if base.is_relative_to("/root") else ("", "")
         script = IMAGE.format(home=home, pyhome=pyhome, site=site, relative=site.relative_to(prefix))
 
-        def wrap(command, user=None):
-            return (["unshare", "--mount", "--propagation", "private", "bash", "-c", script, "image", str(top)]
+        def wrap(command, user=None, prelude=""):
+            return (["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                     script.replace("\ncd /", f"\n{prelude}\ncd /", 1), "image", str(top)]
                     + (["runuser", "-u", user, "--"] if user else []) + list(command))
         os.umask(caller)
         yield wrap, str(top / "venv" / "bin" / "python"), public, private

@@ -32,6 +32,7 @@ from numpy_mamba.grader.sandbox.kernel import readable_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = ROOT / "numpy_mamba" / "grader" / "sandbox" / "child.py"
+SANDBOX_USER = kernel.SANDBOX_UID + 99        # not one a grader run beside this test holds
 
 # Runs in a fresh interpreter: loads the sandbox's modules by path as a child does, optionally
 # becomes user 65534 (nobody), confines itself at the tier given, then tries each attack.
@@ -40,19 +41,20 @@ import ctypes, errno, fcntl, importlib.util, json, os, signal, socket, struct, s
 spec = importlib.util.spec_from_file_location("child", sys.argv[1])
 child = importlib.util.module_from_spec(spec); spec.loader.exec_module(child)
 _, kernel = child._siblings()
-work, outside, secret_dir, readable, listable, unprivileged, allowed_file, tier = json.loads(sys.argv[2])
+work, outside, secret_dir, readable, listable, unprivileged, allowed_file, victim, tier = json.loads(sys.argv[2])
 os.setsid()
 if unprivileged:
     os.setgroups([]); os.setgid(65534); os.setuid(65534)
 kernel.confine(tier, readable, [work], listable, 2**30, 60, os.getppid())
 out, libc, ppid = {}, ctypes.CDLL(None, use_errno=True), os.getppid()
+out["ids"] = [os.getresuid(), os.getresgid(), os.getgroups()]
 def attempt(name, action):
     try:
         action()
         out[name] = "allowed"
     except OSError as exc:
         out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
-    except (RuntimeError, ValueError) as exc:
+    except (RuntimeError, ValueError, ImportError) as exc:
         out[name] = f"refused: {exc}"
 def c_call(result):
     if result == -1:
@@ -99,9 +101,30 @@ attempt("fcntl O_ASYNC", lambda: fcntl.fcntl(fd, fcntl.F_SETFL, os.O_ASYNC))
 attempt("ioctl FIOASYNC", lambda: fcntl.ioctl(fd, 0x5452, struct.pack("i", 1)))
 attempt("ioctl FIOSETOWN", lambda: fcntl.ioctl(fd, 0x8901, struct.pack("i", ppid)))
 attempt("fcntl O_NONBLOCK", lambda: fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK))
+mine = os.open(victim, os.O_RDONLY)
+attempt("chmod a file outside", lambda: os.chmod(victim, 0o4777))
+attempt("chmod through a descriptor", lambda: os.chmod(mine, 0o4777))
+attempt("chown a file outside", lambda: os.chown(victim, os.getuid(), os.getgid()))
+attempt("set its times", lambda: os.utime(victim, (0, 0)))
+attempt("set its times through a descriptor", lambda: os.utime(mine, (0, 0)))
+attempt("set an extended attribute", lambda: os.setxattr(victim, "user.mark", b"x"))
+attempt("remove an extended attribute", lambda: os.removexattr(victim, "user.kept"))
+attempt("truncate a path", lambda: os.truncate(victim, 0))
+attempt("truncate a descriptor", lambda: os.ftruncate(mine, 0))
+attempt("open it read-only with O_TRUNC", lambda: os.close(os.open(victim, os.O_RDONLY | os.O_TRUNC)))
+attempt("open it with no access mode and O_TRUNC", lambda: os.close(os.open(victim, 3 | os.O_TRUNC)))
+attempt("hard link it into the working directory", lambda: os.link(victim, os.path.join(work, "link")))
+attempt("symlink in the working directory", lambda: os.symlink(victim, os.path.join(work, "symlink")))
+attempt("rename out of the working directory", lambda: os.rename(os.path.join(work, "mine"), outside))
+attempt("make a FIFO", lambda: os.mkfifo(os.path.join(work, "fifo")))
+attempt("import a module not yet loaded", lambda: __import__("xml.dom.minidom"))
 print(json.dumps(out))
 '''
 
+ESCAPES = ("chmod a file outside", "chmod through a descriptor", "chown a file outside", "set its times",
+           "set its times through a descriptor", "set an extended attribute", "remove an extended attribute",
+           "truncate a path", "truncate a descriptor", "hard link it into the working directory",
+           "symlink in the working directory", "rename out of the working directory", "make a FIFO")
 EVERY_TIER = {
     "fork": "EPERM", "start a thread": "refused: can't start new thread", "exec": "EPERM",
     "signal the parent": "EPERM", "open a socket": "EPERM", "open a unix socket": "EPERM",
@@ -112,33 +135,81 @@ EVERY_TIER = {
     "fcntl F_SETOWN": "EPERM", "fcntl F_SETOWN_EX": "EPERM", "fcntl F_SETSIG": "EPERM", "fcntl O_ASYNC": "EPERM",
     "ioctl FIOASYNC": "EPERM", "ioctl FIOSETOWN": "EPERM", "read the parent's memory": "EACCES",
     "read outside through a dir_fd": "EACCES", "read an allowlisted file": "allowed", "signal itself": "allowed",
-    "fcntl O_NONBLOCK": "allowed"}
+    "fcntl O_NONBLOCK": "allowed", **dict.fromkeys(ESCAPES, "EPERM")}
+# Landlock: from ABI 3 it refuses truncation outside; below, seccomp refuses O_TRUNC without write access.
 LANDLOCK = dict(EVERY_TIER, **{"read /etc/passwd": "EACCES", "write outside": "EACCES",
                                "write the working directory": "allowed", "open the terminal": "EACCES"})
-# The user tier: files are confined by permission bits (what others may read) and nothing is created.
+TRUNCATING = ("open it read-only with O_TRUNC", "open it with no access mode and O_TRUNC")
+# The user tier: files are confined by permission bits (what others may read) and are opened read-only.
 USER = dict(EVERY_TIER, **{"read /etc/passwd": "allowed", "write outside": "EPERM",
-                           "write the working directory": "EPERM", "open the terminal": "EPERM"})
+                           "write the working directory": "EPERM", "open the terminal": "EPERM",
+                           **dict.fromkeys(TRUNCATING, "EPERM")})
+
+
+def _landlock(abi: int) -> dict:
+    return dict(LANDLOCK, **dict.fromkeys(TRUNCATING, "EACCES" if abi >= 3 else "EPERM"))
+
+
+CAPABILITIES = r'''
+import ctypes, importlib.util, json, os, struct, sys
+spec = importlib.util.spec_from_file_location("child", sys.argv[1])
+child = importlib.util.module_from_spec(spec); spec.loader.exec_module(child)
+_, kernel = child._siblings()
+readable, listable = kernel.readable_paths()
+kernel.confine(json.loads(sys.argv[2]), readable, [], listable, 2**30, 60, os.getppid())
+header, data = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8), ctypes.create_string_buffer(24)
+assert ctypes.CDLL(None).capget(header, data) == 0
+print(json.dumps(struct.unpack("=6I", data.raw)))
+'''
+
+
+@pytest.mark.parametrize("abi", [7, 0])
+def test_a_root_childs_one_capability_is_reading_what_landlock_allows(abi):
+    """Seen without seccomp (which refuses capget): under Landlock the sandbox user keeps
+    CAP_DAC_READ_SEARCH alone (effective and permitted; the interpreter may live where only
+    root reads), and nothing without it."""
+    done = subprocess.run([sys.executable, "-I", "-c", CAPABILITIES, str(CHILD),
+                           json.dumps({"landlock_abi": abi, "seccomp": False, "uid": SANDBOX_USER})],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    reading = 1 << 2 if abi else 0
+    assert json.loads(done.stdout) == [reading, reading, 0, 0, 0, 0]
+
+
+def _state(path: Path) -> tuple:
+    """What harm would change: mode, owner, contents, xattrs, and the times (ctime: any change of these)."""
+    info = path.stat()
+    return info.st_mode, info.st_uid, info.st_mtime_ns, info.st_ctime_ns, path.read_bytes(), os.listxattr(path)
 
 
 def _confined(tier: dict, unprivileged: bool = False) -> dict:
-    """Run PROBE confined at ``tier``; the secret folder is 700, so no sandbox user reads it."""
+    """Run PROBE confined at ``tier``; the secret folder is 700, so no sandbox user reads it; the
+    victim is the grader's (root's, or user 65534's when ``unprivileged``), mode 644 with an
+    extended attribute, and must come out as it went in."""
     folder = Path(tempfile.mkdtemp(prefix="numpy_mamba_kernel_test_"))     # pytest's tmp_path is root's (700)
     try:
-        work, outside, secret = folder / "work", folder / "outside.txt", folder / "secret"
+        work, outside, secret, victim = folder / "work", folder / "outside.txt", folder / "secret", folder / "victim"
         work.mkdir()
         secret.mkdir(mode=0o700)
         (secret / "secret.py").write_text("ANSWER = 42\n")
+        victim.write_text("the instructor's key\n")
+        os.setxattr(victim, "user.kept", b"1")
+        os.chmod(victim, 0o644)
+        os.chown(victim, *(2 * [65534 if unprivileged else 0]))
         uid = tier.get("uid") or (65534 if unprivileged else None)
         if uid is not None:                           # the working directory is the child's own
             os.chown(work, uid, uid)
             os.chmod(folder, 0o755)
+        before = _state(victim)
         readable, listable = readable_paths()
-        args = [str(work), str(outside), str(secret), list(readable), list(listable), unprivileged, numpy.__file__,
-                tier]
+        args = [str(work), str(outside), str(secret), list(readable) + [str(victim)], list(listable), unprivileged,
+                numpy.__file__, str(victim), tier]
         done = subprocess.run([sys.executable, "-I", "-c", PROBE, str(CHILD), json.dumps(args)], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert not outside.exists(), "a confined process wrote outside its working directory"
+        assert _state(victim) == before, "a confined process changed the victim's mode, times, contents or xattrs"
+        assert sorted(p.name for p in work.iterdir()) in ([], ["mine"]), "a link or FIFO was made"
         return json.loads(done.stdout)
     finally:
         shutil.rmtree(folder)
@@ -178,39 +249,54 @@ def test_weak_isolation_is_named_in_its_line():
 
 @pytest.mark.parametrize("abi", [7, 5, 1])
 def test_every_landlock_tier_refuses_every_escape_as_root(abi):
-    """Landlock of any ABI plus seccomp, for a root grader (Gradescope's): every capability
-    dropped; below ABI 6 seccomp refuses what would signal outside (the SIGIO path too)."""
-    seen = _confined({"landlock_abi": abi, "seccomp": True, "uid": None})
-    assert {k: seen[k] for k in LANDLOCK} == LANDLOCK
+    """Landlock of any ABI plus seccomp, for a root grader (Gradescope's): the child is its own
+    user with no group and one capability (CAP_DAC_READ_SEARCH: Landlock decides what it reads);
+    below ABI 6 seccomp refuses what would signal outside (the SIGIO path too), below ABI 3 the
+    truncation Landlock does not see; chmod, utime, xattrs at every ABI."""
+    seen = _confined({"landlock_abi": abi, "seccomp": True, "uid": SANDBOX_USER})
+    assert {k: seen[k] for k in _landlock(abi)} == _landlock(abi)
+    assert seen["ids"] == [[SANDBOX_USER] * 3, [SANDBOX_USER] * 3, []]
+    assert seen["import a module not yet loaded"] == "allowed"
 
 
 def test_the_user_tier_refuses_every_escape():
-    """Root without Landlock: the child's own user, no group, seccomp, no file created; it reads
-    only what others may read (the secret folder is 700)."""
-    seen = _confined({"landlock_abi": 0, "seccomp": True, "uid": kernel.SANDBOX_UID})
+    """Root without Landlock: the child's own user, no group, no capability, seccomp, files opened
+    read-only; it reads only what others may read (the secret folder is 700)."""
+    seen = _confined({"landlock_abi": 0, "seccomp": True, "uid": SANDBOX_USER})
     assert {k: seen[k] for k in USER} == USER
+    assert seen["ids"] == [[SANDBOX_USER] * 3, [SANDBOX_USER] * 3, []]
 
 
-def test_the_landlock_tier_refuses_every_escape_as_an_unprivileged_user():
-    """The same as user 65534: Landlock and seccomp need no privilege (no-new-privs).  (The process
-    becomes that user after starting: this machine's interpreter lives under /root, mode 700.)"""
-    seen = _confined({"landlock_abi": 7, "seccomp": True, "uid": None}, unprivileged=True)
-    assert {k: seen[k] for k in LANDLOCK} == LANDLOCK
+@pytest.mark.parametrize("abi", [7, 1])
+def test_the_landlock_tier_refuses_every_escape_as_an_unprivileged_user(abi):
+    """The same as user 65534, an instructor's account, whose own file is the victim: Landlock does
+    not govern chmod, utime or xattrs (nor truncation below ABI 3): the allowlist refuses them.
+    (The process becomes that user after starting: this machine's interpreter lives under /root.)"""
+    seen = _confined({"landlock_abi": abi, "seccomp": True, "uid": None}, unprivileged=True)
+    assert {k: seen[k] for k in _landlock(abi)} == _landlock(abi)
+    assert seen["ids"] == [[65534] * 3, [65534] * 3, []]
 
 
-def test_the_filter_checks_the_architecture_first_and_has_a_number_for_every_call():
-    """The BPF program's first instructions load the arch and kill any other ABI; every call it
-    names has its number on each machine (a missing one would go unrefused)."""
-    for machine, (audit_arch, numbers) in seccomp.ARCHES.items():
-        for create in (True, False):
-            program = seccomp.program(machine, 1234, create)
-            assert len(program) % 8 == 0 and len(program) // 8 < 4096
-            assert program[:8] == seccomp._insn(seccomp.LD_W_ABS, 0, 0, 4)
-            assert program[8:16] == seccomp._insn(seccomp.JEQ_K, 1, 0, audit_arch)
-            assert program[16:24] == seccomp._insn(seccomp.RET_K, 0, 0, seccomp.RET_KILL_PROCESS)
-        absent = {"fork", "vfork", "iopl", "ioperm", "mknod", "creat", "mkdir", "link", "symlink", "rename", "open"}
-        named = set(seccomp.REFUSED + seccomp.NO_CREATE + list(seccomp.ENOSYS) + ["kill", "tgkill", "fcntl", "ioctl"])
-        assert named - set(numbers) <= (absent if machine == "aarch64" else set()), machine
+def test_a_root_child_never_keeps_the_graders_identity():
+    """Asked to confine a root process without a sandbox user, ``confine`` refuses (never root)."""
+    with pytest.raises(AssertionError, match="must run as a sandbox user of its own"):
+        _confined({"landlock_abi": 7, "seccomp": True, "uid": None})
+
+
+# Linux 4.14 (Gradescope's kernel) numbers its x86_64 calls up to 332 (statx).
+LAST_CALL_OF_4_14 = 332
+
+
+def test_the_allowlist_names_only_calls_linux_4_14_has():
+    """Every call the filter allows, at every tier, exists on 4.14 (the newer ones the C library
+    tries first answer ENOSYS, so it falls back), and libseccomp knows each name."""
+    import pyseccomp
+    for abi in (0, 1, 3, 7):
+        named = set(seccomp.ALLOWED + seccomp.WORKDIR) | {call for call, *_ in seccomp.rules(1234, abi)}
+        numbers = {call: pyseccomp.resolve_syscall(pyseccomp.Arch.X86_64, call) for call in named}
+        assert all(0 <= n <= LAST_CALL_OF_4_14 for n in numbers.values()), numbers
+    newer = {call: pyseccomp.resolve_syscall(pyseccomp.Arch.X86_64, call) for call in seccomp.NEWER}
+    assert all(n > LAST_CALL_OF_4_14 for n in newer.values()), newer
 
 
 # ---- the kit: what of numpy_mamba a submission reaches -------------------------------------------
@@ -288,22 +374,33 @@ def test_the_sandbox_interface_is_narrow():
 
 
 def test_the_image_check_names_what_others_can_read_and_prepare_closes_it(monkeypatch):
-    """The user tier's precondition on a layout of its own: this package, a package next to numpy
-    (torch) and the autograder's folder, readable by others, are each named, numpy and its
-    metadata are not; ``prepare`` takes others' rights from those three alone, and the check holds."""
+    """The user tier's precondition on a layout of its own: this package, every other copy of it
+    the interpreter can name (the checkout pip installed it from, with its solutions, by
+    direct_url.json; one by an .egg-link; a copy on sys.path; one in the user's site folder), a
+    package next to numpy (torch) and the autograder's folder, readable by others, are each
+    named, numpy and its metadata are not; ``prepare`` takes others' rights from those alone, and
+    the check holds."""
     from numpy_mamba.grader.sandbox import image
     top = Path(tempfile.mkdtemp(prefix="numpy_mamba_image_check_"))
     try:
         os.chmod(top, 0o755)
-        site, package, root = top / "site", top / "checkout" / "numpy_mamba", top / "autograder"
-        for folder in (site / "torch", site / "numpy", site / "numpy-2.0.dist-info", package, root):
+        site, user, package, root = top / "site", top / "user", top / "checkout" / "numpy_mamba", top / "autograder"
+        installed_from, developed, on_path = top / "installed from", top / "developed", top / "pythonpath"
+        record = site / "numpy_mamba-0.1.0.dist-info"
+        for folder in (site / "torch", site / "numpy", site / "numpy-2.0.dist-info", record, user / "numpy_mamba",
+                       package, root, installed_from / "tutorials" / "solutions", developed, on_path / "numpy_mamba"):
             folder.mkdir(parents=True, mode=0o755)
+        (installed_from / "setup.cfg").write_text("[metadata]\n")
+        (installed_from / "tutorials" / "solutions" / "gradients_solution.py").write_text("ANSWER = 1\n")
+        (record / "direct_url.json").write_text(json.dumps({"url": installed_from.as_uri(), "dir_info": {}}))
+        (site / "numpy_mamba.egg-link").write_text(f"{developed}\n.\n")
         monkeypatch.setattr(image, "PACKAGE", package)
-        monkeypatch.setattr(image.site, "getsitepackages", lambda: [str(site)])
+        monkeypatch.setattr(image, "_folders", lambda: ([str(site), str(user)], [str(on_path)]))
         monkeypatch.setattr(image, "_needed", lambda: [str(site / "numpy")])
         found = image.problems([root])
         named = {line.split(" is readable")[0] for line in found}
-        assert named == {str(package), str(site / "torch"), str(root)}, found
+        assert named == {str(p) for p in (package, site / "torch", site / "numpy_mamba.egg-link", user / "numpy_mamba",
+                                          root, installed_from, developed, on_path / "numpy_mamba")}, found
         assert sorted(image.prepare([root])) == sorted(named)
         assert image.problems([root]) == [] and (site / "numpy").stat().st_mode & 0o005 == 0o005
     finally:

@@ -25,7 +25,7 @@ from .compare import Result, grade_function
 from .files import helpers_of, inside, source_of
 from .problems import forward_seconds
 from .registry import all_exercises, identify, prepare, top_level_names
-from .sandbox import StagingError, read_source, shown
+from .sandbox import StagingError, shown
 
 
 class GraderError(Exception):
@@ -238,7 +238,7 @@ def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, fo
     if not path.exists():
         sub.problem = f"no such file: {shown(path)}"
         return
-    source = sub.source = source_of(path)
+    source = sub.source = source_of(path, folder)
     name = (path.stem if path.stem.isidentifier() else "submission") + ".py"
     try:
         names = top_level_names(source, path)
@@ -261,8 +261,8 @@ def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, fo
         sub.problem = (f"not graded: more than {sandbox.MAX_HELPERS} helper modules next to {shown(path.name)}; "
                        "give each submission a folder of its own")
         return
-    copies = {h.name: read_source(h) for h in helpers if h.name.isascii() and h.stem.isidentifier()}
-    with sandbox.Folder(session.isolation.tier == "user") as box:
+    copies = {h.name: source_of(h, folder) for h in helpers if h.name.isascii() and h.stem.isidentifier()}
+    with sandbox.Folder() as box:
         staged = box.stage(name, source, copies)
         sub.graded = [_grade_exercise(staged, exercise, session, box, sub)]
 

@@ -8,9 +8,10 @@ and judges what comes back.
 
     kernel.py    the tiers, ``probe`` and ``confine`` (limits, the sandbox user, capabilities)
     landlock.py  Landlock: files read from an allowlist, written in the working directory only
-    seccomp.py   the system calls a child may not make
+    seccomp.py   the system calls a child may make (an allowlist)
     image.py     the user tier's precondition: what an unprivileged user can read, checked and arranged
-    staging.py   a submission's files: measured before read, copied, removed
+    staging.py   a submission's files: opened without links, measured, copied, removed
+    users.py     a root grader's sandbox users: a uid per submission, which no one else has
     parent.py    the grader's side of a child: start, feed, read, judge on its own CPU time, kill
     child.py     what runs in the child (and the clean fork server it comes from)
     protocol.py  the frames between the two, parsed strictly
@@ -24,14 +25,18 @@ sequences, send forged messages, exit at any moment, or never return.  Against t
     tolerances and scores exist only in the grader;
   * every tier: a fresh interpreter (``python -I``, a clean environment), a session of its own,
     hard limits on address space, file size and open files, first in line for the OOM killer,
-    dead with the grader (PDEATHSIG), no-new-privs, no capability, and the seccomp filter: no
-    process or thread, exec, ptrace, signal to another process (the SIGIO path included),
-    socket, memfd, System V or POSIX IPC, prctl, or scheduling call at another process;
+    dead with the grader (PDEATHSIG), no-new-privs, and the seccomp allowlist: the system calls
+    computing needs and nothing else (no process or thread, exec, ptrace, signal to another
+    process, socket, chmod, chown, utime, xattr, truncate, link, IPC, memfd, prctl, ...);
+  * every tier, for a root grader: its own unprivileged user and group, which no other grader
+    run, user, process or file it reaches has, no supplementary group, no capability (under
+    Landlock: CAP_DAC_READ_SEARCH alone, as Landlock decides what it reads); its copy and
+    working directory are that user's alone;
   * tier "landlock" (Landlock of any ABI >= 1): files read from an allowlist (the standard
     library, numpy, scipy, its own copy), written in its working directory only;
-  * tier "user" (root without Landlock): its own unprivileged user and group, no supplementary
-    group, reading what others may read (``image.py`` checks at start that this excludes the
-    package's source, every other package and the folders named private), creating no file;
+  * tier "user" (root without Landlock): reading what others may read (``image.py`` checks at
+    start that this excludes every copy of the package and its solutions, every other package
+    and the folders named private), files opened read-only;
   * tier "weak" (not root, no Landlock: a laptop's macOS, WSL2, an old Linux): said in one line;
     a class run refuses it unless told otherwise;
   * judged on what the kernel counts for it alone: its CPU time over all its threads (a busy
@@ -88,8 +93,7 @@ def run(job: Job, folder: Folder, found: Isolation, limits: Limits) -> ChildRun:
     the child does (StagingError if its working directory cannot be made)."""
     workdir = folder.workdir()
     readable, listable = readable_paths()
-    tier = {"landlock_abi": found.landlock_abi, "seccomp": found.seccomp,
-            "uid": folder.uid if found.tier == "user" else None}
+    tier = {"landlock_abi": found.landlock_abi, "seccomp": found.seccomp, "uid": folder.uid}
     request = {"submission": str(job.submission), "src": str(folder.src), "workdir": workdir,
                "module_name": f"submission_{job.submission.stem}", "exercise": job.exercise,
                "allowed": job.allowed, "kit": job.kit, "modules": job.modules, "functions": list(job.functions),

@@ -6,9 +6,12 @@ their permission bits alone.  That is enough only when the image is laid out for
 setup.sh runs it, as root, when the image is built):
 
   * readable by others (the child imports them): the standard library, numpy and scipy;
-  * NOT readable by others: this package's source (and the checkout it sits in: solutions,
-    .git), every other package next to numpy and scipy (an autodiff library, a copy of this
-    one), and the folders the caller names private (the autograder's folder, a class's files);
+  * NOT readable by others: this package's source, and every copy of it the interpreter can
+    name: the checkout it sits in or was installed from (pip's direct_url.json, editable or not;
+    an .egg-link), with its tutorials/solutions and .git; a copy on sys.path; every other
+    package next to numpy and scipy (an autodiff library, a copy of this one); and the folders
+    and files the caller names private (the autograder's folder, a class's files, the secret
+    seed's file);
   * searchable by others: the temporary folder, where each child's folder is made.
 
 "Readable by others" is judged on the permission bits a user who owns nothing and is in no
@@ -16,15 +19,19 @@ group gets: a folder is open when it and every folder above it are searchable by
 """
 from __future__ import annotations
 
+import glob
+import json
 import os
 import site
 import stat
+import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 PACKAGE = Path(__file__).resolve().parents[2]            # numpy_mamba/
-ALLOWED = ("numpy", "scipy", "numpy.libs", "scipy.libs", "__pycache__")
+ALLOWED = ("numpy", "scipy", "numpy.libs", "scipy.libs", "pyseccomp.py", "__pycache__")
 HARMLESS_SUFFIXES = (".dist-info", ".egg-info", ".pth", ".txt")
 MAX_FILES = 20000               # files checked under one needed tree (numpy and scipy: a few thousand)
 
@@ -82,17 +89,53 @@ def _unreadable_in(tree: str) -> str:
     return ""
 
 
+def _folders() -> tuple:
+    """(the site folders, where every entry is a package; sys.path's other folders)."""
+    packages = [f for f in dict.fromkeys(site.getsitepackages() + [site.getusersitepackages()]) if os.path.isdir(f)]
+    others = [f for f in dict.fromkeys(p for p in sys.path if os.path.isabs(p)) if os.path.isdir(f)]
+    return packages, [f for f in others if f not in packages]
+
+
+def _copy(folder: str) -> list:
+    """The copy of numpy_mamba in ``folder`` and, when ``folder`` is a checkout, the checkout."""
+    found = [os.path.join(folder, "numpy_mamba")] if os.path.isdir(os.path.join(folder, "numpy_mamba")) else []
+    checkout = found and any(os.path.isfile(os.path.join(folder, n)) for n in ("setup.cfg", "pyproject.toml"))
+    return found + [folder] * bool(checkout)
+
+
+def _checkouts(folders) -> list:
+    """The folders an installed numpy_mamba was installed from: pip's direct_url.json (editable or
+    not, ``pip install .``) and setuptools' .egg-link (``setup.py develop``)."""
+    found = []
+    for folder in folders:
+        for record in glob.glob(os.path.join(folder, "numpy_mamba-*.dist-info", "direct_url.json")):
+            try:
+                with open(record) as f:
+                    url = json.load(f).get("url", "")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if url.startswith("file://"):
+                found.append(unquote(urlparse(url).path))
+        for link in glob.glob(os.path.join(folder, "numpy_mamba*.egg-link")):
+            try:
+                with open(link) as f:
+                    found.append(f.readline().strip())
+            except OSError:
+                continue
+    return [c for c in found if os.path.isabs(c)]
+
+
 def private_paths(extra=()) -> list:
-    """What a sandbox user must not read: this package (its checkout, if it is one), every other
-    package beside numpy and scipy, and ``extra``."""
-    found = [str(PACKAGE)]
-    root = PACKAGE.parent
-    if any((root / name).is_file() for name in ("setup.cfg", "pyproject.toml")):
-        found.append(str(root))
-    for folder in site.getsitepackages():
-        if os.path.isdir(folder):
-            found += [os.path.join(folder, name) for name in sorted(os.listdir(folder))
-                      if name not in ALLOWED and not name.endswith(HARMLESS_SUFFIXES)]
+    """What a sandbox user must not read: this package and every other copy of it the interpreter
+    can name (a checkout it sits in or was installed from, with its tutorials/solutions; a copy on
+    sys.path), every other package beside numpy and scipy, and ``extra``."""
+    packages, others = _folders()
+    found = [str(PACKAGE)] + _copy(str(PACKAGE.parent)) + _checkouts(packages + others)
+    for folder in packages:
+        found += [os.path.join(folder, name) for name in sorted(os.listdir(folder))
+                  if name not in ALLOWED and not name.endswith(HARMLESS_SUFFIXES)]
+    for folder in others:
+        found += _copy(folder)
     return list(dict.fromkeys(found + [os.path.abspath(p) for p in extra]))
 
 

@@ -7,11 +7,12 @@ child, before the submission's first line; nothing it sets up can be undone afte
     too much memory is killed before the grader;
   * hard resource limits: address space, CPU time (a backstop: the grader judges the time limit
     on the child's CPU time, ``parent.py``), file size, open files, no core files;
-  * as root without Landlock: the child's own unprivileged user and group (``SANDBOX_UID`` + a
-    slot), no supplementary groups;
-  * PR_SET_PDEATHSIG (the child dies with the grader), no-new-privs, and, for a child still
-    root, every capability dropped;
-  * Landlock at the tier's ABI (``landlock.py``) and the seccomp filter (``seccomp.py``).
+  * no-new-privs, and Landlock at the tier's ABI (``landlock.py``);
+  * for a root grader, at every tier: the child's own unprivileged user and group (allocated
+    by ``staging.py``), no supplementary group, no capability but, under Landlock,
+    CAP_DAC_READ_SEARCH: Landlock, not the permission bits, decides what it reads there (the
+    interpreter may live where only root reads, as pyenv's under /root);
+  * PR_SET_PDEATHSIG (the child dies with the grader) and the seccomp allowlist (``seccomp.py``).
 
 ``NUMPY_MAMBA_SANDBOX_MAX_ABI`` caps the Landlock ABI the grader uses (0: act as if the kernel had
 no Landlock), so that every tier can be tried on one machine.
@@ -37,10 +38,11 @@ except ImportError:                                    # in the child: loaded by
 
 FILE_LIMIT = 64 * 2**20         # RLIMIT_FSIZE: no file written by a submission grows beyond this
 OPEN_FILES = 64                 # RLIMIT_NOFILE: descriptors (and so pipes) a child may hold
-SANDBOX_UID = 61000             # children run as SANDBOX_UID + slot (and that group) in the user tier
+SANDBOX_UID = 61000             # a root grader's children run as SANDBOX_UID + k (and that group)
 MAX_ABI = "NUMPY_MAMBA_SANDBOX_MAX_ABI"
 PACKAGES_DIRS = ("site-packages", "dist-packages")
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
+PR_SET_PDEATHSIG, PR_SET_KEEPCAPS, PR_SET_NO_NEW_PRIVS = 1, 8, 38
+CAP_DAC_READ_SEARCH = 2
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ class Isolation:
     @property
     def line(self) -> str:
         """One line for the terminal, the report and the instructor's output."""
-        calls = "seccomp (no processes or threads, exec, ptrace, signals to others, sockets, shared memory, IPC)"
+        calls = ("seccomp allowlist (computing only: no processes or threads, exec, signals to others, sockets, "
+                 "chmod, utime, xattrs, truncate, links)")
         cap = f" (capped by {MAX_ABI}; the kernel offers {self.offered})" if self.offered > self.landlock_abi else ""
         if self.tier == "landlock":
             scope = "scoped by Landlock" if self.landlock_abi >= 6 else "refused by seccomp"
@@ -81,15 +84,16 @@ class Isolation:
             return f"isolation: kernel sandbox: {files}, {calls}; {self.system}"
         if self.tier == "user":
             user = (f"no Landlock{cap}; each child its own user (uid {SANDBOX_UID}+), reading only what others "
-                    f"may read and creating no file")
+                    f"may read, opening files read-only")
             if self.complete:
                 return f"isolation: sandbox user: {user} (image checked), {calls}; {self.system}"
             shown = [*self.image[:3], *[f"and {len(self.image) - 3} more"] * (len(self.image) > 3)]
             return (f"isolation: WEAK: {user}, but the image check failed: {'; '.join(shown)} (in a container image, "
                     f"`python -m numpy_mamba.grader.gradescope prepare FOLDER` makes these unreadable); {self.system}")
-        files = f"no Landlock{cap}{'' if self.root else ' and not root'} (files NOT confined: a submission reads and " \
-                "writes what you can)"
-        calls = calls if self.seccomp else "no seccomp (processes, signals and sockets NOT confined)"
+        files = f"no Landlock{cap}{'' if self.root else ' and not root'} (files NOT confined: a submission reads " \
+                f"{'what you can' if self.seccomp else 'and writes what you can'})"
+        calls = calls + ", files opened read-only" if self.seccomp else \
+            "no seccomp (no libseccomp or no kernel support: processes, signals and sockets NOT confined)"
         return f"isolation: WEAK: {files}, {calls}; {self.system}"
 
 
@@ -121,7 +125,7 @@ def probe(image=lambda: ()) -> Isolation:
     what breaks the user tier (called only when that tier is the one chosen)."""
     system = f"{platform.system()} {platform.release()} {platform.machine()}"
     libc = _libc()
-    seccomp_ok = libc is not None and platform.machine() in seccomp.ARCHES
+    seccomp_ok = libc is not None and seccomp.available()
     if seccomp_ok:
         with open("/proc/self/status") as f:
             seccomp_ok = any(line.startswith("Seccomp:") for line in f)
@@ -158,22 +162,19 @@ def limit(memory_bytes: int, cpu_seconds: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _drop_capabilities(libc) -> None:
-    """Empty the bounding set and the effective, permitted and inheritable sets (a root child)."""
-    for cap in range(64):
-        if libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
-            break
-    header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)   # _LINUX_CAPABILITY_VERSION_3
-    if libc.syscall(seccomp.ARCHES[platform.machine()][1]["capset"], header, ctypes.create_string_buffer(24)) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-
-
-def _become(uid: int) -> None:
-    """Switch to user and group ``uid`` for good, with no supplementary group."""
+def _become(libc, uid: int, read_all: bool) -> None:
+    """Switch to user and group ``uid`` for good (Linux), with no supplementary group and no
+    capability but CAP_DAC_READ_SEARCH when ``read_all``."""
+    caps = 1 << CAP_DAC_READ_SEARCH if read_all else 0
+    libc.prctl(PR_SET_KEEPCAPS, ctypes.c_ulong(int(read_all)), 0, 0, 0)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    if os.getuid() != uid or os.getgroups():
+    header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)    # _LINUX_CAPABILITY_VERSION_3
+    if libc.capset(header, ctypes.create_string_buffer(struct.pack("=6I", caps, caps, 0, 0, 0, 0), 24)) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    libc.prctl(PR_SET_KEEPCAPS, ctypes.c_ulong(0), 0, 0, 0)
+    if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3 or os.getgroups():
         raise OSError(errno.EPERM, f"could not become user {uid}")
 
 
@@ -223,19 +224,17 @@ def confine(tier: dict, readable, writable, listable, memory_bytes: int, cpu_sec
     except OSError:
         pass
     limit(memory_bytes, cpu_seconds)
+    abi = int(tier["landlock_abi"])
+    if libc is not None and libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if abi:
+        landlock.restrict(libc, abi, list(readable) + mapped_files(), writable, listable)
     if tier.get("uid") is not None:
-        _become(int(tier["uid"]))
+        _become(libc, int(tier["uid"]), read_all=abi >= 1)
+    elif os.geteuid() == 0:
+        raise OSError(errno.EPERM, "a root grader's child must run as a sandbox user of its own")
     die_with_parent()                                # after the user switch, which clears it
     if os.getppid() != parent:
         os._exit(75)
-    if libc is None:
-        return
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if os.geteuid() == 0 and tier["seccomp"]:
-        _drop_capabilities(libc)
-    abi = int(tier["landlock_abi"])
-    if abi:
-        landlock.restrict(libc, abi, list(readable) + mapped_files(), writable, listable)
     if tier["seccomp"]:
-        seccomp.install(libc, platform.machine(), os.getpid(), create=abi >= 1)
+        seccomp.install(abi, os.getpid())

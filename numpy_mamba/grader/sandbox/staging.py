@@ -1,25 +1,30 @@
 """The files of one submission: measured before they are read, copied where only its children can
 read them, and removed afterwards whatever a child left.
 
-``read_source(path)``: a regular file's bytes, at most MAX_SOURCE (a FIFO, a device, a file too
-large or one that grows while it is read is refused with a message, never read whole).
+``read_source(path, folder)``: the bytes of a regular file of the student's own, at most
+MAX_SOURCE, opened from the folder it was found in one name at a time without following a link
+(``O_NOFOLLOW`` at each name, as openat2's RESOLVE_NO_SYMLINKS would, on any kernel), then checked
+on the descriptor: a symbolic link anywhere below the folder, a path leaving it, a hard link (a
+second name of any file), a FIFO, a device, a file too large or one that grows while it is read
+is refused with a message, never read.
 ``Folder``: a fresh folder holding ``src/`` (the copy of the submission and its helpers, which
-is all of the student's that a child reads) and one working directory per child.  In the user
-tier (``kernel.Isolation``) the folder is searchable but not listable by others, and ``src/``
-and each working directory belong to the submission's own sandbox user (a slot of
-``kernel.SANDBOX_UID`` held while it is graded), so a classmate's child, another user, can open
-neither.  ``remove_tree`` deletes a folder whatever a child left in it (thousands of nested
-folders, read-only files, symlinks, which it never follows) and never raises.
+is all of the student's that a child reads) and one working directory per child.  For a root
+grader the folder is searchable but not listable by others, and ``src/``, its files and each
+working directory belong to the submission's own sandbox user (``users.take_user``) and are
+readable by it alone, so a classmate's child, another user, can open none of them.
+``remove_tree`` deletes a folder whatever a child left in it (thousands of nested folders,
+read-only files, symlinks, which it never follows) and never raises.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import sys
 import tempfile
-import threading
 from pathlib import Path
 
-from .kernel import SANDBOX_UID
+from .users import take_user
 
 MAX_SOURCE = 2**20              # a submission or helper larger than this (1 MB) is not graded
 MAX_HELPERS = 20                # helper modules of one submission, at most
@@ -39,16 +44,43 @@ def shown(path) -> str:
                    for c in text)
 
 
-def read_source(path, limit: int = MAX_SOURCE) -> bytes:
-    """The bytes of regular file ``path``, measured before reading; StagingError otherwise."""
+def _open_beneath(path: Path, folder: Path) -> int:
+    """A read-only descriptor of ``path``, opened from ``folder`` (as named) one name at a time,
+    following no symbolic link; StagingError for a link, or a path that leaves the folder."""
+    parts = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(folder))).parts
+    if not parts or parts[0] == "..":
+        raise StagingError(f"{shown(path)} is not inside {shown(folder)}: not graded")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        for k, name in enumerate(parts):
+            mode = os.O_NONBLOCK | os.O_NOCTTY if k == len(parts) - 1 else os.O_DIRECTORY
+            inner = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | mode, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return fd
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno == errno.ELOOP:
+            raise StagingError(f"{shown(path)} is a symbolic link, or inside one: only the submission's own "
+                               "regular files are graded") from None
+        raise
+
+
+def read_source(path, limit: int = MAX_SOURCE, folder=None) -> bytes:
+    """The bytes of ``path``, a regular file of its own inside ``folder`` (default: its own folder),
+    opened without following a link and measured before it is read; StagingError otherwise."""
+    path = Path(path)
+    try:
+        fd = _open_beneath(path, Path(folder) if folder is not None else path.parent)
     except OSError as exc:
         raise StagingError(f"could not read {shown(path)}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise StagingError(f"{shown(path)} is not a regular file")
+        if info.st_nlink > 1:
+            raise StagingError(f"{shown(path)} has {info.st_nlink} names (hard links to one file): only a file of "
+                               "its own is graded; copy it instead")
         if info.st_size > limit:
             raise StagingError(f"{shown(path)} is larger than {limit // 2**20} MB ({info.st_size} bytes): not graded")
         data = os.read(fd, limit + 1)
@@ -61,33 +93,16 @@ def read_source(path, limit: int = MAX_SOURCE) -> bytes:
         os.close(fd)
 
 
-class _Slots:
-    """Sandbox users handed out to submissions graded at the same time (one each)."""
-
-    def __init__(self):
-        self.lock, self.taken = threading.Lock(), set()
-
-    def take(self) -> int:
-        with self.lock:
-            slot = next(k for k in range(len(self.taken) + 1) if k not in self.taken)
-            self.taken.add(slot)
-            return SANDBOX_UID + slot
-
-    def give_back(self, uid: int) -> None:
-        with self.lock:
-            self.taken.discard(uid - SANDBOX_UID)
-
-
-SLOTS = _Slots()
-
-
 class Folder:
     """The folder of one submission (see the module docstring); a context manager that removes
-    it, and gives back its sandbox user, on exit.  ``uid``: None outside the user tier."""
+    it, and gives back its sandbox user, on exit.  ``uid``: its sandbox user (a root grader on
+    Linux, whatever the tier), else None."""
 
-    def __init__(self, user_tier: bool):
-        self.uid = SLOTS.take() if user_tier else None
+    def __init__(self):
+        self.uid, self._lock, self.base = None, None, None
         try:
+            if sys.platform.startswith("linux") and os.geteuid() == 0:
+                self.uid, self._lock = take_user()
             self.base = Path(tempfile.mkdtemp(prefix="numpy_mamba_grade_"))
             self.src = self.base / "src"
             self.src.mkdir()
@@ -117,17 +132,21 @@ class Folder:
         return path
 
     def _own(self, folder: Path, mode: int) -> None:
+        """``folder`` and its files: the sandbox user's, readable by it alone."""
         if self.uid is not None:
-            for path in [folder] + list(folder.iterdir()):
-                os.chown(path, self.uid, self.uid)
+            for path in folder.iterdir():
+                os.chown(path, self.uid, self.uid, follow_symlinks=False)
+                os.chmod(path, 0o400)
+            os.chown(folder, self.uid, self.uid)
             os.chmod(folder, mode)
 
     def close(self) -> None:
-        if getattr(self, "base", None) is not None:
+        if self.base is not None:
             remove_tree(self.base)
-        if self.uid is not None:
-            SLOTS.give_back(self.uid)
-            self.uid = None
+            self.base = None
+        if self._lock is not None:
+            os.close(self._lock)
+            self.uid, self._lock = None, None
 
     def __enter__(self):
         return self

@@ -46,3 +46,35 @@ def stack_problem(kind, model, n_layers, seed=0, d=3, B=6):
     sign = np.where(F >= 0, 1.0, -1.0)
     z = np.where(np.abs(F) == np.abs(F).max(), sign, -sign)
     return layers, P, z
+
+
+def broken_links(report):
+    """The links of a Markdown report that lead nowhere: '](#x)' with no heading whose anchor is #x
+    (``runs.results.anchor``) and no <a name="x">, and '](file)' with no such file beside it."""
+    import re
+    from pathlib import Path
+
+    from numpy_mamba.runs.results import anchor
+    text = Path(report).read_text()
+    targets = {anchor(line) for line in text.splitlines() if line.startswith("#")}
+    targets |= {"#" + name for name in re.findall(r'<a name="([^"]+)"></a>', text)}
+    broken = []
+    for link in re.findall(r"\]\(([^)\s]+)\)", text):
+        if link.startswith("#"):
+            if link not in targets:
+                broken.append(link)
+        elif "://" not in link and not (Path(report).parent / link).exists():
+            broken.append(link)
+    return broken
+
+
+def saturated_long_prompt(d=2, l=1000):
+    """(layer, P (1, d+1, l+1)): every gate logit a_{j,i} = 50 x_{i,1} = +-50 on every token of a long
+    prompt, so that channel 0's gates decay by e^-50 a token, far past float64's range over l."""
+    rng = np.random.default_rng(0)
+    P = np.zeros((1, d + 1, l + 1))
+    P[0, :d] = rng.choice([-1.0, 1.0], size=(d, l + 1))
+    P[0, d, :l] = rng.choice([-1.0, 1.0], size=l)
+    W = np.zeros((d + 1, d + 1))
+    W[0, :] = 50.0
+    return stack.LayerParams(0.1 * np.eye(d + 1), 0.1 * np.eye(d + 1), W), P

@@ -19,7 +19,7 @@ from numpy_mamba.model import output
 from numpy_mamba.scan import scan_outputs
 from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss, init_stack,
                                layer_backward, layer_forward)
-from tests.helpers import stack_problem
+from tests.helpers import saturated_long_prompt, stack_problem
 
 MODELS = ("mamba", "linear_transformer")
 
@@ -210,14 +210,8 @@ def test_long_prompt_saturated_gates_stay_finite_and_match_direct_products():
     # If this fails, the gates lose precision or overflow on long prompts: l = 1000 with every
     # |w_j^T h_i| = 50 must give finite outputs and gradients, and every gate the direct product
     # sigma(a_i) prod (1 - sigma(a_k)) can represent (> 1e-300) must match it to 1e-12.
-    rng = np.random.default_rng(0)
     d, l = 2, 1000
-    P = np.zeros((1, d + 1, l + 1))
-    P[0, :d] = rng.choice([-1.0, 1.0], size=(d, l + 1))
-    P[0, d, :l] = rng.choice([-1.0, 1.0], size=l)
-    W = np.zeros((d + 1, d + 1))
-    W[0, :] = 50.0                                        # a_{j,i} = 50 x_{i,1} = +-50 on every token
-    layer = LayerParams(0.1 * np.eye(d + 1), 0.1 * np.eye(d + 1), W)
+    layer, P = saturated_long_prompt(d, l)               # a_{j,i} = 50 x_{i,1} = +-50 on every token
     _, caches = forward_with_caches([layer, layer], P)
     G, a = caches[0].G[0], caches[0].a[0]
     assert np.all(np.abs(a) == 50.0)

@@ -83,3 +83,16 @@ def test_the_reading_forms_give_the_literal_forms_numbers():
                                rtol=1e-12, atol=1e-12)
     for a, b in zip(numpy_mamba.gradients(params, P, z), numpy_mamba.gradients_literal(params, P, z)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_no_name_numpy_mamba_exports_runs_fused_code():
+    # If this fails, a name of numpy_mamba.__all__ (train on a model's name included) reaches the
+    # fused forms: a student stepping into it would land in cache tiling, not in the paper.
+    world = numpy_mamba.make_world(d=6, M1=3, M2=2, V=1, rng=0)
+    calls = [lambda: numpy_mamba.train(world, numpy_mamba.TrainConfig(T=2, B=4, l_tr=3), "mamba", rng=0),
+             lambda: numpy_mamba.gating(params.w, P), lambda: numpy_mamba.attention_scores(params, P),
+             lambda: numpy_mamba.zero_one_error(numpy_mamba.forward(params, P), z),
+             lambda: numpy_mamba.network("mamba", 2).value_and_gradients(layers[:2], P3, z3)]
+    for call in calls:
+        files = {f for f, _, _ in trace(call)}
+        assert not any(f.startswith("fused") for f in files), sorted(files)

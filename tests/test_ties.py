@@ -81,6 +81,7 @@ def test_the_tie_tolerance_lies_far_from_every_decision_and_above_every_tie():
     batch = testing_batch(world, 1000, 20, alpha=0.5, rng=2)
     ties, decisions = [], {}
     for name, net in NETWORKS.items():
+        net = FUSED.get(f"{name}, fused", net)               # a stack as the commands train and count it
         delta = DELTA.get(name, 0.2)
         untrained = net.init(world.d, rng=3, delta=delta)
         trained, _ = train(world, TrainConfig(T=60, p_a=0.6, eta=ETA.get(name, 0.01), delta=delta), net, rng=1)

@@ -2,11 +2,6 @@
 
 Every check raises ``ValueError`` with what was received and what was expected;
 nothing is clipped, dropped or silently coerced.
-
-``prompts_fit`` and ``labels_fit`` let a public function that runs often look at each array
-once and cheaply: they confirm in O(B) what ``check_prompts`` (finiteness aside) and
-``check_labels`` would accept, and when something looks different the caller runs those checks
-in full, which raise their messages (``model.checked_inputs``).
 """
 from __future__ import annotations
 
@@ -85,19 +80,6 @@ def check_prompts(P, d0: int | None = None) -> tuple[np.ndarray, bool]:
             f"{float(query_label[query_label != 0][0]):g}. Did the query's label z end up in the prompt?"
         )
     return P, single
-
-
-def prompts_fit(P, d0: int) -> bool:
-    """True if ``check_prompts(P, d0)`` would accept P as it is, its finiteness aside, in O(B): a
-    float64 ndarray (d0, l+1) or (B, d0, l+1) with l >= 1, B >= 1 and every query label slot 0
-    (a NaN there is not 0, so it goes to the full check)."""
-    return (type(P) is np.ndarray and P.dtype == np.float64 and P.ndim in (2, 3) and P.shape[-2] == d0
-            and P.shape[-1] >= 2 and P.shape[0] >= 1 and not P[..., -1, -1].any())
-
-
-def labels_fit(z, B: int) -> bool:
-    """True if ``check_labels(z, B)`` accepts z as it is, in O(B): a float64 ndarray (B,) of +-1."""
-    return type(z) is np.ndarray and z.dtype == np.float64 and z.shape == (B,) and np.count_nonzero(z * z - 1.0) == 0
 
 
 def check_labels(z, B: int) -> np.ndarray:

@@ -13,7 +13,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import as_generator, as_real_array, check_positive, check_positive_int, check_probability
-from .numerics import pieces
 
 @dataclass(frozen=True)
 class Section4:
@@ -148,7 +147,8 @@ def _assemble(world: World, rng, tasks, l, K, outlier, outlier_vectors, kappa_a,
     y = np.where(outlier, label_fn(clean_y[:, :l], (B, l)), clean_y[:, :l])
     P = np.empty((B, world.d + 1, l + 1))
     scale = kappa_a * outlier                                # (B, l): kappa_a where there is an outlier, else 0
-    for part in pieces(B, CHUNK):                            # same numbers as one piece, in cache
+    for start in range(0, B, CHUNK):                         # same numbers as one piece, in cache
+        part = slice(start, start + CHUNK)
         _context_inputs(P[part, :-1], world, rel[part], irr[part], kappa[part], outlier_vectors, which[part],
                         scale[part])
     P[:, -1, :l] = y

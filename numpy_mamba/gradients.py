@@ -12,21 +12,19 @@ is the mean over prompts (Algorithm 1, eq (19)).  The sums over i in (93) and (1
 their upper limit, but the query's label y_{l+1} is 0, so they agree.
 
 Read ``gradients_literal`` first: one prompt and one term at a time, as the equations read.
-``eq3_value_and_gradients`` is the batched form: no Python loop over prompts or tokens, every
-sum over the columns p_i one matrix-vector pass over P, and the double sum of (135) one prefix
-sum.  ``gradients`` runs ``eq3_step``, the same sums fused (``fast.py``: four products with P).
-tests/test_gradients.py proves them equal to 1e-12 and checks them against central finite
-differences.
+``gradients`` checks its input and runs ``F_and_gradients``, the batched form: no Python loop
+over prompts or tokens, every sum over the columns p_i one matrix-vector pass over P, and the
+double sum of (135) one prefix sum.  tests/test_gradients.py proves the two equal to 1e-12 and
+checks them against central finite differences.  Training runs the same sums fused
+(``numpy_mamba/fused/eq3.py``: four products with P).
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit
 
-from .fast import eq3_backward, eq3_forward
 from .loss import mean_hinge_slope
-from .model import Params, checked_inputs, confirmed, exact_inputs, forward_terms, gate_logits
-from .numerics import running_sum
+from .model import Params, check_inputs, forward_terms, gate_logits
 
 
 def gradients(params, P, z, model: str = "mamba") -> Params:
@@ -36,27 +34,15 @@ def gradients(params, P, z, model: str = "mamba") -> Params:
     the shapes of ``params``; dw = 0 for ``model="linear_transformer"`` (its gate is 1).
     Paper: eqs (93), (118), (135), (19).
     """
-    params_, P_, z_, _ = checked_inputs(params, P, model, z)
-    with np.errstate(invalid="ignore"):             # an inf makes NaNs on its way to F: ``confirmed`` names it
-        F, grads = eq3_step(model, params_, P_, z_)
-        confirmed(F, params, P, model, z)
-    return grads
+    params, P, z, _ = check_inputs(params, P, model, z)
+    return F_and_gradients(model, params, P, z)[1]
 
 
-def eq3_step(model: str, params: Params, P, z) -> tuple:
-    """``eq3_value_and_gradients`` fused (``fast.eq3_forward``, ``fast.eq3_backward``): the same F (B,)
-    and Params(dW_B, dW_C, dw) for P (B, d+1, l+1), z (B,), from four products with P.  What ``sgd.train``
-    runs at every step, through ``network("mamba").F_and_gradients``; tests/test_speed_paths.py
-    proves it equal to ``eq3_value_and_gradients``."""
-    F, cache = eq3_forward(model, *params, P)
-    dW_B, dW_C, dw, _ = eq3_backward(mean_hinge_slope(F, z), cache)
-    return F, Params(dW_B, dW_C, np.zeros_like(params.w) if dw is None else dw)
-
-
-def eq3_value_and_gradients(model: str, params: Params, P, z) -> tuple:
+def F_and_gradients(model: str, params: Params, P, z) -> tuple:
     """F and eqs (118), (93), (135) for the paper's two models, summed over the batch: ``gradients``
-    without the input checks, plus the output F it computes on the way.  The batched reading form;
-    ``eq3_step`` computes the same in fewer passes over P, and is what runs.
+    without the input checks, plus the output F it computes on the way (``network(model)``'s
+    F_and_gradients).  The batched reading form; ``fused.eq3.F_and_gradients`` computes the same in
+    fewer passes over P.
 
     With h^n = dL/dF^n, the slope of the mean hinge loss (-z^n / B on the active side, else 0),
     and s_i = p_i^T W_B^T W_C p_query, the batch sums of the three equations are
@@ -102,7 +88,7 @@ def gate_backward_terms(P, sigma, dL_dG_G) -> np.ndarray:
                             = sum_s p_s (c_s - sigma_s sum_{i<=s} c_i):  one prefix sum.
     """
     c = dL_dG_G
-    weight = c - sigma * running_sum(c)                      # the weight of column p_s: (B, l+1)
+    weight = c - sigma * np.cumsum(c, axis=1)                # the weight of column p_s: (B, l+1)
     return column_sum(P, weight).sum(axis=0)                 # sum_{n,s} weight_s p_s: (d+1,)
 
 
@@ -127,7 +113,7 @@ def gradients_literal(params, P, z, model: str = "mamba") -> Params:
 
     Slow on purpose: Python loops over prompts n and tokens i.  Use ``gradients`` to run.
     """
-    params, P, z, _ = exact_inputs(params, P, model, z)
+    params, P, z, _ = check_inputs(params, P, model, z)
     W_B, W_C, w = params
     B, _, n_tokens = P.shape
     l = n_tokens - 1

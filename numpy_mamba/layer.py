@@ -8,13 +8,11 @@ eqs (88)-(90)) to, per channel j,
     G_{j,i,t} = sigma(w_j^T h_i) prod_{k=i+1}^{t} (1 - sigma(w_j^T h_k)),
 
 with w_j = W[:, j]; the linear Transformer has every G = 1.  ``layer_backward`` is written by
-hand right below ``layer_forward`` (CS231n style), each chain-rule step commented; this is the
-reading form, which holds the gates G as a (B, D, N, N) tensor (the exercise and the figures use
-it).  ``layer_forward_fused`` / ``layer_backward_fused`` compute the same layer without that
-tensor, with tokens outermost (what ``stack.gradients`` runs and ``bench`` times), and fall back
-to the reading form when the gates decay too fast for them.  Both are vectorised over prompts
-and tokens.  tests/test_stack.py checks O against ``scan.scan_outputs``, the two forms against
-each other, and every gradient against central differences.
+hand right below ``layer_forward`` (CS231n style), each chain-rule step commented.  This is the
+batched reading form, vectorised over prompts and tokens, which holds the gates G as a
+(B, D, N, N) tensor; ``scan.scan_outputs`` is the literal one, token by token.  Training runs
+the same layer fused, without that tensor (``numpy_mamba/fused/layer.py``).  tests/test_stack.py
+checks O against ``scan.scan_outputs`` and every gradient against central differences.
 """
 from __future__ import annotations
 
@@ -23,7 +21,6 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .numerics import running_sum, sigmoid_pair, upper_ones
 
 
 class LayerParams(NamedTuple):
@@ -76,7 +73,7 @@ def gates(a) -> np.ndarray:
     after = np.triu(np.ones((n, n), dtype=bool), 1)                    # 1[k > i]: rows i, columns k
     terms = np.where(after, log_expit(-a)[:, :, None, :], 0.0)         # log(1 - sigma(a_{j,k})), k > i
     terms.reshape(B, D, n * n)[..., ::n + 1] = log_expit(a)            # k = i: log sigma(a_{j,i})
-    G = np.exp(running_sum(terms))                                     # sum_{i<=k<=t}: (B, D, N, N)
+    G = np.exp(np.cumsum(terms, axis=-1))                              # sum_{i<=k<=t}: (B, D, N, N)
     G *= np.triu(np.ones((n, n), dtype=bool))                          # 0 for i > t
     return G
 
@@ -86,7 +83,7 @@ def layer_forward(H, layer: LayerParams, model: str = "mamba"):
     returns (O (B, D, N), LayerCache).
 
     O[:, j, t] = o_{t,j} = sum_{i<=t} G_{j,i,t} h_{i,j} s_{i,t}; every G = 1 for the linear
-    Transformer.  Unchecked: ``forward`` and ``gradients`` validate their input once.
+    Transformer.  Unchecked: ``stack.forward`` and ``stack.gradients`` validate their input once.
     """
     K = layer.W_B @ H                                  # k_i = W_B h_i: (B, m, N)
     Q = layer.W_C @ H                                  # q_t = W_C h_t: (B, m, N)
@@ -117,7 +114,7 @@ def layer_backward(dO, cache: LayerCache):
     else:
         # o_{t,j} = sum_i G_{j,i,t} h_{i,j} s_{i,t}, so dL/dG_{j,i,t} = dO_{j,t} h_{i,j} s_{i,t}
         Y = G * (S[:, None] * dO[:, :, None, :])          # Y_{j,i,t} = G_{j,i,t} s_{i,t} dO_{j,t}: (B, D, N, N)
-        tail = running_sum(Y, reverse=True)               # sum_{t>=k} Y_{j,i,t}: (B, D, N, N)
+        tail = np.cumsum(Y[..., ::-1], axis=-1)[..., ::-1]   # sum_{t>=k} Y_{j,i,t}: (B, D, N, N)
         dH = tail[..., 0].copy()                          # value path: dL/dh_{i,j} = sum_t Y_{j,i,t}
         dS = np.einsum("bjit,bjt,bji->bit", G, dO, H)     # dL/ds_{i,t} = sum_j G_{j,i,t} dO_{j,t} h_{i,j}
         # gate path: dL/dlog G_{j,i,t} = G dL/dG = h_{i,j} Y_{j,i,t}, and by eq (90)
@@ -141,138 +138,3 @@ def scores_backward(dS, cache):
     dW_B = np.tensordot(dK, H, axes=([0, 2], [0, 2]))     # sum_{n,i} dk_i h_i^T: (m, D)
     dW_C = np.tensordot(dQ, H, axes=([0, 2], [0, 2]))     # sum_{n,t} dq_t h_t^T: (m, D)
     return layer.W_B.T @ dK + layer.W_C.T @ dQ, dW_B, dW_C
-
-
-# ---------------------------------------------------------------- the fused form that runs
-MAX_DECAY = np.exp(-600.0)   # the factored gates need every exp within e^(+-300)
-
-
-class LayerFusedCache(NamedTuple):
-    """What ``layer_backward_fused`` needs (N = l+1 tokens, B prompts, D = d+1 channels; (N, B, D)).
-
-    X the layer's input, X[i, n] = h_i of prompt n; layer; MW = [M | W] (D, 2D) with M = W_B^T W_C
-    (just M for the linear Transformer); Y = X M; S (B, N, N) the scores s_{i,t}, 0 for i > t;
-    for Mamba (else None) sigma, keep = sigma(a), 1 - sigma(a), E, v, U = v X and O.
-    """
-
-    X: np.ndarray
-    layer: LayerParams
-    MW: np.ndarray
-    Y: np.ndarray
-    S: np.ndarray
-    sigma: np.ndarray | None
-    keep: np.ndarray | None
-    E: np.ndarray | None
-    v: np.ndarray | None
-    U: np.ndarray | None
-    O: np.ndarray | None
-
-    @property
-    def H(self) -> np.ndarray:
-        """The layer's input as ``LayerCache`` holds it, (B, D, N) (a copy, laid out as P is)."""
-        return np.ascontiguousarray(self.X.transpose(1, 2, 0))
-
-
-class GateTensorCache(NamedTuple):
-    """``layer_forward_fused``'s cache when the gate-tensor form ran: X (N, B, D) and the LayerCache."""
-
-    X: np.ndarray
-    cache: LayerCache
-
-    @property
-    def H(self) -> np.ndarray:
-        return self.cache.H
-
-
-def layer_forward_fused(X, layer: LayerParams, model: str = "mamba"):
-    """``layer.layer_forward`` with tokens outermost: X (N, B, D), X[i, n] = h_i of prompt n ->
-    (O (N, B, D), cache), unchecked.
-
-    o_{t,j} = sum_{i<=t} G_{j,i,t} h_{i,j} s_{i,t} with s_{i,t} = h_i^T M h_t, M = W_B^T W_C, and,
-    for Mamba, G_{j,i,t} = sigma(a_{j,i}) Q_{j,t} / Q_{j,i}, Q_{j,t} = prod_{1<k<=t} (1 - sigma(a_{j,k})):
-    with E = Q / sqrt(Q_N) and v = sigma / E, o_t = E_t sum_{i<=t} s_{i,t} v_i h_i, one (N, N) x
-    (N, D) matmul per prompt.  Every E and v lies within e^(+-300) while Q_N >= e^-600; a channel
-    whose gates decay faster (l = 1000, |a| = 50) sends the layer to the gate-tensor form.
-    """
-    N, B, D = X.shape
-    M = layer.W_B.T @ layer.W_C                              # s_{i,t} = h_i^T M h_t: (D, D)
-    MW = np.concatenate([M, layer.W], axis=1) if model == "mamba" else M
-    YA = (X.reshape(N * B, D) @ MW).reshape(N, B, -1)        # rows h_i^T M and a_i = W^T h_i
-    Y = YA[:, :, :D]
-    S = _prompts(Y) @ X.transpose(1, 2, 0)                   # s_{i,t}: (B, N, N)
-    S *= upper_ones(N)                                       # 0 for i > t
-    O = np.empty_like(X)
-    if model != "mamba":
-        np.matmul(S.transpose(0, 2, 1), _prompts(X), out=_prompts(O))   # o_t = sum_{i<=t} s_{i,t} h_i
-        return O, LayerFusedCache(X, layer, MW, Y, S, None, None, None, None, None, None)
-    sigma, keep = sigmoid_pair(YA[:, :, D:])                 # sigma(a_{j,i}), 1 - sigma(a_{j,i})
-    Q = np.empty_like(keep)
-    Q[0] = 1.0                                               # Q starts after token 1
-    for t in range(1, N):
-        np.multiply(Q[t - 1], keep[t], out=Q[t])
-    if np.any(Q[-1] < MAX_DECAY):
-        return _gate_tensor_forward(X, layer)
-    E = Q
-    E /= np.sqrt(Q[-1])                                      # Q_t / sqrt(Q_N)
-    v = sigma / E
-    U = v * X                                                # v_{j,i} h_{i,j}
-    np.matmul(S.transpose(0, 2, 1), _prompts(U), out=_prompts(O))       # Z_t = sum_{i<=t} s_{i,t} U_i
-    O *= E
-    return O, LayerFusedCache(X, layer, MW, Y, S, sigma, keep, E, v, U, O)
-
-
-def layer_backward_fused(dO, cache, input_gradient: bool = True):
-    """Backward pass of ``layer_forward_fused``: dO = dL/dO (N, B, D) ->
-    (dL/dX (N, B, D), LayerParams(dW_B, dW_C, dW)); the chain rule of ``layer.layer_backward``, step
-    by step.  Without ``input_gradient`` (the first layer: nothing needs dL/dP) dL/dX is None."""
-    if isinstance(cache, GateTensorCache):                   # the gate-tensor form ran
-        dH, grads = layer_backward(dO.transpose(1, 2, 0), cache.cache)
-        return dH.transpose(2, 0, 1), grads
-    X, layer, MW, Y, S, sigma, keep, E, v, U, O = cache
-    N, B, D = X.shape
-    dYA = np.empty((N, B, MW.shape[1]))                      # dL/dY and, for Mamba, dL/da side by side
-    values, dZ = (X, dO) if sigma is None else (U, dO * E)   # O = Z = S^T X, or O = E Z with Z = S^T U
-    dvalues = np.empty_like(X)
-    np.matmul(S, _prompts(dZ), out=_prompts(dvalues))        # sum_{t>=i} s_{i,t} dZ_t
-    dS = _prompts(values) @ dZ.transpose(1, 2, 0)            # dL/ds_{i,t} = values_i . dZ_t
-    dS *= upper_ones(N)                                      # s_{i,t} is used for i <= t only
-    if sigma is not None:
-        _gate_backward(dO, cache, dvalues, out=dYA[:, :, D:])
-    np.matmul(dS, _prompts(X), out=_prompts(dYA[:, :, :D]))  # key side: dL/dy_i = sum_t dS_{i,t} h_t
-    flat = dYA.reshape(N * B, -1)
-    dMW = X.reshape(N * B, D).T @ flat                       # Y = X M, A = X W: (D, D) or (D, 2D)
-    dM = dMW[:, :D]
-    grads = LayerParams(layer.W_C @ dM.T, layer.W_B @ dM,    # M = W_B^T W_C
-                        np.zeros_like(layer.W) if sigma is None else dMW[:, D:])
-    if not input_gradient:
-        return None, grads
-    dX = dvalues if sigma is None else dvalues * v           # value path (U = v X)
-    _prompts(dX)[...] += dS.transpose(0, 2, 1) @ _prompts(Y)     # query side: sum_i dS_{i,t} y_i
-    dX += (flat @ MW.T).reshape(N, B, D)                     # through Y = X M and A = X W
-    return dX, grads
-
-
-def _gate_backward(dO, cache: LayerFusedCache, dU, out) -> None:
-    """dL/da (N, B, D) into ``out``, given dL/dU = dU: a enters O through sigma(a) in v and through
-    the running product Q of 1 - sigma(a) in E (+) and v (-); the scale sqrt(Q_N) cancels in O."""
-    sigma, keep, U, O = cache.sigma, cache.keep, cache.U, cache.O
-    g = dU * U                                               # dL/dlog v = dL/dlog sigma (v = sigma / E)
-    dlogQ = dO * O                                           # dL/dlog Q_t: through E_t ...
-    dlogQ -= g                                               # ... and through v_t
-    for t in range(len(dlogQ) - 2, 0, -1):                   # dL/dlog keep_k = sum_{t>=k} dL/dlog Q_t, k > 1
-        dlogQ[t] += dlogQ[t + 1]
-    dlogQ[0] = 0.0                                           # keep_1 is not in Q
-    dlogQ *= sigma                                           # d log(1 - sigma) / da = -sigma
-    np.multiply(keep, g, out=out)                            # d log sigma / da = 1 - sigma
-    out -= dlogQ
-
-
-def _prompts(A):
-    """(N, B, k) -> (B, N, k): prompt n's (N, k) matrix as A[n], a view."""
-    return A.transpose(1, 0, 2)
-
-
-def _gate_tensor_forward(X, layer: LayerParams):
-    """``layer.layer_forward`` on (B, D, N), (N, B, D) in and out (its LayerCache stays (B, D, N))."""
-    O, cache = layer_forward(np.ascontiguousarray(X.transpose(1, 2, 0)), layer, "mamba")
-    return O.transpose(2, 0, 1), GateTensorCache(X, cache)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import checked_inputs, confirmed, output
+from .model import check_inputs, forward_terms
 
 
 def hinge(F, z) -> np.ndarray:
@@ -34,10 +34,8 @@ def hinge_loss(params, P, z, model: str = "mamba") -> float:
 
     P : (d+1, l+1) or (B, d+1, l+1); z : scalar or (B,) in {-1, +1}.
     """
-    params_, P_, z_, _ = checked_inputs(params, P, model, z)
-    with np.errstate(invalid="ignore"):             # an inf makes NaNs on its way to F: ``confirmed`` names it
-        F = confirmed(output(model, params_, P_), params, P, model, z)
-    return float(np.mean(hinge(F, z_)))
+    params, P, z, _ = check_inputs(params, P, model, z)
+    return float(np.mean(hinge(forward_terms(model, params, P).F, z)))
 
 
 # A decision within rounding of 0 is a tie, not a sign.  F's last sums (eq (3): sum_i G_i y_i s_i,

@@ -8,23 +8,20 @@
 The linear Transformer of Section 3.4 is the same model with every G = 1.
 
 Read ``forward_literal`` first: one prompt, term by term, as the paper prints eq (3).
-``forward_terms`` computes the same for a batch of prompts (the scores s_i in one matrix-vector
-pass, the gates in log space so that long prompts and saturated gates stay finite);
-tests/test_model.py proves the two equal, and equal to the recurrent scan of eq (1) in
-``scan.py``.  ``forward`` runs the fused form of ``fast.py``, tested equal to ``forward_terms``.
+``forward`` checks its input and runs ``forward_terms``, the same for a batch of prompts (the
+scores s_i in one matrix-vector pass, the gates in log space so that long prompts and saturated
+gates stay finite); tests/test_model.py proves the two equal, and equal to the recurrent scan of
+eq (1) in ``scan.py``.  Training runs eq (3) fused (``numpy_mamba/fused/eq3.py``).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit
 
-from ._checks import (as_generator, as_real_array, check_labels, check_positive_int, check_prompts, check_real,
-                      labels_fit, prompts_fit)
+from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts, check_real
 from .data import SECTION4
-from .fast import eq3_forward
-from .numerics import in_pieces, log_sigmoid, running_sum
 
 PAPER_MODELS = ("mamba", "linear_transformer")      # eq (3), and Section 3.4's eq (3) with G = 1
 
@@ -65,44 +62,15 @@ def check_params(params) -> Params:
     return Params(W_B, W_C, w)
 
 
-def checked_inputs(params, P, model: str, z=None) -> tuple:
-    """The inputs of ``forward``, ``hinge_loss`` and ``gradients`` as they run most often, checked:
-    (params, P (B, d+1, l+1), z (B,) or None, single).  Each array is looked at once, in O(B) or
-    less: float64 arrays of the right shapes, query label slots 0, labels +-1, w finite.  Anything
-    else goes to ``exact_inputs``, whose checks raise their messages.  The finiteness of W_B, W_C
-    and P is left to ``confirmed``, from the F these functions compute anyway.
-    """
-    if model in PAPER_MODELS and type(params) is Params and _params_fit(*params) and \
-            prompts_fit(P, params.w.shape[0]) and (z is None or labels_fit(z, P.shape[0] if P.ndim == 3 else 1)):
-        return params, P[None] if P.ndim == 2 else P, z, P.ndim == 2
-    return exact_inputs(params, P, model, z)
-
-
-def exact_inputs(params, P, model: str, z=None) -> tuple:
-    """``checked_inputs`` by the full checks (``check_model``, ``check_params``, ``check_prompts``,
-    ``check_labels``, in that order), which raise their messages."""
+def check_inputs(params, P, model: str, z=None) -> tuple:
+    """The input of ``forward``, ``hinge_loss`` and ``gradients``, checked in full (``check_model``,
+    ``check_params``, ``check_prompts``, ``check_labels``, in that order, each raising a ValueError
+    that says what it received): (params, P (B, d+1, l+1), z (B,) or None, single), single True
+    when P was one prompt (d+1, l+1)."""
     check_model(model)
     params = check_params(params)
     P, single = check_prompts(P, params.W_B.shape[1])
     return params, P, None if z is None else check_labels(z, P.shape[0]), single
-
-
-def confirmed(F, params, P, model: str, z=None):
-    """F (B,), once it is clear that W_B, W_C and P were finite: a NaN or inf in any of them reaches
-    F (through M = W_C^T W_B, the scores s_i of its prompt and the query's 0 * s_{l+1}; IEEE:
-    0 * inf = NaN), so only a non-finite F runs ``exact_inputs``, which names the entry, or finds
-    every input finite (F overflowed) and returns F as it is.  Test: tests/test_inputs.py."""
-    if not np.isfinite(F).all():
-        exact_inputs(params, P, model, z)
-    return F
-
-
-def _params_fit(W_B, W_C, w) -> bool:
-    """W_B, W_C (m, D) and w (D,) float64 arrays, w finite (a saturated gate turns an inf in w into a
-    finite F, so ``confirmed`` cannot see it there)."""
-    return (type(W_B) is type(W_C) is type(w) is np.ndarray and W_B.dtype == W_C.dtype == w.dtype == np.float64
-            and W_B.ndim == 2 and W_C.shape == W_B.shape and w.shape == (W_B.shape[1],)
-            and bool(np.isfinite(w).all()))
 
 
 def init_params(d: int, m: int | None = None, delta: float = SECTION4.delta, rng=None) -> Params:
@@ -142,9 +110,8 @@ def forward(params: Params, P, model: str = "mamba"):
     P : (d+1, l+1) -> float; (B, d+1, l+1) -> (B,).  The query column's term vanishes because
     its label slot is 0 (eq (2)).  Paper: eq (3); the batched form of ``forward_literal``.
     """
-    params_, P_, _, single = checked_inputs(params, P, model)
-    with np.errstate(invalid="ignore"):             # an inf makes NaNs on its way to F: ``confirmed`` names it
-        F = confirmed(output(model, params_, P_), params, P, model)
+    params, P, _, single = check_inputs(params, P, model)
+    F = forward_terms(model, params, P).F
     return float(F[0]) if single else F
 
 
@@ -180,12 +147,9 @@ def forward_literal(params: Params, P, model: str = "mamba") -> float:
 
 # ---------------------------------------------------------------- the batched form
 def output(model: str, params: Params, P) -> np.ndarray:
-    """Unchecked F(Psi; P) of eq (3) for P (B, d+1, l+1) -> (B,): ``forward_terms``' F, fused
-    (``fast.eq3_forward``), OUTPUT_ROWS prompts at a time."""
-    return in_pieces(lambda part: eq3_forward(model, *params, part)[0], P, OUTPUT_ROWS)
-
-
-OUTPUT_ROWS = 512        # prompts per piece of ``output``: 4,000 test prompts in 7/8 of the time
+    """Unchecked F(Psi; P) of eq (3) for P (B, d+1, l+1) -> (B,): ``forward_terms``' F (the F of
+    ``network(model)``)."""
+    return forward_terms(model, params, P).F
 
 
 def output_scale(model: str, params: Params, P) -> np.ndarray:
@@ -227,7 +191,7 @@ def forward_terms(model: str, params: Params, P) -> Terms:
     if model != "mamba":                            # linear Transformer: G = 1, Section 3.4
         return Terms(np.sum(y * s, axis=1), np.ones_like(s), s, None)
     a = gate_logits(params.w, P)                    # w^T p_i: (B, l+1)
-    log_sigma = log_sigmoid(a)                      # log sigma(w^T p_i), shared by G and sigma
+    log_sigma = log_expit(a)                        # log sigma(w^T p_i), shared by G and sigma
     G = np.exp(log_gates(a, log_sigma))             # G_{i,l+1}(w): (B, l+1)
     F = np.einsum("bi,bi->b", G * y, s)             # F = sum_i G_i y_i s_i: (B,)
     return Terms(F, G, s, np.exp(log_sigma))
@@ -257,7 +221,7 @@ def log_gates(a, log_sigma) -> np.ndarray:
     """
     log_G = np.zeros_like(log_sigma)                        # (B, l+1); the query's sum is empty
     log_keep = log_sigma - a                                # log(1 - sigma(a_j)): (B, l+1)
-    log_G[:, :-1] = running_sum(log_keep[:, 1:], reverse=True)   # sum_{j>i}, i = 1..l
+    log_G[:, :-1] = np.cumsum(log_keep[:, :0:-1], axis=1)[:, ::-1]   # sum_{j>i}, i = 1..l
     log_G += log_sigma                                      # + log sigma(a_i)
     return log_G
 
@@ -265,7 +229,7 @@ def log_gates(a, log_sigma) -> np.ndarray:
 def log_gating(w, P) -> np.ndarray:
     """log G_{i,l+1}(w) of eq (3) in log space (``log_gates``): P (B, d+1, l+1) -> (B, l+1)."""
     a = gate_logits(w, P)                                   # (B, l+1)
-    return log_gates(a, log_sigmoid(a))
+    return log_gates(a, log_expit(a))
 
 
 def gating(w, P) -> np.ndarray:

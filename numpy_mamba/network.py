@@ -12,7 +12,17 @@
 ``sgd.train``, the step-size rule and the experiments take a Network, so nothing downstream asks
 which model it holds, and a combination that cannot work is refused here, when the Network is
 made.  The core knows only the paper's two models and their stacks; other gated models
-(Appendix E.6) build their own Network from the same five parts (``numpy_mamba.gates.network``).
+(Appendix E.6) build their own Network from the same parts (``numpy_mamba.gates.network``).
+
+The Networks made here run the reading forms (``model.forward_terms``, ``gradients.F_and_gradients``,
+``stack.py``).  ``numpy_mamba.fused.network`` takes the same arguments and makes the same Network
+with the fused forms, which the experiment commands train; tests/test_fused.py proves the two equal.
+
+One return convention, as ``jax.value_and_grad`` has it: a *value* is the loss, the function that
+the gradients are gradients of.  ``value_and_gradients`` returns (mean hinge loss, gradients), checked
+and public; the unchecked functions that training calls return (F, gradients), since the loop needs
+F for its error count as well as for the loss, and they are named for that: ``F_and_gradients``
+(``Network.F_and_gradients``, ``gradients.F_and_gradients``, ``stack.F_and_gradients``).
 """
 from __future__ import annotations
 
@@ -24,10 +34,10 @@ import numpy as np
 
 from ._checks import as_generator, check_labels, check_positive_int, check_prompts
 from .data import SECTION4
-from .gradients import eq3_step
+from . import stack
+from .gradients import F_and_gradients
 from .loss import hinge, misclassified
 from .model import PAPER_MODELS, check_params, init_params, output, output_scale, why_output_is_zero
-from . import stack
 
 
 def one_layer(params) -> list:
@@ -124,11 +134,11 @@ def network(model: str = "mamba", n_layers: int = 1, prenorm: bool = False) -> N
     prenorm = bool(prenorm)
     if n_layers == 1 and not prenorm:
         return Network(model, init_params, _check_eq3, partial(output, model),
-                       partial(eq3_step, model), partial(output_scale, model), partial(why_output_is_zero, model))
+                       partial(F_and_gradients, model), partial(output_scale, model), partial(why_output_is_zero, model))
     name = f"{model}, {n_layers} layer{'s' * (n_layers > 1)}" + (", pre-norm" if prenorm else "")
     return Network(name, partial(_init_stack, n_layers), partial(_check_stack, n_layers),
                    partial(stack.output, model, prenorm=prenorm),
-                   partial(stack.value_and_gradients, model, prenorm=prenorm),
+                   partial(stack.F_and_gradients, model, prenorm=prenorm),
                    partial(stack.output_scale, model, prenorm=prenorm), layers=list)
 
 

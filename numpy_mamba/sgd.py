@@ -112,8 +112,9 @@ def train(world: World, config: TrainConfig = TrainConfig(), net: Network | str 
           progress: bool | Progress = False) -> tuple[Params, dict]:
     """Run Algorithm 1 for ``config.T`` steps on the Network ``net``; return (Psi^(T), history).
 
-    ``net``: a ``Network`` (``numpy_mamba.network(...)``), or the name of one of the paper's two
-    one-layer models.  ``rng`` (Generator or int seed) draws the initialisation (``net.init``)
+    ``net``: a ``Network`` (``numpy_mamba.network(...)``, the reading forms, or
+    ``numpy_mamba.fused.network(...)``, the same Network fused, which the commands train), or the
+    name of one of the paper's two one-layer models (its reading Network).  ``rng`` (Generator or int seed) draws the initialisation (``net.init``)
     and every minibatch, so a seed fixes the run; ``params`` overrides the initialisation.
     Every ``record_every`` steps (and at step T) the history stores the minibatch ``loss`` and
     0-1 ``error`` at Psi^(t) before the update, ``step``, and whatever ``record(step, params) ->

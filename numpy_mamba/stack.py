@@ -29,16 +29,13 @@ does not write the multi-layer architecture down.  This one is OUR choice:
 
 Code: ``init_stack`` (Algorithm 1's initialisation for every layer), ``forward``, ``hinge_loss``,
 ``gradients`` (a list of LayerParams) and ``forward_with_caches`` (every layer's scores and
-gates, for plots); ``sgd.train`` trains a stack given ``network(model, n_layers=L)``.  ``layer.py``
-is one layer, CS231n style: ``layer_forward(H, layer, model) -> (O, cache)`` and
-``layer_backward(dO, cache) -> (dH, LayerParams)``, the backward written by hand below the
-forward (the reading form, which holds the gates as a (B, D, N, N) tensor); training runs
-``layer_forward_fused`` / ``layer_backward_fused``, the same layer without that tensor
-(falling back to the reading form when a channel's gates decay by more than e^600 across a
-prompt), and the top layer as eq (3) (``fast.top_layer_forward``: F reads o_{l+1,d+1} only).
-tests/test_stack.py checks every O^(k) against ``scan.scan_outputs``, the one-layer identity,
-the two forms against each other, a two-layer stack computed by hand, and every gradient
-against central finite differences.
+gates, for plots), each with its input checks at the top; ``stack_forward`` / ``stack_backward``
+are the same passes unchecked.  ``layer.py`` is one layer, CS231n style: ``layer_forward(H, layer,
+model) -> (O, cache)`` and ``layer_backward(dO, cache) -> (dH, LayerParams)``, the backward written
+by hand below the forward.  This is the reading form; training runs the same stack fused
+(``numpy_mamba/fused/stack.py``: no (B, D, N, N) gate tensor, the top layer as eq (3)).
+tests/test_stack.py checks every O^(k) against ``scan.scan_outputs``, the one-layer identity, a
+two-layer stack computed by hand, and every gradient against central finite differences.
 """
 from __future__ import annotations
 
@@ -48,13 +45,10 @@ import numpy as np
 
 from ._checks import as_generator, as_real_array, check_labels, check_positive_int, check_prompts
 from .data import SECTION4
-from .fast import TopLayerCache, top_layer_backward, top_layer_forward
-from .layer import (LayerCache, LayerParams, gates, layer_backward, layer_backward_fused, layer_forward,  # noqa: F401
-                    layer_forward_fused)
+from .layer import LayerCache, LayerParams, gates, layer_backward, layer_forward  # noqa: F401  (the grader's kit)
 from .loss import hinge, mean_hinge_slope
-from .model import PAPER_MODELS, Params, init_params
+from .model import PAPER_MODELS, Params, forward_terms, init_params
 from .model import output_scale as eq3_output_scale
-from .numerics import in_pieces
 from .rmsnorm import NormCache, rms_norm_backward, rms_norm_forward
 
 
@@ -111,16 +105,20 @@ def check_layers(layers, d0: int | None = None) -> list:
 
 
 def check_stack_model(model) -> str:
+    """``model`` if it names one of the paper's two models, else a ValueError that lists them."""
     if model not in PAPER_MODELS:
         raise ValueError(f"a stack is built from the paper's models {PAPER_MODELS}; got {model!r}.")
     return model
 
 
-def _checked(layers, P, model):
+def check_inputs(layers, P, model, z=None) -> tuple:
+    """The input of ``forward``, ``hinge_loss`` and ``gradients``, checked (``check_stack_model``,
+    ``check_layers``, ``check_prompts``, ``check_labels``): (layers, P (B, d+1, l+1), z (B,) or None,
+    single).  Eq (2) holds for P, not for H^(k), k >= 1, so P is checked here, once."""
     check_stack_model(model)
     layers = check_layers(layers)
-    P, single = check_prompts(P, layers[0].W_B.shape[1])     # eq (2) holds for P, not for H^(k), k >= 1
-    return layers, P, single
+    P, single = check_prompts(P, layers[0].W_B.shape[1])
+    return layers, P, None if z is None else check_labels(z, P.shape[0]), single
 
 
 class PreNormCache(NamedTuple):
@@ -131,19 +129,47 @@ class PreNormCache(NamedTuple):
     norm: NormCache
 
 
-def stack_forward(layers, P, model: str = "mamba", factored: bool = True, prenorm: bool = False):
-    """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [cache of each layer]).
-    Each layer is the eq (1) scan in closed form; H^(k) = H^(k-1) + O^(k) (Section 4.2, our architecture).
+def forward(layers, P, model: str = "mamba"):
+    """Output F = H^(L)[d+1, l+1] of the stack (see the module docstring).
 
-    ``factored``: every layer runs ``layer_forward_fused`` (same O, tokens outermost, no (B, D, N, N)
-    gate tensor, what training runs; a Mamba layer whose gates decay too fast runs ``layer_forward``
-    on its own); False: every layer runs ``layer_forward`` and caches its gates G.  Every cache's
-    ``H`` is the layer's input, (B, D, N).  ``prenorm``: the pre-norm variant (not the paper's, an
-    ablation), H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1))) with ``rmsnorm.py``; each cache is then a
-    PreNormCache.
+    layers : list of LayerParams; P : (d+1, l+1) -> float, or (B, d+1, l+1) -> (B,).
+    One layer: eq (3) with w = W[:, -1].  Paper: eqs (1), (3), Section 4.2 (architecture ours).
     """
-    if factored:
-        return _fused_forward(layers, P, model, prenorm)
+    layers, P, _, single = check_inputs(layers, P, model)
+    F = stack_forward(layers, P, model)[0]
+    return float(F[0]) if single else F
+
+
+def hinge_loss(layers, P, z, model: str = "mamba") -> float:
+    """Mean hinge loss (1/B) sum_n max{0, 1 - z^n F(P^n)} of eq (4) for the stack; z : scalar or (B,)."""
+    layers, P, z, _ = check_inputs(layers, P, model, z)
+    return float(np.mean(hinge(stack_forward(layers, P, model)[0], z)))
+
+
+def gradients(layers, P, z, model: str = "mamba") -> list:
+    """Gradient of ``hinge_loss`` w.r.t. every layer's W_B, W_C, W: list of LayerParams, same shapes.
+
+    dW = 0 for the linear Transformer.  One layer: (dW_B, dW_C, dW[:, -1]) are eqs (118), (93),
+    (135) and the other columns of dW are 0.  Paper: eqs (4), (19); backward by hand (see above).
+    """
+    layers, P, z, _ = check_inputs(layers, P, model, z)
+    F, caches = stack_forward(layers, P, model)
+    return stack_backward(mean_hinge_slope(F, z), caches)
+
+
+def forward_with_caches(layers, P, model: str = "mamba"):
+    """F and every layer's LayerCache (scores S, gates G, inputs H) for P (B, d+1, l+1): (F (B,), list)."""
+    layers, P, _, _ = check_inputs(layers, P, model)
+    return stack_forward(layers, P, model)
+
+
+# ---------------------------------------------------------------- unchecked
+def stack_forward(layers, P, model: str = "mamba", prenorm: bool = False):
+    """Unchecked forward through the stack: P (B, D, N) -> (F (B,), [LayerCache of each layer]).
+    Each layer is the eq (1) scan in closed form; H^(k) = H^(k-1) + O^(k) (Section 4.2, our
+    architecture).  ``prenorm``: the pre-norm variant (not the paper's, an ablation),
+    H^(k) = H^(k-1) + O^(k)(RMSNorm(H^(k-1))) with ``rmsnorm.py``; each cache is then a PreNormCache.
+    """
     H, caches = P, []
     for layer in layers:
         X, norm = rms_norm_forward(H) if prenorm else (H, None)    # the layer's input X^(k)
@@ -155,67 +181,35 @@ def stack_forward(layers, P, model: str = "mamba", factored: bool = True, prenor
 
 def stack_backward(dF, caches) -> list:
     """Unchecked backward through the stack of ``stack_forward``: dF = dL/dF (B,) -> [LayerParams of
-    gradients].  The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k): dL/dH^(k-1) = dL/dH^(k) +
-    (layer k's dH).  Caches of ``factored=False`` (LayerCache) run ``layer_backward``, the others
-    ``layer_backward_fused`` and, for the top layer, ``fast.top_layer_backward``, tokens outermost
-    (N, B, D)."""
-    inner = [cache.layer if isinstance(cache, PreNormCache) else cache for cache in caches]
-    fused = not isinstance(inner[0], LayerCache)
-    dH = np.zeros_like(inner[-1].X if fused else inner[-1].H)
-    if fused:
-        dH[-1, :, -1] = dF                            # F = H^(L)[d+1, l+1]; tokens outermost
-    else:
-        dH[:, -1, -1] = dF
+    gradients], first layer first.  The chain rule of eq (19) through H^(k) = H^(k-1) + O^(k):
+    dL/dH^(k-1) = dL/dH^(k) + (layer k's dH)."""
+    dH = np.zeros_like(layer_cache(caches[-1]).H)
+    dH[:, -1, -1] = dF                                # F = H^(L)[d+1, l+1]
     grads = []
-    for k in range(len(caches) - 1, -1, -1):
-        if not fused:
-            dX, grad = layer_backward(dH, inner[k])
-        elif isinstance(inner[k], TopLayerCache):     # F reads o^(L)_{l+1, d+1} only
-            dX, grad = top_layer_backward(dF, inner[k], input_gradient=k > 0)
-        else:                                         # nothing needs dL/dH^(0) = dL/dP
-            dX, grad = layer_backward_fused(dH, inner[k], input_gradient=k > 0)
+    for cache in reversed(caches):
+        dX, grad = layer_backward(dH, layer_cache(cache))
         grads.append(grad)
-        if k == 0 and fused:
-            break
-        if isinstance(caches[k], PreNormCache):       # O^(k) reads X^(k) = RMSNorm(H^(k-1))
-            dX = _norm_backward(dX, caches[k].norm) if fused else rms_norm_backward(dX, caches[k].norm)
+        if isinstance(cache, PreNormCache):           # O^(k) reads X^(k) = RMSNorm(H^(k-1))
+            dX = rms_norm_backward(dX, cache.norm)
         dH = dH + dX                                  # residual path plus the layer's own paths
     return grads[::-1]
 
 
-def _fused_forward(layers, P, model: str, prenorm: bool):
-    """``stack_forward`` with ``layer.layer_forward_fused``, every H^(k) tokens outermost, (N, B, D);
-    the top layer only as far as F reads it (``fast.top_layer_forward``)."""
-    H, caches = np.ascontiguousarray(P.transpose(2, 0, 1)), []
-    for k, layer in enumerate(layers, start=1):
-        X, norm = _norm_forward(H) if prenorm else (H, None)
-        if k < len(layers):
-            O, cache = layer_forward_fused(X, layer, model)
-            H = H + O
-        else:
-            o, cache = top_layer_forward(X, layer, model)
-            F = H[-1, :, -1] + o                      # F = H^(L-1)[d+1, l+1] + o^(L)_{l+1, d+1}
-        caches.append(cache if norm is None else PreNormCache(cache, norm))
-    return F, caches
-
-
-def _norm_forward(H):
-    """``rms_norm_forward`` of H (N, B, D): (X (N, B, D), its NormCache, which holds (B, D, N))."""
-    X, norm = rms_norm_forward(H.transpose(1, 2, 0))
-    return X.transpose(2, 0, 1), norm
-
-
-def _norm_backward(dX, norm):
-    return rms_norm_backward(dX.transpose(1, 2, 0), norm).transpose(2, 0, 1)
-
-
-OUTPUT_ROWS = 256        # prompts per piece of ``output``: 2,000 test prompts at three layers in 2/3 of the time
+def layer_cache(cache):
+    """The layer's own cache of one entry of ``stack_forward``'s list (a PreNormCache holds it)."""
+    return cache.layer if isinstance(cache, PreNormCache) else cache
 
 
 def output(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
-    """Unchecked F for P (B, d+1, l+1) -> (B,) (``network.network(model, n_layers)``'s F);
-    ``prenorm``: the pre-norm stack of ``stack_forward``.  Runs OUTPUT_ROWS prompts at a time."""
-    return in_pieces(lambda part: stack_forward(layers, part, model, prenorm=prenorm)[0], P, OUTPUT_ROWS)
+    """Unchecked F for P (B, d+1, l+1) -> (B,) (``network.network(model, n_layers)``'s F)."""
+    return stack_forward(layers, P, model, prenorm=prenorm)[0]
+
+
+def F_and_gradients(model: str, layers, P, z, prenorm: bool = False) -> tuple:
+    """Unchecked (F (B,), gradients of the mean hinge loss, eqs (4), (19)) for P (B, d+1, l+1),
+    z (B,): the stack's ``Network.F_and_gradients``; ``prenorm``: the pre-norm stack."""
+    F, caches = stack_forward(layers, P, model, prenorm=prenorm)
+    return F, stack_backward(mean_hinge_slope(F, z), caches)
 
 
 def output_scale(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
@@ -226,71 +220,10 @@ def output_scale(model: str, layers, P, prenorm: bool = False) -> np.ndarray:
     ``model.output_scale``: the terms of F's last sums with every factor replaced by its absolute
     value (``loss.TIE_RTOL``).  The layers below enter as the top layer's input, as P enters eq (3):
     their rounding perturbs X^(L) like any input, while an F that is 0 in exact arithmetic is 0
-    because these last sums cancel.  OUTPUT_ROWS prompts at a time.
+    because these last sums cancel.
     """
-    return in_pieces(lambda part: _top_scale(model, layers, part, prenorm), P, OUTPUT_ROWS)
-
-
-def _top_scale(model: str, layers, P, prenorm: bool) -> np.ndarray:
     F, caches = stack_forward(layers, P, model, prenorm=prenorm)
-    top = caches[-1].layer if prenorm else caches[-1]          # TopLayerCache: X^(L) and its eq (3)
-    o = np.sum(top.eq3.Gys, axis=1)                            # o^(L)_{l+1, d+1} = sum_i G_i y_i s_i: (B,)
-    eq3 = Params(top.layer.W_B, top.layer.W_C, top.layer.W[:, -1])
-    return np.abs(F - o) + eq3_output_scale(model, eq3, top.H)  # |H^(L-1)[d+1, l+1]| + the top layer's S
-
-
-def forward_with_caches(layers, P, model: str = "mamba"):
-    """F and every layer's LayerCache (scores S, gates G, inputs H) for P (B, d+1, l+1): (F (B,), list)."""
-    layers, P, _ = _checked(layers, P, model)
-    return stack_forward(layers, P, model, factored=False)
-
-
-def forward(layers, P, model: str = "mamba"):
-    """Output F = H^(L)[d+1, l+1] of the stack (see the module docstring).
-
-    layers : list of LayerParams; P : (d+1, l+1) -> float, or (B, d+1, l+1) -> (B,).
-    One layer: eq (3) with w = W[:, -1].  Paper: eqs (1), (3), Section 4.2 (architecture ours).
-    """
-    layers, P, single = _checked(layers, P, model)
-    F = stack_forward(layers, P, model)[0]
-    return float(F[0]) if single else F
-
-
-def hinge_loss(layers, P, z, model: str = "mamba") -> float:
-    """Mean hinge loss (1/B) sum_n max{0, 1 - z^n F(P^n)} of eq (4) for the stack; z : scalar or (B,)."""
-    layers, P, _ = _checked(layers, P, model)
-    z = check_labels(z, P.shape[0])
-    return float(np.mean(hinge(stack_forward(layers, P, model)[0], z)))
-
-
-def gradients(layers, P, z, model: str = "mamba") -> list:
-    """Gradient of ``hinge_loss`` w.r.t. every layer's W_B, W_C, W: list of LayerParams, same shapes.
-
-    dW = 0 for the linear Transformer.  One layer: (dW_B, dW_C, dW[:, -1]) are eqs (118), (93),
-    (135) and the other columns of dW are 0.  Paper: eqs (4), (19); backward by hand (see above).
-    """
-    layers, P, _ = _checked(layers, P, model)
-    z = check_labels(z, P.shape[0])
-    return value_and_gradients(model, layers, P, z)[1]
-
-
-CACHE_BYTES = 2 ** 18     # a large batch runs in parts whose hidden states (N, part, D) fit in a core's cache
-
-
-def value_and_gradients(model: str, layers, P, z, prenorm: bool = False) -> tuple:
-    """Unchecked (F (B,), gradients of the mean hinge loss, eqs (4), (19)) for P (B, d+1, l+1),
-    z (B,): the stack's ``Network.F_and_gradients``, which ``sgd.train`` runs at every step;
-    ``prenorm``: the pre-norm stack of ``stack_forward``.  A batch of more than twice
-    ``CACHE_BYTES`` of prompts runs in parts, whose gradients add up to the batch's."""
-    B = P.shape[0]
-    part = max(1, CACHE_BYTES // P[0].nbytes)
-    if B <= 2 * part:
-        F, caches = stack_forward(layers, P, model, prenorm=prenorm)
-        return F, stack_backward(mean_hinge_slope(F, z), caches)
-    Fs, total = [], None
-    for start in range(0, B, part):
-        F, caches = stack_forward(layers, P[start:start + part], model, prenorm=prenorm)
-        grads = stack_backward(mean_hinge_slope(F, z[start:start + part], B), caches)    # (1/B) of the whole batch
-        total = grads if total is None else [LayerParams(*map(np.add, a, b)) for a, b in zip(total, grads)]
-        Fs.append(F)
-    return np.concatenate(Fs), total
+    top, X = layers[-1], layer_cache(caches[-1]).H                 # the top layer and its input X^(L)
+    eq3 = Params(top.W_B, top.W_C, top.W[:, -1])
+    o = forward_terms(model, eq3, X).F                             # o^(L)_{l+1, d+1}: (B,)
+    return np.abs(F - o) + eq3_output_scale(model, eq3, X)         # |H^(L-1)[d+1, l+1]| + the top layer's S

@@ -1,15 +1,22 @@
-"""The Appendix E.6 gates (numpy_mamba/gates/: families.py, attention.py, scan.py): two forms, gradients, bad input."""
+"""The Appendix E.6 gates (numpy_mamba/gates/: families.py, attention.py, scan.py): two forms, gradients,
+bad input, and a gate that is one entry of the registry."""
+import json
+from dataclasses import replace
+from typing import NamedTuple
+
 import numpy as np
 import pytest
+from scipy.special import expit, log_expit
 
 import numpy_mamba
-from numpy_mamba import Params, TrainConfig, forward, gradcheck, gradients_literal, init_params, make_world, train
-from numpy_mamba.gates import (GATES, GLAParams, GatedRetentionParams, Mamba2Params, RetNetParams,
+from numpy_mamba import Params, TrainConfig, gradcheck, gradients_literal, init_params, make_world, train
+from numpy_mamba.gates import (GATES, GateFamily, GLAParams, GatedRetentionParams, Mamba2Params, RetNetParams,
                                gate_recurrent_forward, network)
+from numpy_mamba.gates import compare
 from numpy_mamba.gates.scan import gla_scan_eq196
 from numpy_mamba.gates import gate_values as gates_for
 
-FAMILIES = tuple(GATES)
+FAMILIES = ("mamba2", "retnet", "gated_retention", "gla")
 
 
 def random_gate_params(model, rng, d=4, m=None, scale=0.5, gate_scale=0.5):
@@ -35,8 +42,7 @@ def random_prompts(rng, d=4, l=3, B=5):
 
 # ------------------------------------------------------------------ two forms, one truth
 @pytest.mark.parametrize("model", FAMILIES)
-@pytest.mark.parametrize("l", [1, 2, 6])
-@pytest.mark.parametrize("gate_scale", [0.5, 8.0])
+@pytest.mark.parametrize("l, gate_scale", [(1, 0.5), (6, 8.0)])        # one example; several, saturated gates
 def test_recurrent_update_equals_closed_form(model, l, gate_scale):
     """If this fails, linear attention times gate is not the paper's update equation for model."""
     rng = np.random.default_rng([1, l, int(gate_scale), FAMILIES.index(model)])
@@ -65,10 +71,16 @@ def _problem(model, case):
     return params, P, z
 
 
-@pytest.mark.parametrize("model", FAMILIES)
-@pytest.mark.parametrize("case", ["generic", "l1", "saturated", "inactive"])
+@pytest.mark.parametrize("model, case", [
+    ("mamba2", "generic"), ("retnet", "generic"), ("gated_retention", "generic"), ("gla", "generic"),  # every parameter
+    ("mamba2", "l1"),                       # l = 1: one context example
+    ("gated_retention", "saturated"),       # |w^T p| ~ 6 sigma: gates near 0 and 1
+    ("gla", "saturated"),                   # the per-key gate saturated
+    ("retnet", "inactive"),                 # half the prompts on the flat side of the hinge
+])
 def test_analytic_gradients_match_central_differences(model, case):
-    """If this fails, the hand-written gradient of some parameter of model is wrong."""
+    """If this fails, the hand-written gradient of some parameter of model is wrong (every
+    parameter is checked in every case; the generic cases also check that no gate gradient vanishes)."""
     params, P, z = _problem(model, case)
     grad = network(model).value_and_gradients(params, P, z)[1]
     assert type(grad) is type(params)
@@ -150,7 +162,7 @@ def test_long_prompts_and_saturated_gates_stay_finite():
 # ------------------------------------------------------------------ plumbing: Network, init, training
 def test_each_family_has_its_network_and_the_core_points_to_it():
     """If this fails a gate of GATES has no Network, or the core accepts (or names wrongly) a gate."""
-    assert FAMILIES == ("mamba2", "retnet", "gated_retention", "gla")
+    assert tuple(GATES) == FAMILIES
     assert [network(m).name for m in FAMILIES] == list(FAMILIES)
     with pytest.raises(ValueError, match=r"numpy_mamba.gates.network\(name\)"):
         numpy_mamba.network("gla")
@@ -205,3 +217,60 @@ def test_bad_inputs_say_what_was_expected():
     with pytest.raises(ValueError, match="GLAParams"):
         train(make_world(d=4, M1=2, M2=1, V=1, rng=0), TrainConfig(T=1, B=2, l_tr=2), network("gla"), rng=0,
               params=mamba)
+
+
+@pytest.mark.parametrize("call", [
+    lambda P: network("nonsense"),
+    lambda P: gate_recurrent_forward(RetNetParams(np.eye(5), np.eye(5), 0.5), P, "nonsense"),
+    lambda P: gates_for("nonsense", RetNetParams(np.eye(5), np.eye(5), 0.5), P),
+], ids=["network", "scan", "gate_values"])
+def test_an_unknown_gate_name_is_refused_with_the_known_ones(call):
+    """If this fails, a misspelt gate silently runs another gate (once: Gated Retention's decay in the
+    literal scan, the linear Transformer's G = 1 in gate_values)."""
+    P, _ = random_prompts(np.random.default_rng(9), l=2, B=2)
+    with pytest.raises(ValueError, match=r"Appendix E.6 gates \('mamba2', 'retnet', 'gated_retention', 'gla'\); "
+                                         r"got 'nonsense'"):
+        call(P)
+
+
+# ------------------------------------------------------------------ a gate is one entry
+class ToyParams(NamedTuple):
+    """A toy decay gate, not of the paper: gamma_j = sigma(w^T p_j), Gated Retention with tau = 1 fixed."""
+
+    W_B: np.ndarray
+    W_C: np.ndarray
+    w: np.ndarray
+
+
+def toy_backward(params, P, log_gamma, d_log):
+    sigma = expit(np.einsum("d,bdl->bl", params.w, P))
+    return (np.einsum("bdl,bl->d", P, d_log * (1.0 - sigma)),)     # d log sigma(a) / da = 1 - sigma(a)
+
+
+TOY = GateFamily("toy (sigma decay)", ToyParams, lambda params, P: log_expit(np.einsum("d,bdl->bl", params.w, P)),
+                 toy_backward, lambda m, d0: {"w": (d0,)}, (), lambda W_B, W_C, w, rng: ToyParams(W_B, W_C, w))
+
+
+def test_a_gate_registered_by_one_entry_is_a_model_and_trains_through_the_gates_command(monkeypatch, tmp_path):
+    """If this fails, adding a gate takes more than its entry in GATES: its Network, its literal
+    recurrence, its gradient or the gates command (training, testing, checks, figures, report)
+    does not take a gate it was not written for."""
+    monkeypatch.setitem(GATES, "toy", TOY)
+    rng = np.random.default_rng(10)
+    P, z = random_prompts(rng, l=4, B=6)
+    params = ToyParams(rng.normal(0, 0.5, (5, 5)), rng.normal(0, 0.5, (5, 5)), rng.normal(0, 2.0, 5))
+    net = network("toy")
+    np.testing.assert_allclose(net.output(params, P), gate_recurrent_forward(params, P, "toy"), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(gates_for("toy", params, P), gates_for(                # gamma = sigma: tau = 1
+        "gated_retention", GatedRetentionParams(params.W_B, params.W_C, params.w, 1.0), P), rtol=1e-14)
+    report = gradcheck(lambda q: net.value_and_gradients(q, P, z)[0], params, net.value_and_gradients(params, P, z)[1])
+    assert report.passed and report.norm_analytic["w"] > 1e-8, str(report)
+    monkeypatch.setattr(compare, "QUICK", replace(compare.QUICK, T=20, alphas=(0.0, 0.7), n_test=40, n_eval=32))
+    assert compare.main(["--quick", "--jobs", "1", "--quiet", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "gates.json").read_text())
+    assert list(result["models"]) == [*numpy_mamba.model.PAPER_MODELS, *FAMILIES, "toy"]
+    toy = result["models"]["toy"]
+    assert len(toy["eval_loss"][0]) == len(result["steps"]) and toy["eval_loss"][0][-1] < toy["eval_loss"][0][0]
+    assert all(0 <= e <= 1 for errors in toy["error"].values() for seed in errors for e in seed)
+    assert result["checks"]["toy"]["max_abs_recurrent_minus_closed"] < 1e-12
+    assert "toy" in result["summary"] and (tmp_path / "gates_training.png").stat().st_size > 10_000

@@ -1,9 +1,8 @@
 """Bad input gets a ValueError that says what was received and what was expected.
 
 Each rule of the input checks is tested once, through one public function that applies it: the
-prompt, label and parameter rules through ``gradients``, whose cheap checks (``model.checked_inputs``,
-with the finiteness of W_B, W_C and P read off F by ``model.confirmed``) must refuse what the full
-checks refuse, with their messages.  One test then walks every public function of the core API
+prompt, label and parameter rules through ``gradients``, whose checks at the top
+(``model.check_inputs``) must refuse with their messages.  One test then walks every public function of the core API
 (``numpy_mamba.__all__`` and ``numpy_mamba.stack``) and checks that each refuses a bad value of
 every argument it checks, so a new public function without checks fails there.
 """
@@ -82,9 +81,8 @@ def test_an_unknown_model_name_is_refused_with_the_known_ones():
 @pytest.mark.parametrize("where", ["P feature row", "P label row", "P query column", "W_B", "W_C"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_a_nan_or_inf_is_found_where_every_weight_that_reads_it_is_zero(where, bad):
-    # forward, hinge_loss and gradients read the finiteness of W_B, W_C and P off F (model.confirmed):
-    # a NaN or inf must reach F even where the weights that multiply it are 0 (IEEE: 0 * inf = NaN).
-    # If this fails, such an entry is accepted and its prompt's F is silently finite.
+    # A NaN or inf must be refused even where every weight that multiplies it is 0, so that F would
+    # come out finite.  If this fails, such an entry is accepted and its prompt's F is silently finite.
     W_B = np.diag([1.0, 1.0, 1.0, 0.0, 0.0])                    # row and column 3 of M = W_B^T W_C are 0,
     w = np.array([0.5, -0.5, 0.25, 0.0, 0.0])                   # and w_4 = 0: p_i[3] enters nothing but 0 *
     good = Params(W_B, W_B.copy(), w)
@@ -104,7 +102,7 @@ def test_a_nan_or_inf_is_found_where_every_weight_that_reads_it_is_zero(where, b
 
 
 def test_an_overflowing_output_from_finite_input_is_returned_not_refused():
-    # If this fails, the cheap check of model.confirmed refuses finite input whose F overflows.
+    # If this fails, the input checks refuse finite input whose F overflows.
     huge = Params(params.W_B * 1e160, params.W_C * 1e160, params.w)
     with np.errstate(over="ignore", invalid="ignore"):
         F = forward(huge, P, "linear_transformer")

@@ -1,10 +1,10 @@
 """The package's layout is what the README says it is, and the import graph stays one-way.
 
 If a test here fails: the README names a file or function that does not exist; a subpackage's
-``__init__`` docstring misses one of its modules; a core module imports a family; two
-subpackages, or two modules anywhere, import each other (directly or in a circle); a family imports
-another family; something other than the command line imports ``numpy_mamba.cli``; or a module
-imports another module's private name.
+``__init__`` docstring misses one of its modules; a core module imports a family or the fused
+door; two subpackages, or two modules anywhere, import each other (directly or in a circle); a
+family imports another family; something other than the command line imports ``numpy_mamba.cli``;
+or a module imports another module's private name.
 """
 import ast
 import importlib
@@ -82,14 +82,14 @@ def test_paper_to_code_names_functions_that_exist():
 def test_each_subpackage_docstring_lists_exactly_its_modules(name):
     doc = importlib.import_module(f"numpy_mamba.{name}").__doc__
     assert doc and len(doc.splitlines()) >= 3, f"numpy_mamba/{name}/__init__.py needs a docstring saying what it is"
-    listed = set(re.findall(r"\b(\w+)\.py\b", doc))
+    listed = set(re.findall(r"\b(\w+)\.py\b", doc)) - {"test_" + name}    # tests/test_NAME.py is no module
     present = {p.stem for p in (PACKAGE / name).glob("*.py")}
     assert present - {"__init__"} <= listed, f"{name}/ modules missing from its docstring: {present - listed}"
     assert listed <= present, f"{name}/__init__ names modules that do not exist: {listed - present}"
 
 
 def test_the_core_imports_no_subpackage():
-    assert {"model", "gradients", "stack", "layer", "numerics", "network"} <= set(CORE)
+    assert {"model", "gradients", "stack", "layer", "network"} <= set(CORE) and "fused" in SUBPACKAGES
     assert not _graph().get("core", set()), f"the core imports {_graph()['core']}"
 
 
@@ -112,12 +112,13 @@ def _assert_no_cycle(graph: dict) -> None:
 def test_no_cycle_between_subpackages():
     graph = _graph()
     _assert_no_cycle(graph)
-    assert graph.get("measure", set()) <= {"core"} and graph.get("runs", set()) <= {"core"}, (
-        f"measure and runs stand on the core only; got {graph.get('measure')}, {graph.get('runs')}")
-    families = set(SUBPACKAGES) - {"measure", "runs", "cli"}
+    shared = ("measure", "runs", "fused")
+    assert all(graph.get(name, set()) <= {"core"} for name in shared), (
+        f"measure, runs and fused stand on the core only; got {[graph.get(name) for name in shared]}")
+    families = set(SUBPACKAGES) - {*shared, "cli"}
     assert {"reproduce", "theory", "ablation", "gates", "grader"} <= families
     for family in sorted(families):
-        others = graph.get(family, set()) - {"core", "measure", "runs"}
+        others = graph.get(family, set()) - {"core", *shared}
         assert not others, f"the family {family} imports the families {others}"
 
 

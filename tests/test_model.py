@@ -150,8 +150,8 @@ def test_scan_outputs_shape():
 
 def test_gates_with_an_infinite_logit_stay_exact_at_short_l():
     # w^T p_j = +inf (an entry near 1e308) gives log(1 - sigma(a_j)) = -inf: every gate before j
-    # is 0 and the gates from j on are unaffected.  numerics.running_sum adds short axes by a
-    # triangle matmul, whose zeros would meet the -inf (0 * inf = NaN); it must fall back.
+    # is 0 and the gates from j on are unaffected (a running sum that met the -inf with a zero,
+    # 0 * inf = NaN, would spoil every gate).
     rng = np.random.default_rng(3)
     d, l = 4, 6
     P = rng.normal(size=(1, d + 1, l + 1))

@@ -2,6 +2,7 @@
 compute its numbers (intervals, gate profiles, score sums, seeding, JSON writing)."""
 import json
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -16,6 +17,7 @@ from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba.measure.rates import clopper_pearson, rate_summary
 from numpy_mamba.reproduce.common import QUICK, settings_for
 from numpy_mamba.reproduce import depth3
+from tests.helpers import broken_links
 
 PNGS = ["fig2.png", "fig2_kappa8.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
         "table1.png", "fig3_L3.png", "fig4_L3.png", "fig5.png", "fig6.png", "table1_L3.png"]
@@ -97,9 +99,6 @@ def test_report_has_a_verdict_per_claim(quick_run):
     assert all(r["verdict"].removesuffix(" (borderline)") in words for r in rows), [r["verdict"] for r in rows]
     for r in rows:
         assert f"#### {r['claim']}" in section, f"no detail for {r['key']}"
-    for part in ("Figure 2 in numbers", "Errors by task group", "Three-layer runs", "Three-layer Mamba: delta = ",
-                 "Step size", "untrained"):
-        assert part in section, f"REPORT.md section lacks {part!r}"
     assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in the section header"
 
 
@@ -118,7 +117,9 @@ def test_report_opens_with_the_results_table(quick_run):
         assert ".png)" in cells[5] or "#" in cells[5], "a row links its figure or section"
     head = text.split("<!-- END results -->")[0]
     assert head.count("### Main setting") == 1 and head.count("### Rules") == 1
-    assert "kappa_a' = kappa_a = 2" in head and "targeted" in head and "rule-rise" in head
+    assert {f"#rule-{r['rule']}" for r in rows if r["rule"]} <= set(re.findall(r"\]\((#rule-[\w-]+)\)", head))
+    assert not [link for link in broken_links(quick_run.out / "REPORT.md") if link.startswith("#rule-")
+                or not link.startswith("#")], "a row's rule or figure link leads nowhere"
 
 
 def test_untrained_models_are_in_the_json_beside_the_trained_ones(quick_run):
@@ -149,16 +150,6 @@ def test_quick_stdout_is_stamped_and_counts_the_verdicts(quick_run):
     assert any(line.startswith("open:") and "REPORT.md" in line for line in lines)
     seconds = next(line for line in lines if line.startswith("time:")).split()[1]
     assert f"; {seconds} s wall time" in (quick_run.out / "REPORT.md").read_text()
-
-
-def test_report_says_how_its_intervals_include_the_seeds_and_quotes_section_4_1(quick_run):
-    """If this fails, REPORT.md no longer says that its intervals include seed-to-seed variation, or
-    misquotes Section 4.1 ("as long as", not "as soon as")."""
-    text = (quick_run.out / "REPORT.md").read_text()
-    section = text.split("<!-- BEGIN reproduce -->")[1]
-    assert "every interval a verdict rule uses, is the 95% interval over seeds" in section
-    assert "large once alpha > 1/2 (Section 4.1)" in text and "as soon as" not in text
-    assert "(eq (3))" not in (quick_run.out / "table1_L3.md").read_text()
 
 
 def test_report_names_its_figures_relative_to_its_own_folder(quick_run):

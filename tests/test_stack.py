@@ -13,48 +13,15 @@ import pytest
 import numpy_mamba.sgd as sgd
 from numpy_mamba import (DivergenceError, Params, TrainConfig, forward as forward_eq3, gradcheck,
                          gradients as gradients_eq3, init_params, make_world, network, train, training_batch)
-from numpy_mamba.fast import TopLayerCache
-from numpy_mamba.layer import GateTensorCache, LayerFusedCache, layer_backward_fused, layer_forward_fused
 from numpy_mamba.layer import LayerCache
-from numpy_mamba.loss import hinge, mean_hinge_slope
+from numpy_mamba.loss import hinge
 from numpy_mamba.model import output
-from numpy_mamba import stack as stack_module
 from numpy_mamba.scan import scan_outputs
-from numpy_mamba.stack import (LayerParams, value_and_gradients, forward, forward_with_caches, gradients, hinge_loss,
-                               init_stack, layer_backward, layer_forward,
-                               stack_backward, stack_forward)
+from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss, init_stack,
+                               layer_backward, layer_forward)
+from tests.helpers import saturated_long_prompt, stack_problem
 
 MODELS = ("mamba", "linear_transformer")
-
-
-def _problem(kind, model, n_layers, seed=0, d=3, B=6):
-    """Seeded stack and prompts: "generic" (l = 4), "l1" (l = 1) or "saturated" (l = 4, layer-1 gate
-    logits |w_j^T h_i| of 30-50 on every other token, moderate on the rest).  z puts the prompt
-    with the largest |F| (> 2) on the flat side of the hinge and every other prompt on the active side."""
-    rng = np.random.default_rng(seed)
-    l, d0 = (1 if kind == "l1" else 4), d + 1
-    P = rng.normal(0, 1, (B, d0, l + 1))
-    P[:, -1, :l] = rng.choice([-1.0, 1.0], size=(B, l))
-    P[:, -1, l] = 0.0
-    scale = (0.5 if model == "mamba" else 0.3) / np.sqrt(n_layers)     # keep F of order 1
-    layers = [LayerParams(rng.normal(0, scale, (d0 + 1, d0)), rng.normal(0, scale, (d0 + 1, d0)),
-                          rng.normal(0, 0.7, (d0, d0))) for _ in range(n_layers)]
-    if kind == "saturated":
-        u = np.zeros(d0)
-        u[:d] = rng.normal(size=d)
-        u /= np.linalg.norm(u)                                            # labels untouched
-        P -= u[None, :, None] * np.einsum("d,bdi->bi", u, P)[:, None, :]  # u^T p_i = 0 ...
-        P[:, :, ::2] += 1.5 * u[:, None] * rng.choice([-1.0, 1.0], size=(B, 1, 1))   # ... +-1.5 on even i
-        layers = [layer._replace(W=layer.W + np.outer(u, rng.uniform(20, 30, d0))) for layer in layers]
-    F = forward(layers, P, model)
-    for _ in range(20):                                  # the last layer's O is linear in its W_C
-        if np.abs(F).max() > 2:
-            break
-        layers[-1] = layers[-1]._replace(W_C=2 * layers[-1].W_C)
-        F = forward(layers, P, model)
-    sign = np.where(F >= 0, 1.0, -1.0)
-    z = np.where(np.abs(F) == np.abs(F).max(), sign, -sign)
-    return layers, P, z
 
 
 def _flat(layers):
@@ -63,17 +30,6 @@ def _flat(layers):
 
 def _layers(flat, n_layers):
     return [LayerParams(flat[f"W_B[{k}]"], flat[f"W_C[{k}]"], flat[f"W[{k}]"]) for k in range(1, n_layers + 1)]
-
-
-def fused_forward(H, layer, model="mamba"):
-    """``fast.layer_forward_fused`` with (B, D, N) in and out, as ``layer_forward``."""
-    O, cache = layer_forward_fused(np.ascontiguousarray(H.transpose(2, 0, 1)), layer, model)
-    return O.transpose(1, 2, 0), cache
-
-
-def fused_backward(dO, cache):
-    dX, grads = layer_backward_fused(np.ascontiguousarray(dO.transpose(2, 0, 1)), cache)
-    return dX.transpose(1, 2, 0), grads
 
 
 def _hidden_states(layers, P, model="mamba"):
@@ -96,7 +52,7 @@ def test_every_layer_output_is_the_eq1_scan_of_its_input(kind):
     # holds F so far, which scan_outputs refuses as a prompt (eq (2) wants 0 there).  The scan is
     # causal, so we append one zero column: o_1..o_{l+1} of the longer input are exactly those of
     # H^(k-1), and scan_outputs's check sees the appended 0.  No re-implementation of the scan.
-    layers, P, _ = _problem(kind, "mamba", 3, seed=4)
+    layers, P, _ = stack_problem(kind, "mamba", 3, seed=4)
     H, O_all = _hidden_states(layers, P)
     assert np.all(H[1][:, -1, -1] != 0)                  # the case the column trick is for
     with pytest.raises(ValueError, match="query's label slot"):
@@ -104,16 +60,12 @@ def test_every_layer_output_is_the_eq1_scan_of_its_input(kind):
     for k, (layer, O) in enumerate(zip(layers, O_all), 1):
         padded = np.concatenate([H[k - 1], np.zeros(H[k - 1].shape[:2] + (1,))], axis=2)
         o = scan_outputs(layer.W_B, layer.W_C, layer.W, padded)[:, :-1, :].transpose(0, 2, 1)   # (B, d+1, l+1)
-        O_fused, cache = fused_forward(H[k - 1], layer)
-        assert isinstance(cache, LayerFusedCache)
-        for name, value in [("layer_forward", O), ("layer_forward_fused", O_fused)]:
-            np.testing.assert_allclose(value, o, rtol=0, atol=1e-12 * max(1.0, np.abs(o).max()),
-                                       err_msg=f"layer {k}, {name}")
+        np.testing.assert_allclose(O, o, rtol=0, atol=1e-12 * max(1.0, np.abs(o).max()), err_msg=f"layer {k}")
 
 
 def test_linear_transformer_layer_is_causal_linear_attention_written_literally():
     # If this fails, model="linear_transformer" is not o_t = sum_{i<=t} h_i h_i^T W_B^T W_C h_t.
-    layers, P, _ = _problem("generic", "linear_transformer", 2, seed=5)
+    layers, P, _ = stack_problem("generic", "linear_transformer", 2, seed=5)
     H, O_all = _hidden_states(layers, P, "linear_transformer")
     for k, layer in enumerate(layers):
         Hk = H[k]
@@ -160,7 +112,7 @@ def test_one_layer_stack_is_eq3_with_its_gradients(model, kind):
         layer = LayerParams(*(a + rng.normal(0, 0.1, a.shape) for a in init_stack(30, 1, rng=3)[0]))
         P, z = batch.P, batch.z
     else:
-        (layer,), P, z = _problem("generic", model, 1, seed=6)
+        (layer,), P, z = stack_problem("generic", model, 1, seed=6)
     params = Params(layer.W_B, layer.W_C, layer.W[:, -1])
     F = forward([layer], P, model)
     np.testing.assert_allclose(F, forward_eq3(params, P, model), rtol=0, atol=1e-12 * max(1, np.abs(F).max()))
@@ -202,31 +154,26 @@ def test_init_stack_is_algorithm1_for_every_layer():
 # ---------------------------------------------------------------- backward: central differences
 
 
-def _gradients_via(form, layers, P, z, model):
-    """gradients() (the fused layers) or the same backward on layer_forward's (B, D, N, N) caches."""
-    if form == "fused":
-        return gradients(layers, P, z, model)
-    F, caches = stack_forward(layers, P, model, factored=False)
-    assert all(isinstance(c, LayerCache) for c in caches)
-    return stack_backward(mean_hinge_slope(F, z), caches)
-
-
-@pytest.mark.parametrize("n_layers", [1, 2, 3])
-@pytest.mark.parametrize("kind", ["generic", "l1", "saturated"])
-@pytest.mark.parametrize("model, form", [("mamba", "fused"), ("mamba", "closed"), ("linear_transformer", "fused"),
-                                         ("linear_transformer", "closed")])
-def test_stack_gradients_match_central_differences(model, form, kind, n_layers):
-    # If this fails, layer_backward (form "closed": the (B, D, N, N) gate tensor, the exercise's
-    # version), layer_backward_fused or the residual bookkeeping in stack_backward is wrong for
-    # some W_B, W_C or W of some layer.  Each problem has prompts on both sides of the hinge.
-    layers, P, z = _problem(kind, model, n_layers, seed=n_layers)
+@pytest.mark.parametrize("model, kind, n_layers", [
+    ("mamba", "generic", 3),                  # every parameter of every layer, through two residual paths
+    ("mamba", "l1", 2),                       # l = 1: one context example
+    ("mamba", "saturated", 2),                # layer-1 gate logits of 30-50
+    ("linear_transformer", "generic", 3),     # no gate: dW exactly 0
+    ("linear_transformer", "l1", 1),
+])
+def test_stack_gradients_match_central_differences(model, kind, n_layers):
+    # If this fails, layer_backward (the (B, D, N, N) gate tensor, the exercise's version) or the
+    # residual bookkeeping in stack_backward is wrong for some W_B, W_C or W of some layer.  Each
+    # problem has prompts on both sides of the hinge (the flat side must contribute nothing).
+    layers, P, z = stack_problem(kind, model, n_layers, seed=n_layers)
     zF = z * forward(layers, P, model)
     assert np.sum(zF > 1) >= 1 and np.sum(zF < 1) >= 1, "need both sides of the hinge"
     assert np.abs(1 - zF).min() > 1e-3, "a prompt sits on the hinge's kink"
     if kind == "saturated":
         a = np.abs(layers[0].W.T @ P)
         assert a.max() > 30 and np.mean(a > 30) > 0.3
-    analytic = _gradients_via(form, layers, P, z, model)
+    analytic = gradients(layers, P, z, model)
+    assert all(isinstance(c, LayerCache) for c in forward_with_caches(layers, P, model)[1])
     report = gradcheck(lambda flat: hinge_loss(_layers(flat, n_layers), P, z, model), _flat(layers), _flat(analytic))
     assert report.passed, str(report)
     assert max(report.rel_err.values()) < 1e-7
@@ -236,7 +183,7 @@ def test_stack_gradients_match_central_differences(model, form, kind, n_layers):
 
 def test_prompts_on_the_flat_side_contribute_nothing():
     # If this fails, the backward pass leaks gradient from prompts with z F >= 1 (eq (4) is flat there).
-    layers, P, z = _problem("generic", "mamba", 2, seed=8)
+    layers, P, z = stack_problem("generic", "mamba", 2, seed=8)
     active = z * forward(layers, P) < 1
     g_all, g_active = gradients(layers, P, z), gradients(layers, P[active], z[active])
     for ga, gb in zip(g_all, g_active):
@@ -247,40 +194,13 @@ def test_prompts_on_the_flat_side_contribute_nothing():
 def test_layer_backward_is_the_adjoint_of_layer_forward_for_any_upstream_gradient():
     # If this fails, dH (all paths: values, keys, queries, gates) is wrong for a dO that is not
     # concentrated on the query column, as every layer but the last receives.
-    (layer,), P, _ = _problem("generic", "mamba", 1, seed=9)
+    (layer,), P, _ = stack_problem("generic", "mamba", 1, seed=9)
     H = P + np.random.default_rng(0).normal(0, 0.3, P.shape)        # query label slot not 0
     dO = np.random.default_rng(1).normal(size=H.shape)
-    for forward_pass, backward_pass in [(layer_forward, layer_backward), (fused_forward, fused_backward)]:
-        O, cache = forward_pass(H, layer)
-        dH, _ = backward_pass(dO, cache)
-        report = gradcheck(lambda h: np.sum(dO * forward_pass(h, layer)[0]), H, dH)
-        assert report.passed, f"{forward_pass.__name__}\n{report}"
-
-
-@pytest.mark.parametrize("model", ["mamba", "linear_transformer"])
-@pytest.mark.parametrize("kind", ["paper_scale", "saturated", "l1"])
-def test_fused_form_equals_the_gate_tensor_form(kind, model):
-    # If this fails, the fused layers (what gradients() runs: tokens outermost, M = W_B^T W_C,
-    # factored gates, the top layer as eq (3)) and the closed form with the (B, D, N, N) gates (what the exercise and the figures
-    # read) no longer agree on F or on some gradient, to 1e-12 of its largest entry.
-    if kind == "paper_scale":
-        world = make_world(rng=0)
-        batch = training_batch(world, 16, 20, p_a=0.4, rng=1)
-        rng = np.random.default_rng(2)
-        scale = 0.1 if model == "mamba" else 0.02
-        layers = [LayerParams(*(a + rng.normal(0, scale, a.shape) for a in layer))
-                  for layer in init_stack(30, 3, delta=0.05 if model == "mamba" else 0.02, rng=3)]
-        P, z = batch.P, batch.z
-    else:
-        layers, P, z = _problem(kind, model, 3, seed=7)
-    F_fast, caches = stack_forward(layers, P, model)
-    F_closed, _ = stack_forward(layers, P, model, factored=False)
-    assert [type(c) for c in caches] == [LayerFusedCache, LayerFusedCache, TopLayerCache]
-    np.testing.assert_allclose(F_fast, F_closed, rtol=1e-12, atol=1e-12 * np.abs(F_closed).max())
-    for fast, closed in zip(gradients(layers, P, z, model), _gradients_via("closed", layers, P, z, model)):
-        for name, a, b in zip(LayerParams._fields, fast, closed):
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * max(np.abs(b).max(), 1e-300), err_msg=name)
-            assert model == "mamba" or name == "W" or np.abs(b).max() > 0
+    O, cache = layer_forward(H, layer)
+    dH, _ = layer_backward(dO, cache)
+    report = gradcheck(lambda h: np.sum(dO * layer_forward(h, layer)[0]), H, dH)
+    assert report.passed, str(report)
 
 
 # ---------------------------------------------------------------- long prompts
@@ -290,14 +210,8 @@ def test_long_prompt_saturated_gates_stay_finite_and_match_direct_products():
     # If this fails, the gates lose precision or overflow on long prompts: l = 1000 with every
     # |w_j^T h_i| = 50 must give finite outputs and gradients, and every gate the direct product
     # sigma(a_i) prod (1 - sigma(a_k)) can represent (> 1e-300) must match it to 1e-12.
-    rng = np.random.default_rng(0)
     d, l = 2, 1000
-    P = np.zeros((1, d + 1, l + 1))
-    P[0, :d] = rng.choice([-1.0, 1.0], size=(d, l + 1))
-    P[0, d, :l] = rng.choice([-1.0, 1.0], size=l)
-    W = np.zeros((d + 1, d + 1))
-    W[0, :] = 50.0                                        # a_{j,i} = 50 x_{i,1} = +-50 on every token
-    layer = LayerParams(0.1 * np.eye(d + 1), 0.1 * np.eye(d + 1), W)
+    layer, P = saturated_long_prompt(d, l)               # a_{j,i} = 50 x_{i,1} = +-50 on every token
     _, caches = forward_with_caches([layer, layer], P)
     G, a = caches[0].G[0], caches[0].a[0]
     assert np.all(np.abs(a) == 50.0)
@@ -311,9 +225,6 @@ def test_long_prompt_saturated_gates_stay_finite_and_match_direct_products():
             np.testing.assert_allclose(G[j, :t + 1, t][ok], direct[ok], rtol=1e-12, atol=0)
             assert np.all(G[j, :t + 1, t][~ok] < 1e-290) and np.all(G[j, t + 1:, t] == 0)
     z = np.array([1.0])
-    O, cache = fused_forward(P, layer)                   # decay 50 l >> 600: the gate-tensor form
-    assert isinstance(cache, GateTensorCache)
-    np.testing.assert_array_equal(O, layer_forward(P, layer)[0])
     assert np.isfinite(forward([layer, layer], P))
     assert all(np.all(np.isfinite(x)) for g in gradients([layer, layer], P, z) for x in g)
 
@@ -322,7 +233,7 @@ def test_long_prompt_saturated_gates_stay_finite_and_match_direct_products():
 
 
 def _good():
-    layers, P, z = _problem("generic", "mamba", 3, seed=0)
+    layers, P, z = stack_problem("generic", "mamba", 3, seed=0)
     return layers, P, z
 
 
@@ -497,7 +408,7 @@ def test_exercise_solution_equals_the_package_layer_backward():
     solution = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(solution)
     for kind in ("generic", "l1", "saturated"):
-        (layer,), P, _ = _problem(kind, "mamba", 1, seed=12)
+        (layer,), P, _ = stack_problem(kind, "mamba", 1, seed=12)
         H = P + np.random.default_rng(0).normal(0, 0.3, P.shape)     # query label slot not 0
         dO = np.random.default_rng(1).normal(size=H.shape)
         _, cache = layer_forward(H, layer)
@@ -506,19 +417,3 @@ def test_exercise_solution_equals_the_package_layer_backward():
         np.testing.assert_allclose(dH, dH_ref, rtol=0, atol=1e-12 * np.abs(dH_ref).max(), err_msg=kind)
         for name, a, b in zip(LayerParams._fields, grads, grads_ref):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max(), err_msg=f"{kind}: {name}")
-
-
-@pytest.mark.parametrize("model", ["mamba", "linear_transformer"])
-def test_a_large_batch_in_parts_has_the_whole_batch_gradient(model, monkeypatch):
-    # If this fails, value_and_gradients (what training runs) gives a large batch, which it runs in
-    # parts of CACHE_BYTES, another F or gradient than the whole batch at once: a part's mean taken
-    # over the part, or a part dropped or counted twice.
-    layers, P, z = _problem("generic", model, 3, seed=11, B=7)
-    F, caches = stack_forward(layers, P, model)
-    whole = stack_backward(mean_hinge_slope(F, z), caches)
-    monkeypatch.setattr(stack_module, "CACHE_BYTES", 2 * P[0].nbytes)        # parts of 2, 2, 2 and 1 prompts
-    F_parts, parts = value_and_gradients(model, layers, P, z)
-    np.testing.assert_allclose(F_parts, F, rtol=0, atol=1e-13 * np.abs(F).max())   # BLAS may block a part otherwise
-    for a, b in zip(parts, whole):
-        for name, x, y in zip(LayerParams._fields, a, b):
-            np.testing.assert_allclose(x, y, rtol=0, atol=1e-13 * max(np.abs(y).max(), 1e-300), err_msg=name)

@@ -3,6 +3,7 @@ and the whole command in --quick mode (figures, JSON without NaN, verdicts, its 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from numpy_mamba.model import Params
 from numpy_mamba.measure.attention import score_sums
 from numpy_mamba.measure.gates import gate_statistics
 from numpy_mamba.theory.measure import fit_slope, largest_tolerated, lemma6_sum, steps_to_epsilon
+from tests.helpers import broken_links
 
 VERDICTS = ("holds", "holds in trend", "holds in part", "does not hold here")
 
@@ -94,7 +96,9 @@ def test_theory_quick_writes_figures_json_and_only_its_report_section(theory_qui
     assert len(rows) >= 12 and all(r["verdict"].removesuffix(" (borderline)") in VERDICTS for r in rows)
     text = report.read_text()
     assert "KEEP ME" in text and "OLD-PLACEHOLDER" not in text, "only the theory section may change"
-    assert "### Theorems 1 and 3" in text and "theory_convergence.png" in text
+    linked = set(re.findall(r"\]\(([\w.]+\.png)\)", text))
+    assert {f"theory_{name}.png" for name in ("convergence", "alpha", "attention", "gates", "lemmas")} <= linked
+    assert not [link for link in broken_links(report) if not link.startswith("#")], "a figure link leads nowhere"
     section = text.split("<!-- BEGIN theory -->")[1]
     assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in its section header"
     assert summary["cor1_by_task_group"]["by_group"].keys() == {"training", "reversed", "distance_2", "distance_3"}

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..data import SECTION4
-from ..network import Network, network
+from ..fused import network
+from ..network import Network
 from ..sgd import TrainConfig
 
 STREAM = 11

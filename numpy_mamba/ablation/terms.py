@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import stack
+from ..fused import stack_forward
 from ..model import Params, scores
+from ..stack import layer_cache
 
 
 def step_classes(M1: int) -> list:
@@ -81,8 +82,8 @@ def layer_scores(model: str, n_layers: int, prenorm: bool, params, P) -> list:
     layer k of a stack reads H^(k-1), or RMSNorm(H^(k-1)) with pre-norm): [(B, l)] first layer first."""
     if n_layers == 1:
         return [scores(params, P)[:, :-1]]
-    _, caches = stack.stack_forward(params, P, model, prenorm=prenorm)
-    inputs = [(c.layer if isinstance(c, stack.PreNormCache) else c).H for c in caches]      # each (B, d+1, l+1)
+    _, caches = stack_forward(params, P, model, prenorm=prenorm)
+    inputs = [layer_cache(c).H for c in caches]                            # each (B, d+1, l+1)
     return [scores(Params(layer.W_B, layer.W_C, layer.W[:, -1]), H)[:, :-1] for layer, H in zip(params, inputs)]
 
 

@@ -11,7 +11,9 @@ Each one-layer row also times one pass over the prompts: the matrix-vector produ
 gate logits a_i = w^T p_i of eq (3) alone.  It reads every entry of P, as any step must, so no
 step can beat it; "passes" is a step's time in those units and "GB/s" the bytes of P over a
 step's time (or the pass's), so each row shows how far from the memory limit a step runs.
-"checked" is the public ``gradients(params, P, z)``, which checks its input, over the step;
+"reading" is the public ``gradients(params, P, z)`` (which checks its input and runs the batched
+reading form) over the step, which runs the fused form of ``numpy_mamba/fused``; the three-layer
+rows give the same for ``stack.gradients``;
 "peak/P" the most memory a step holds beyond its inputs, in units of P (``tracemalloc``).  The
 NumPy step, the peers' steps and the pass take turns in short blocks, each after one untimed
 call of its own (``interleaved_medians``), so on a shared machine all of them see the same load;
@@ -31,7 +33,7 @@ from .. import stack
 from ..data import make_world, training_batch
 from ..gradients import gradients
 from ..model import PAPER_MODELS, forward, init_params
-from ..network import network
+from ..fused import network
 from ..sgd import sgd_update
 from ..stack import init_stack
 from ..runs.args import positive_int
@@ -105,29 +107,30 @@ def one_layer_rows(args, world, peers: dict) -> None:
     """
     params, eta = init_params(world.d, rng=1), 0.0        # eta = 0: every call sees the same parameters
     mamba = network("mamba")
-    print(f"{'l':>6} {'B':>5} {'numpy ms':>9} {'passes':>6} {'GB/s':>5} {'checked':>7} {'peak/P':>6} "
+    print(f"{'l':>6} {'B':>5} {'numpy ms':>9} {'passes':>6} {'GB/s':>5} {'reading':>7} {'peak/P':>6} "
           f"{'pass ms':>8} {'pass GB/s':>9}" + (peer_header(peers, passes=True) if peers else ""))
     notes = []
     for l, B in args.cases:
         batch = training_batch(world, B, l, p_a=0.6, rng=2)
         P, z, w = batch.P, batch.z, params.w
         fns = {"numpy": lambda: sgd_update(params, mamba.F_and_gradients(params, P, z)[1], eta),
-               "checked": lambda: gradients(params, P, z), "pass": lambda: w @ P}
+               "reading": lambda: gradients(params, P, z), "pass": lambda: w @ P}
         made = {name: make(params, P, z, eta) for name, make in peers.items()}
         t = interleaved_medians({**fns, **{name: step for name, (step, _) in made.items()}}, args.repeat)
         size = P.nbytes / 1e9
         row = (f"{l:>6} {B:>5} {1e3 * t['numpy']:>9.3f} {t['numpy'] / t['pass']:>6.1f} {size / t['numpy']:>5.1f} "
-               f"{t['checked'] / t['numpy']:>7.2f} {peak_memory(fns['numpy']) / P.nbytes:>6.2f} "
+               f"{t['reading'] / t['numpy']:>7.2f} {peak_memory(fns['numpy']) / P.nbytes:>6.2f} "
                f"{1e3 * t['pass']:>8.4f} {size / t['pass']:>9.1f}")
         if peers:
             cells, lines = compared(peers, made, [forward(params, P), *gradients(params, P, z)],
                                     f"l = {l}, B = {B}", t, unit=t["pass"])
             row, notes = row + cells, notes + lines
         print(row, flush=True)
-    print("numpy: one step as sgd.train runs it (inputs checked at the start of the run; forward, backward, update);"
-          "\npasses: its time in units of one w @ P over the same array (pass ms; the gate logits alone), GB/s: the "
-          "bytes of P\nover its time (pass GB/s: over the pass's); checked: the public gradients(params, P, z), which "
-          "checks its input,\nover the step; peak/P: the step's peak memory beyond its inputs over the size of P."
+    print("numpy: one step as sgd.train runs it (fused; inputs checked at the start of the run; forward, backward, "
+          "update);\npasses: its time in units of one w @ P over the same array (pass ms; the gate logits alone), GB/s: "
+          "the bytes of P\nover its time (pass GB/s: over the pass's); reading: the public gradients(params, P, z), "
+          "which checks its input\nand runs the batched reading form, over the step; peak/P: the step's peak memory "
+          "beyond its inputs over the size of P."
           + peer_note(peers))
     if notes:
         print("\n".join(notes))
@@ -140,7 +143,8 @@ def stack_rows(args, world, peers: dict) -> None:
     this row)}; ``result()`` returns (F, [dW_B, dW_C, dW of layer 1, ..., of layer 3]).
     """
     layers, eta = init_stack(world.d, 3, rng=1), 0.0
-    print(f"{'model':>18} {'l':>4} {'B':>5} {'numpy ms':>9}" + (peer_header(peers, passes=False) if peers else ""))
+    print(f"{'model':>18} {'l':>4} {'B':>5} {'numpy ms':>9} {'reading':>7}"
+          + (peer_header(peers, passes=False) if peers else ""))
     notes = []
     for model in PAPER_MODELS:
         net = network(model, n_layers=3)
@@ -149,14 +153,17 @@ def stack_rows(args, world, peers: dict) -> None:
             P, z = batch.P, batch.z
             made = {name: m for name, make in peers.items() if (m := make(model, layers, P, z, eta)) is not None}
             t = interleaved_medians({"numpy": lambda: sgd_update(layers, net.F_and_gradients(layers, P, z)[1], eta),
+                                     "reading": lambda: stack.gradients(layers, P, z, model),
                                      **{name: step for name, (step, _) in made.items()}}, args.repeat)
-            row = f"{model:>18} {l:>4} {B:>5} {1e3 * t['numpy']:>9.2f}"
+            row = f"{model:>18} {l:>4} {B:>5} {1e3 * t['numpy']:>9.2f} {t['reading'] / t['numpy']:>7.2f}"
             if peers:
                 ours = [stack.forward(layers, P, model)] + [g for one in stack.gradients(layers, P, z, model) for g in one]
                 cells, lines = compared(peers, made, ours, f"{model}, l = {l}, B = {B}", t)
                 row, notes = row + cells, notes + lines
             print(row, flush=True)
-    print("One step of the residual stack: forward, hand-written backward (stack.py), update." + peer_note(peers))
+    print("One step of the residual stack as sgd.train runs it: forward, hand-written backward (fused: "
+          "numpy_mamba/fused/stack.py), update;\nreading: the public stack.gradients (the reading form of stack.py, "
+          "with the (B, D, N, N) gate tensor) over the step." + peer_note(peers))
     if notes:
         print("\n".join(notes))
 

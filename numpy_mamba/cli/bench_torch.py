@@ -42,8 +42,8 @@ def stack_layer(torch, W_B, W_C, W, H, model):
 
 
 def stack_layer_factored(torch, W_B, W_C, W, H, model):
-    """The same O as ``stack_layer`` for Mamba without the gate tensor, as numpy_mamba.layer's
-    ``layer_forward_factored`` computes it: o_{t,j} = E_{j,t} sum_{i<=t} v_{j,i} h_{i,j} s_{i,t},
+    """The same O as ``stack_layer`` for Mamba without the gate tensor, as
+    ``numpy_mamba.fused.layer.layer_forward_fused`` computes it: o_{t,j} = E_{j,t} sum_{i<=t} v_{j,i} h_{i,j} s_{i,t},
     E = e^{C - r}, v = sigma(a) e^{r - C} (r the middle of C's range; valid while C's range is
     under 600, as at the benchmark's sizes).  The strongest peer: our own algorithm in PyTorch."""
     if model == "linear_transformer":

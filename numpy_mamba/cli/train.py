@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ..data import make_world
-from ..network import network
+from ..fused import network
 from ..sgd import DivergenceError, TrainConfig, train
 from ..runs.args import nonnegative_int, positive_float, positive_int
 

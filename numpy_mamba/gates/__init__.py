@@ -2,7 +2,7 @@
 
 Each is linear attention times a gate, like Mamba's eq (3); only the gate differs.
 
-    families.py   each gate's parameters, values and backward pass: the registry ``GATES``
+    families.py   the registry ``GATES``: each gate's label, parameters, gate, backward pass and initialisation
     attention.py  linear attention times a family's gate: output, backward and its ``network``
     scan.py       the update equations (187), (190), (193), (197) run literally, token by token
     compare.py    ``python -m numpy_mamba gates``: all six models trained and tested alike
@@ -10,14 +10,15 @@ Each is linear attention times a gate, like Mamba's eq (3); only the gate differ
     claims.py     its prediction (input gates beat the linear Transformer, decay gates do not) as a rule
 
 ``network(name)`` makes a family's ``Network`` (name in ``GATES``: "mamba2", "retnet",
-"gated_retention", "gla"), which ``sgd.train`` and the experiments take like the paper's models:
+"gated_retention", "gla"), which ``sgd.train`` and the experiments take like the paper's models.
+Adding a gate is one entry of ``GATES`` (a ``GateFamily``) plus its tests: everything here reads it.
 
     net = numpy_mamba.gates.network("gla")
     params = net.init(d, rng); F = net.output(params, P); loss, grads = net.value_and_gradients(params, P, z)
 """
 from .attention import gate_values, network
-from .families import GATES, GatedRetentionParams, GLAParams, Mamba2Params, RetNetParams
+from .families import GATES, GateFamily, GatedRetentionParams, GLAParams, Mamba2Params, RetNetParams
 from .scan import gate_recurrent_forward
 
-__all__ = ["GATES", "Mamba2Params", "RetNetParams", "GatedRetentionParams", "GLAParams",
+__all__ = ["GATES", "GateFamily", "Mamba2Params", "RetNetParams", "GatedRetentionParams", "GLAParams",
            "gate_values", "gate_recurrent_forward", "network"]

@@ -8,9 +8,10 @@ Two shapes of gate occur (Appendix E.6):
                                                                           GLA, eq (198))
 
 The scores s_i and the W_B, W_C part of the backward pass are the core's (``model.scores``,
-``gradients.attention_backward``); a family adds only its gate and the gate's chain rule
-(``families.GATES``).  ``network`` packs both into a core ``Network``, which ``sgd.train``,
-the step-size rule and the experiments take like the paper's own models.
+``gradients.attention_backward``); a family adds only its gate and the gate's chain rule (its
+entry of ``families.GATES``): a decay gate its log gamma_j, which ``families.decay_gates`` turns
+into G_{i,l+1}, a gate per key feature its g.  ``network`` packs both into a core ``Network``,
+which ``sgd.train``, the step-size rule and the experiments take like the paper's own models.
 """
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from functools import partial
 
 from ..gradients import attention_backward
 from ..loss import mean_hinge_slope
-from ..model import Params, absolute_scores, gates_for, init_params, scores
+from ..model import PAPER_MODELS, Params, absolute_scores, gates_for, init_params, scores
 from ..network import Network
-from .families import GATES, check_gate_params
+from .families import GATES, check_gate_params, decay_backward, decay_gates, gate_family
 
 
 def gate_values(model: str, params, P) -> np.ndarray:
@@ -30,31 +31,39 @@ def gate_values(model: str, params, P) -> np.ndarray:
 
     The paper's two models come from the core (``model.gates_for``); P is (B, d+1, l+1).
     """
-    if model in GATES:
-        return GATES[model].gate(params, P)
-    return gates_for(model, params, P)
+    if model in PAPER_MODELS:
+        return gates_for(model, params, P)
+    if model not in GATES:
+        raise ValueError(f"model must be one of the paper's models {PAPER_MODELS} or the Appendix E.6 gates "
+                         f"{tuple(GATES)}; got {model!r}.")
+    family = GATES[model]
+    gate = family.gate(params, P)
+    return gate if family.per_key else decay_gates(gate)
 
 
 # ---------------------------------------------------------------- scalar gates
 def scalar_gate_output(model: str, params, P):
-    """(F (B,), cache (G, s)): F = sum_i G_i y_i s_i with the family's gate G (B, l+1)."""
-    G = GATES[model].gate(params, P)                          # (B, l+1)
+    """(F (B,), cache (log gamma, G, s)): F = sum_i G_i y_i s_i with the family's decay gate
+    G_{i,l+1} = prod_{j>i} gamma_j (B, l+1)."""
+    log_gamma = GATES[model].gate(params, P)                  # log gamma_j: (B, l+1)
+    G = decay_gates(log_gamma)                                # (B, l+1)
     s = scores(params, P)                                     # (B, l+1)
     y = P[:, -1, :]                                           # (B, l+1)
-    return np.sum(G * y * s, axis=1), (G, s)
+    return np.sum(G * y * s, axis=1), (log_gamma, G, s)
 
 
 def scalar_gate_backward(model: str, params, P, cache, r):
     """Gradients in the family's container, given r = dL/dF (B,).
 
     dL/ds_i = r G_i y_i feeds the core's W_B, W_C backward (eqs (93), (118)); dL/dG_i = r y_i s_i
-    feeds the family's own gate backward.
+    becomes dL/dlog gamma_j (``decay_backward``), which feeds the family's own gate backward.
     """
-    G, s = cache
+    log_gamma, G, s = cache
     y = P[:, -1, :]
     dW_B, dW_C = attention_backward(params, P, r[:, None] * G * y)
     family = GATES[model]
-    return family.params_type(dW_B, dW_C, *family.backward(params, P, G, r[:, None] * y * s))
+    d_log = decay_backward(G, r[:, None] * y * s)             # dL/dlog gamma_j: (B, l+1)
+    return family.params_type(dW_B, dW_C, *family.backward(params, P, log_gamma, d_log))
 
 
 # ---------------------------------------------------------------- a gate per key feature (GLA)
@@ -94,7 +103,7 @@ def key_gated_backward(model: str, params, P, g, r):
 def output_scale(model: str, params, P) -> np.ndarray:
     """S (B,): the family's F with every factor replaced by its absolute value (its gates are
     positive), for P (B, d+1, l+1), unchecked: the size of the terms that make F (``loss.TIE_RTOL``)."""
-    G = GATES[model].gate(params, P)                          # (B, l+1), or (B, m, l+1) per key
+    G = gate_values(model, params, P)                         # (B, l+1), or (B, m, l+1) per key
     y = np.abs(P[:, -1, :])                                   # |y_i|: (B, l+1)
     if GATES[model].per_key:
         absolute = Params(np.abs(params.W_B), np.abs(params.W_C), None)
@@ -109,7 +118,7 @@ def network(model: str) -> Network:
     if model not in GATES:
         raise ValueError(f"model must be one of the Appendix E.6 gates {tuple(GATES)}; got {model!r}. "
                          "The paper's own models are numpy_mamba.network('mamba') and network('linear_transformer').")
-    per_key = GATES[model].per_key
+    per_key = gate_family(model).per_key
     return Network(model, partial(_init, model), partial(_check, model),
                    partial(_F, model, key_gated_output if per_key else scalar_gate_output),
                    partial(_F_and_gradients, model, *((key_gated_output, key_gated_backward) if per_key

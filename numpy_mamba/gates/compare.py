@@ -29,14 +29,21 @@ from .scan import gate_recurrent_forward
 from ..gradcheck import gradcheck
 from ..loss import hinge
 from ..model import PAPER_MODELS, scores
-from ..network import network as paper_network
+from ..fused import network as paper_network
 from .attention import gate_values, key_gated_scores, network
 from ..sgd import TrainConfig, train
 
 LABELLINGS = ("flip", "target", "random")
-# the six models compared: the paper's two, then the four gates
-NETWORKS = {**{m: paper_network(m) for m in PAPER_MODELS}, **{m: network(m) for m in GATES}}
-MODELS = tuple(NETWORKS)
+
+
+def models() -> tuple:
+    """The models compared: the paper's two, then every gate of the registry ``GATES``."""
+    return PAPER_MODELS + tuple(GATES)
+
+
+def model_network(model: str):
+    """The Network trained for ``model``: the paper's (fused) or the gate's."""
+    return paper_network(model) if model in PAPER_MODELS else network(model)
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,7 @@ def consistency_checks(seed: int = 0) -> dict:
     out = {}
     for k, model in enumerate(GATES):
         rng = np.random.default_rng([seed, 99, k])
-        net, diff, errs = NETWORKS[model], 0.0, {}
+        net, diff, errs = network(model), 0.0, {}
         for l in (1, 3, 6):
             base = net.init(4, rng)
             params = type(base)(*(np.asarray(a) + (rng.normal(0, 0.5, np.shape(a)) if a.ndim else 0.0)
@@ -128,7 +135,7 @@ def train_model(world, cfg: GatesSettings, seed: int, model: str, eval_batch) ->
     same for every model); record the loss (eq (4)) on ``eval_batch``.  Returns (params, history)."""
     config = TrainConfig(T=cfg.T, B=cfg.B, eta=cfg.eta, l_tr=SECTION4.l_tr, p_a=cfg.p_a, K=cfg.K,
                          kappa_a=SECTION4.kappa_a, delta=SECTION4.delta)
-    net = NETWORKS[model]
+    net = model_network(model)
     params0 = net.init(world.d, np.random.default_rng([seed, 1]), delta=SECTION4.delta)
 
     def record(step, params):
@@ -168,8 +175,8 @@ def _test_unit(cfg: GatesSettings, seed: int, trained: dict) -> dict:
         clean = testing_batch(world, cfg.n_test, SECTION4.l_ts, alpha=0.0, K_prime=cfg.K_prime,
                               tasks=tasks, rng=np.random.default_rng([seed, 6, k]))
         for model, params in trained.items():
-            out[model][f"clean_error_{which}_tasks"] = float(np.mean(NETWORKS[model].misclassified(params, clean.P,
-                                                                                                    clean.z)))
+            out[model][f"clean_error_{which}_tasks"] = float(np.mean(model_network(model).misclassified(
+                params, clean.P, clean.z)))
     for ki, kappa in enumerate(cfg.kappa_a_prime):
         for li, rule in enumerate(LABELLINGS):
             key = f"kappa_a_prime={kappa:g}/{rule}"
@@ -179,30 +186,30 @@ def _test_unit(cfg: GatesSettings, seed: int, trained: dict) -> dict:
                                       rng=np.random.default_rng([seed, 4, ki, li, ai]))
                 for model, params in trained.items():
                     out[model]["error"].setdefault(key, []).append(
-                        float(np.mean(NETWORKS[model].misclassified(params, batch.P, batch.z))))
+                        float(np.mean(model_network(model).misclassified(params, batch.P, batch.z))))
     return out
 
 
 def run(cfg: GatesSettings, jobs: int = 1, progress=True) -> dict:
-    """The Section 4.1 / Figure 2 protocol for all of ``MODELS``.
+    """The Section 4.1 / Figure 2 protocol for every model of ``models()``.
 
     Per seed: one world (Section 3.2), every model trained by Algorithm 1 on the same minibatches
     (one unit per seed and model), then tested on the same testing prompts (Definition 2) for
     each kappa_a', labelling and alpha (one unit per seed), ``jobs`` units at a time.
     Returns plain data: errors (seeds, alphas) per key, convergence steps, loss curves, gate ratios.
     """
-    seeds = cfg.seeds
+    seeds, names = cfg.seeds, models()
     trained = run_units([Unit((seed, m), f"train {m} seed {seed}", train_unit, (cfg, seed, m))
-                         for seed in seeds for m in MODELS], jobs, "gates: training", progress)
-    tests = [Unit(seed, f"test seed {seed}", _test_unit, (cfg, seed, {m: trained[(seed, m)][0] for m in MODELS}))
+                         for seed in seeds for m in names], jobs, "gates: training", progress)
+    tests = [Unit(seed, f"test seed {seed}", _test_unit, (cfg, seed, {m: trained[(seed, m)][0] for m in names}))
              for seed in seeds]
     tested = run_units(tests + [Unit("checks", "consistency checks", consistency_checks)], jobs,
                        "gates: testing", progress)
     results = {m: {"error": {}, "converge": {str(e): [] for e in cfg.epsilons}, "eval_loss": [],
                    "gate_ratio": [], "final_gate_scalars": [], "clean_error_training_tasks": [],
-                   "clean_error_unseen_tasks": []} for m in MODELS}
+                   "clean_error_unseen_tasks": []} for m in names}
     for seed in seeds:
-        for model in MODELS:
+        for model in names:
             r, (_, history), t = results[model], trained[(seed, model)], tested[seed][model]
             r["eval_loss"].append(history["eval_loss"])
             for eps in cfg.epsilons:
@@ -214,7 +221,7 @@ def run(cfg: GatesSettings, jobs: int = 1, progress=True) -> dict:
                 r["error"].setdefault(key, []).append(errors)
     for r in results.values():
         r["error"] = {key: np.asarray(errors) for key, errors in r["error"].items()}     # (seeds, alphas)
-    steps = trained[(seeds[-1], MODELS[-1])][1]["step"]
+    steps = trained[(seeds[-1], names[-1])][1]["step"]
     return {"settings": cfg.to_dict(), "steps": steps, "models": results, "checks": tested["checks"]}
 
 

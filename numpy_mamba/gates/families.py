@@ -6,17 +6,20 @@ Each model is linear attention times a gate, as eq (3) is for Mamba (Appendix E.
     F(Psi; P) = sum_{i=1}^{l+1} y_i (W_B p_i (.) g_i)^T W_C p_query               (GLA, eq (198))
 
 with keys k_i = W_B p_i, queries q = W_C p_query and values v_i = p_i (W_B, W_C play the
-paper's W_K, W_Q in eqs (187)-(199)).  A gate family is one record, ``GateFamily``: its parameter
-container, its gate values, the gate's backward pass (dL/dG -> gradients of its own parameters)
-and its initialisation.  The attention scores and the gradients of W_B and W_C are the core's
-(model.py, gradients.py), put together with the gate in ``attention.py``; the core does not
-change when a gate is added.
+paper's W_K, W_Q in eqs (187)-(199)).  A gate is one entry of the registry ``GATES``, a
+``GateFamily``: its label, its parameter container, its gate, the gate's backward pass (dL/dgate
+-> gradients of its own parameters) and its initialisation.  Everything else reads the entry:
+the attention scores and the gradients of W_B and W_C are the core's (model.py, gradients.py),
+put together with the gate in ``attention.py``; the literal recurrence (``scan.py``), the
+comparison command and its figures (``compare.py``, ``plots.py``) take every gate of ``GATES``.
+Adding a gate is one entry here plus its tests; the core does not change.
 
 The decay gates of eqs (189), (192), (195) share one shape,
 
     G_{i,t} = prod_{j=i+1}^{t} gamma_j   (i < t),      G_{t,t} = 1,
 
-so each only writes log gamma_j and the chain rule from dL/dlog gamma_j to its parameters.
+so each only writes log gamma_j and the chain rule from dL/dlog gamma_j to its parameters
+(``decay_gates`` and ``decay_backward`` below, which ``attention.py`` applies to every decay gate).
 Unlike Mamba's G_{i,l+1} = sigma(w^T p_i) prod_{j>i}(1 - sigma(w^T p_j)), the gate on example i
 depends only on the tokens AFTER i: these gates can forget, but cannot single out example i.
 The literal recurrences are in ``scan.py``; tests/test_gates.py proves both forms agree.
@@ -43,7 +46,6 @@ Notes on the paper's Appendix E.6 (each checked in tests/test_gates.py):
 """
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -122,12 +124,12 @@ def mamba2_log_gamma(params: Mamba2Params, P) -> np.ndarray:
     return -np.logaddexp(0.0, _logits(params.w, P)) * np.exp(params.a)
 
 
-def mamba2_backward(params: Mamba2Params, P, G, dG) -> tuple:
-    """(dw, da): d log gamma_j/dw = -sigma(w^T p_j) e^a p_j, d log gamma_j/da = log gamma_j."""
-    d_log = decay_backward(G, dG)                                 # (B, l+1)
+def mamba2_backward(params: Mamba2Params, P, log_gamma, d_log) -> tuple:
+    """(dw, da) from d_log = dL/dlog gamma_j (B, l+1): d log gamma_j/dw = -sigma(w^T p_j) e^a p_j,
+    d log gamma_j/da = log gamma_j."""
     sigma = expit(_logits(params.w, P))
     dw = np.einsum("bdl,bl->d", P, -d_log * sigma * np.exp(params.a))
-    da = np.sum(d_log * mamba2_log_gamma(params, P))
+    da = np.sum(d_log * log_gamma)
     return dw, np.asarray(da)
 
 
@@ -137,9 +139,9 @@ def retnet_log_gamma(params: RetNetParams, P) -> np.ndarray:
     return np.full(P.shape[::2], np.log(params.gamma))            # (B, l+1)
 
 
-def retnet_backward(params: RetNetParams, P, G, dG) -> tuple:
+def retnet_backward(params: RetNetParams, P, log_gamma, d_log) -> tuple:
     """(dgamma,): dL/dgamma = sum_j dL/dlog gamma_j / gamma."""
-    return (np.asarray(np.sum(decay_backward(G, dG)) / params.gamma),)
+    return (np.asarray(np.sum(d_log) / params.gamma),)
 
 
 # ---------------------------------------------------------------- Gated Retention, (193)-(195)
@@ -148,12 +150,11 @@ def gated_retention_log_gamma(params: GatedRetentionParams, P) -> np.ndarray:
     return log_expit(_logits(params.w, P)) / params.tau
 
 
-def gated_retention_backward(params: GatedRetentionParams, P, G, dG) -> tuple:
+def gated_retention_backward(params: GatedRetentionParams, P, log_gamma, d_log) -> tuple:
     """(dw, dtau): d log gamma_j/dw = (1 - sigma_j) p_j / tau, d log gamma_j/dtau = -log gamma_j / tau."""
-    d_log = decay_backward(G, dG)
     sigma = expit(_logits(params.w, P))
     dw = np.einsum("bdl,bl->d", P, d_log * (1.0 - sigma) / params.tau)
-    dtau = -np.sum(d_log * gated_retention_log_gamma(params, P)) / params.tau
+    dtau = -np.sum(d_log * log_gamma) / params.tau
     return dw, np.asarray(dtau)
 
 
@@ -181,60 +182,66 @@ def gla_backward(params: GLAParams, P, g, dg) -> tuple:
 
 # ---------------------------------------------------------------- the registry
 class GateFamily(NamedTuple):
-    """Everything a model adds to linear attention: Appendix E.6's "gating layer".
+    """One gate of Appendix E.6, everything a model adds to linear attention: the one entry a new
+    gate adds to ``GATES``.
 
-    params_type : its NamedTuple (first two fields W_B, W_C; the rest are the gate's).
-    gate        : (params, P (B, d+1, l+1)) -> G (B, l+1), or (B, m, l+1) for a per-key gate.
-    backward    : (params, P, G, dL/dG) -> gradients of the gate fields, in field order.
-    shapes      : (m, d+1) -> {gate field: shape}; ``positive``: fields that must be > 0.
+    label       : its name in figures and tables, with its equations, e.g. "Mamba-2 (187-189)".
+    params_type : its NamedTuple of parameters; the first two fields are W_B, W_C, the rest the gate's.
+    gate        : (params, P (B, d+1, l+1)) -> log gamma_j (B, l+1), for a decay gate
+                  G_{i,t} = prod_{j=i+1}^{t} gamma_j; or, with ``per_key``, the gate g (B, m, l+1) of
+                  each key feature, as GLA's eq (198).
+    backward    : (params, P, gate's value, dL/d(gate's value)) -> gradients of the gate's own fields,
+                  in field order: its derivative.
+    shapes      : (m, d+1) -> {gate field: shape};  ``positive``: fields that must be > 0.
     init        : (W_B, W_C, w, rng) -> params, given Algorithm 1's W_B, W_C and w^(0).
-    per_key     : True when the gate has one value per key feature (GLA), (B, m, l+1).
+    per_key     : True when ``gate`` gives one value per key feature.
     """
 
+    label: str
     params_type: type
     gate: Callable
     backward: Callable
     shapes: Callable
     positive: tuple
     init: Callable
-    equation: str
     per_key: bool = False
-
-
-def _decay(log_gamma_fn):
-    return lambda params, P: decay_gates(log_gamma_fn(params, P))
 
 
 # Initial values (README, "Other gates"): a = 0, tau = 1, gamma = 1/2, so that every decay
 # starts near Mamba's 1 - sigma(w^T p) ~ 1/2 and differences come from what the gate sees.
-GATES = MappingProxyType({
+# A plain dict: a script or a test registers a gate of its own with GATES[name] = GateFamily(...).
+GATES = {
     "mamba2": GateFamily(
-        Mamba2Params, _decay(mamba2_log_gamma), mamba2_backward,
+        "Mamba-2 (187-189)", Mamba2Params, mamba2_log_gamma, mamba2_backward,
         lambda m, d0: {"w": (d0,), "a": ()}, (),
-        lambda W_B, W_C, w, rng: Mamba2Params(W_B, W_C, w, np.asarray(0.0)),
-        "eqs (187)-(189)"),
+        lambda W_B, W_C, w, rng: Mamba2Params(W_B, W_C, w, np.asarray(0.0))),
     "retnet": GateFamily(
-        RetNetParams, _decay(retnet_log_gamma), retnet_backward,
+        "RetNet (190-192)", RetNetParams, retnet_log_gamma, retnet_backward,
         lambda m, d0: {"gamma": ()}, ("gamma",),
-        lambda W_B, W_C, w, rng: RetNetParams(W_B, W_C, np.asarray(0.5)),
-        "eqs (190)-(192)"),
+        lambda W_B, W_C, w, rng: RetNetParams(W_B, W_C, np.asarray(0.5))),
     "gated_retention": GateFamily(
-        GatedRetentionParams, _decay(gated_retention_log_gamma), gated_retention_backward,
+        "Gated Retention (193-195)", GatedRetentionParams, gated_retention_log_gamma, gated_retention_backward,
         lambda m, d0: {"w": (d0,), "tau": ()}, ("tau",),
-        lambda W_B, W_C, w, rng: GatedRetentionParams(W_B, W_C, w, np.asarray(1.0)),
-        "eqs (193)-(195)"),
+        lambda W_B, W_C, w, rng: GatedRetentionParams(W_B, W_C, w, np.asarray(1.0))),
     "gla": GateFamily(
-        GLAParams, gla_gate, gla_backward,
+        "GLA (196-199)", GLAParams, gla_gate, gla_backward,
         lambda m, d0: {"W": (m, d0), "tau": ()}, ("tau",),
         lambda W_B, W_C, w, rng: GLAParams(
             W_B, W_C, rng.normal(0.0, 1.0 / np.sqrt(W_B.shape[1]), size=W_B.shape), np.asarray(1.0)),
-        "eqs (196)-(199)", per_key=True),
-})
+        per_key=True),
+}
+
+
+def gate_family(model: str) -> GateFamily:
+    """The registry's entry for ``model``, or a ValueError that lists the gates of ``GATES``."""
+    if model not in GATES:
+        raise ValueError(f"model must be one of the Appendix E.6 gates {tuple(GATES)}; got {model!r}.")
+    return GATES[model]
 
 
 def check_gate_params(model: str, params):
     """Validate ``params`` for the Appendix E.6 ``model``; return float64 arrays in its container."""
-    family = GATES[model]
+    family = gate_family(model)
     kind = family.params_type
     if not isinstance(params, kind):
         raise ValueError(f"model={model!r} needs {kind.__name__}({', '.join(kind._fields)}); "

@@ -15,16 +15,19 @@ from scipy.stats import t as student_t
 from ..runs.output import SMOKE, footnote, save_figure, save_json, subplots, write_section
 from ..runs.results import opening, save_claims
 from .claims import GATES_RULES, gates_claim
+from .families import GATES
 
-# Okabe-Ito colours and distinct markers, one per model
-STYLE = {
-    "mamba": ("#0072B2", "o", "Mamba (eq 3)"),
-    "linear_transformer": ("#E69F00", "s", "linear Transformer"),
-    "mamba2": ("#009E73", "^", "Mamba-2 (187-189)"),
-    "retnet": ("#CC79A7", "v", "RetNet (190-192)"),
-    "gated_retention": ("#56B4E9", "D", "Gated Retention (193-195)"),
-    "gla": ("#D55E00", "P", "GLA (196-199)"),
-}
+PAPER_LABELS = {"mamba": "Mamba (eq 3)", "linear_transformer": "linear Transformer"}
+# Okabe-Ito colours and distinct markers, one per model in the order the comparison runs them
+COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+
+
+def styles(models) -> dict:
+    """{model: (colour, marker, label)} for the models of a comparison, in its order; a gate's label
+    is its registry entry's (``families.GATES``)."""
+    return {m: (COLOURS[k % len(COLOURS)], MARKERS[k % len(MARKERS)],
+                PAPER_LABELS[m] if m in PAPER_LABELS else GATES[m].label) for k, m in enumerate(models)}
 
 
 def mean_and_halfwidth(errors, n_test: int):
@@ -77,12 +80,13 @@ def plot_error_vs_alpha(result, summary, path: Path, quick: bool = False) -> Pat
     fig, axes = subplots(len(kappas), 3, figsize=(14, 4.2 * len(kappas)), sharey=True, squeeze=False)
     titles = {"flip": "(A) label flipping", "target": f"(B) targeted label {cfg['target']:+d}",
               "random": "(C) random labels"}
+    style = styles(summary)
     for row, kappa in enumerate(kappas):
         for col, rule in enumerate(("flip", "target", "random")):
             ax, key = axes[row, col], f"kappa_a_prime={kappa:g}/{rule}"
             for k, (model, s) in enumerate(summary.items()):
-                colour, marker, label = STYLE[model]
-                x = alphas + (k - 2.5) * 0.004                     # small offsets: bars stay visible
+                colour, marker, label = style[model]
+                x = alphas + (k - (len(summary) - 1) / 2) * 0.004  # small offsets: bars stay visible
                 ax.errorbar(x, s["error_mean"][key], yerr=s["error_halfwidth95"][key], color=colour,
                             marker=marker, ms=5, capsize=2, lw=1.5, label=label)
             ax.set_title(rf"{titles[rule]}, test outlier size $\kappa_a'$ = {kappa:g}")
@@ -104,8 +108,9 @@ def plot_training(result, summary, path: Path, quick: bool = False) -> Path:
     cfg = result["settings"]
     fig, (ax, bx) = subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
     steps = np.asarray(result["steps"])
+    style = styles(result["models"])
     for model, r in result["models"].items():
-        colour, marker, label = STYLE[model]
+        colour, marker, label = style[model]
         ax.plot(steps, np.mean(r["eval_loss"], axis=0), color=colour, lw=1.6, label=label)
     for eps in cfg["epsilons"]:
         ax.axhline(eps, color="grey", ls=":", lw=1)
@@ -117,13 +122,13 @@ def plot_training(result, summary, path: Path, quick: bool = False) -> Path:
     ax.grid(alpha=0.3, which="both")
     names = list(summary)
     ratios = [summary[m]["gate_ratio_mean"] for m in names]
-    bx.bar(range(len(names)), ratios, color=[STYLE[m][0] for m in names], alpha=0.6)
+    bx.bar(range(len(names)), ratios, color=[style[m][0] for m in names], alpha=0.6)
     for k, m in enumerate(names):                                    # one point per seed: the seed spread
         per_seed = np.asarray(result["models"][m]["gate_ratio"], dtype=float)
         bx.plot(k + np.linspace(-0.15, 0.15, per_seed.size), per_seed, "o", color="black", ms=3.5,
                 label="one seed" if k == 0 else None)
     bx.axhline(1.0, color="black", lw=1)
-    bx.set_xticks(range(len(names)), [STYLE[m][2].split(" (")[0] for m in names], rotation=30, ha="right")
+    bx.set_xticks(range(len(names)), [style[m][2].split(" (")[0] for m in names], rotation=30, ha="right")
     bx.set_ylabel("outliers' share of |terms|, gated / ungated")
     bx.set_title(f"(b) outlier suppression by the trained gate\n"
                  rf"($\alpha$ = 0.5, $\kappa_a'$ = {cfg['kappa_a_prime'][0]:g}; 1 = none; bar: mean over seeds)")
@@ -131,6 +136,12 @@ def plot_training(result, summary, path: Path, quick: bool = False) -> Path:
     footnote(fig, settings_footer(cfg), NOTE)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return save_figure(fig, path, quick)
+
+
+def number(n: int) -> str:
+    """n as the report writes it at the start of a sentence: "Six", or "12"."""
+    words = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten")
+    return words[n] if n < len(words) else str(n)
 
 
 def _fmt(mean, half):
@@ -149,7 +160,7 @@ def report_markdown(result, summary, quick: bool = False, rows=(), heads=None) -
     k2, k8 = cfg["kappa_a_prime"][0], cfg["kappa_a_prime"][-1]
     eps_hi, eps_lo = (str(e) for e in cfg["epsilons"])
     seconds = result.get("timings_seconds", {})
-    first = (f"Six one-layer models, {len(cfg['seeds'])} seed(s), the Figure 2 protocol"
+    first = (f"{number(len(summary))} one-layer models, {len(cfg['seeds'])} seed(s), the Figure 2 protocol"
              + (f"; {seconds['total']:.1f} s wall time with --jobs {seconds.get('workers (--jobs)', '?')}" if "total" in seconds
                 else "") + ".")
     lines = [
@@ -157,12 +168,12 @@ def report_markdown(result, summary, quick: bool = False, rows=(), heads=None) -
         *opening(first, list(rows), heads), "",
         *([f"**{SMOKE}.** These outputs only show that the pipeline runs; do not read any number below as a "
            "result.", ""] if quick else []),
-        f"Six models trained on the same training prompts and seeds (Section 4: d = {cfg['d']}, M1 = "
+        f"{number(len(summary))} models trained on the same training prompts and seeds (Section 4: d = {cfg['d']}, M1 = "
         f"{cfg['M1']}, M2 = {cfg['M2']}, V = {cfg['V']}, beta = {cfg['beta']:g}, delta = {cfg['delta']}, "
         f"kappa_a = {cfg['kappa_a']:g}, p_a = {cfg['p_a']}, l_tr = l_ts = {cfg['l_tr']}; ours: eta = "
         f"{cfg['eta']} for every model, B = {cfg['B']}, T = {cfg['T']}, K = {cfg['K']}, K' = {cfg['K_prime']}). "
-        "One step size for all six keeps the runs identical but for the gate; it is not chosen per model by the "
-        "step-size rule of the other sections, so a model that would train better at another step size is compared "
+        f"One step size for all {number(len(summary)).lower()} keeps the runs identical but for the gate; it is not "
+        "chosen per model by the step-size rule of the other sections, so a model that would train better at another step size is compared "
         f"at this one. Test outliers: kappa_a' = {k2:g} (the [main setting](#main-setting)) and {k8:g}. "
         f"{len(cfg['seeds'])} seed(s) x {cfg['n_test']} test prompts per point; ± is a 95% interval "
         f"({'t over seeds' if len(cfg['seeds']) > 1 else 'Wilson binomial'}). Settings and every number: "

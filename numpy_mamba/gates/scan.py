@@ -16,8 +16,10 @@ Where the paper needs care (README, "Other gates"):
   (sigma(W p_i)^{1/tau} 1_m^T) + v_i k_i^T, instead decays the rows of h (the value side) and
   does NOT sum to (197); ``gla_scan_eq196`` runs it so tests/test_gates.py can show the
   difference.  Here "gla" is eq (198), whose recurrence is the (197) line above.
-The closed forms (linear attention times gate) are ``forward(..., model=NAME)`` (attention.py);
-tests/test_gates.py proves both agree to 1e-12.
+Each step takes its gate from the registry, one token at a time: gamma_i = exp(log gamma_i) of
+the family's ``gate`` at p_i for a decay gate, the key gates sigma(W p_i)^{1/tau} for a gate per
+key feature; what the recurrence adds is the state h.  The closed forms (linear attention times
+gate) are ``network(NAME).output`` (attention.py); tests/test_gates.py proves both agree to 1e-12.
 """
 from __future__ import annotations
 
@@ -32,15 +34,6 @@ def _sigma_pow(x, tau):
     return expit(x) ** (1.0 / tau)
 
 
-def _decay(model: str, params, p_i) -> float:
-    """gamma_i of the scalar-decay updates (187), (190), (193) for one token p_i (d+1,)."""
-    if model == "mamba2":
-        return np.exp(-np.logaddexp(0.0, params.w @ p_i) * np.exp(params.a))
-    if model == "retnet":
-        return float(params.gamma)
-    return _sigma_pow(params.w @ p_i, params.tau)                  # gated_retention
-
-
 def gate_recurrent_forward(params, P, model: str):
     """F = e_{d+1}^T o_{l+1} from the literal update equation of ``model`` (Appendix E.6).
 
@@ -50,6 +43,7 @@ def gate_recurrent_forward(params, P, model: str):
     if model not in GATES:
         raise ValueError(f"gate_recurrent_forward covers the Appendix E.6 gates {tuple(GATES)}; "
                          f"got {model!r} (use scan.recurrent_forward for Mamba's eq (1)).")
+    family = GATES[model]
     params = check_gate_params(model, params)
     single = np.ndim(P) == 2
     P, _ = check_prompts(P, params.W_B.shape[1])
@@ -60,10 +54,11 @@ def gate_recurrent_forward(params, P, model: str):
         for i in range(n_tokens):
             p_i = P[n, :, i]
             v_i, k_i, q_i = p_i, params.W_B @ p_i, params.W_C @ p_i
-            if model == "gla":                                    # eq (197)'s step
-                h = h + np.outer(v_i, k_i * _sigma_pow(params.W @ p_i, params.tau))
+            gate = family.gate(params, P[n:n + 1, :, i:i + 1])   # token i's gate: (1, 1) or (1, m, 1)
+            if family.per_key:                                    # eq (197)'s step
+                h = h + np.outer(v_i, k_i * gate[0, :, 0])
             else:                                                 # eqs (187), (190), (193)
-                h = _decay(model, params, p_i) * h + np.outer(v_i, k_i)
+                h = np.exp(gate[0, 0]) * h + np.outer(v_i, k_i)
             o_i = h @ q_i
         F[n] = o_i[-1]                                            # e_{d+1}^T o_{l+1}
     return float(F[0]) if single else F

@@ -19,7 +19,8 @@ from ..data import SECTION4, training_batch
 from ..loss import hinge
 from ..measure.attention import pattern_scores
 from ..model import PAPER_MODELS
-from ..network import Network, network
+from ..fused import network
+from ..network import Network
 from ..runs.step_size import selection_plan
 from ..runs.worlds import selection_world
 from ..sgd import TrainConfig, train

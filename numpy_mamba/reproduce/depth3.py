@@ -22,9 +22,8 @@ import numpy as np
 
 from ..runs.jobs import Plan, Unit
 from ..model import Params
-from ..network import network
+from ..fused import network, stack_forward
 from ..sgd import TrainConfig, train
-from .. import stack
 from . import common, figures_depth3, report_depth3
 from .experiment import Experiment
 from .claims_mechanism import depth3_claims, depth3_not_run
@@ -69,7 +68,7 @@ def layer_view(layers, P, model: str = "mamba") -> list:
     and its input, so that eq (3)'s scores p_i^T W_B^T W_C p_query and gates G_{i,l+1}(w) of that
     pair are layer k's s_{i,l+1} and label-channel gates G_{d+1,i,l+1}.  P (B, d+1, l+1); every
     H^(k-1) (B, d+1, l+1)."""
-    _, caches = stack.stack_forward(layers, P, model)
+    _, caches = stack_forward(layers, P, model)
     return [(Params(layer.W_B, layer.W_C, layer.W[:, -1]), cache.H) for layer, cache in zip(layers, caches)]
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..data import LABEL_RULES, testing_batch
 from ..measure.rates import group_wrong_counts
 from ..measure.tasks import task_groups
-from ..network import network
+from ..fused import network
 from ..runs.jobs import Plan, Unit
 from . import plots
 from .claims import fig2_claims

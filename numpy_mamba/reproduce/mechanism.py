@@ -28,7 +28,7 @@ from ..measure.rates import group_wrong_counts, rate_summary
 from ..measure.tasks import task_groups
 from .results import GROUPS, setting_key, subset_counts
 from .tables import table1_markdown
-from ..network import network
+from ..fused import network
 
 PARTS = ("fig3", "fig4", "table1")
 TABLE1_PLACEMENTS = {"FQ": "farthest", "R": "random", "CQ": "closest"}

@@ -18,7 +18,7 @@ from ..measure.gates import gate_profile, gate_statistics
 from ..measure.tasks import task_group_names, task_groups
 from ..measure.mechanism_verdicts import corollary1
 from ..measure.verdicts import verdict_text
-from ..network import network
+from ..fused import network
 from ..sgd import TrainConfig, train
 from .settings import GatesVsM1, Tolerance, Trajectory
 from .theorems import trained

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..data import World, make_world
 from ..model import PAPER_MODELS as MODELS
-from ..network import network
+from ..fused import network
 from ..runs.step_size import selection_plan
 from ..sgd import TrainConfig
 from .settings import GatesVsM1, Tolerance

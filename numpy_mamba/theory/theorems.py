@@ -14,7 +14,7 @@ import numpy as np
 
 from ..data import SECTION4, SECTION4_TEST_OUTLIERS, World
 from ..model import PAPER_MODELS as MODELS
-from ..network import network
+from ..fused import network
 from ..runs.jobs import Plan, Unit
 from ..sgd import DivergenceError, TrainConfig, train
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon

@@ -1,13 +1,12 @@
-"""The fused forms that training runs, off the reading path: same numbers, fewer passes over memory.
+"""Eq (3) fused: the forward and backward pass that training runs, in four products with P.
 
     eq3_forward(model, W_B, W_C, w, P) -> (F, cache)       eq (3)                  reads P once
     eq3_backward(dF, cache) -> (dW_B, dW_C, dw, dP)        eqs (118), (93), (135)  reads P once more
-    top_layer_forward(X, layer, model) -> (o, cache)       a stack's top layer, as far as F reads it
-    top_layer_backward(do, cache) -> (dX, grads)           its backward
+    F_and_gradients(model, params, P, z) -> (F, grads)     both, for the mean hinge loss (eq (4))
+    output(model, params, P) -> F                          eq (3), OUTPUT_ROWS prompts at a time
 
-The reading forms are ``model.forward_terms`` and ``gradients.eq3_value_and_gradients``; the
-stack's other layers run ``layer.layer_forward_fused``.  What changes here is only how the same
-sums are taken:
+The reading forms are ``model.forward_terms`` and ``gradients.F_and_gradients``.  What changes
+here is only how the same sums are taken:
 
 - eq (3) needs four products with P and nothing else of its size: the forward pass the scores
   s_i = u^T p_i (u = W_B^T W_C p_query) and the gate logits a_i = w^T p_i, the backward pass
@@ -17,12 +16,11 @@ sums are taken:
 - The gates are running products of 1 - sigma(a_j) in [0, 1] (``numerics.sigmoid_pair``: one
   exp per token for sigma and 1 - sigma), not exp of running sums of log-sigmoids: a product of
   numbers in [0, 1] neither overflows nor cancels, and it underflows to 0 where exp(log G) does.
-- F reads one entry of a stack's top layer, o_{l+1,d+1}, which is eq (3) of that layer's input
-  with w = W[:, -1] (the one-layer identity of ``stack.py``): the top layer runs as eq (3), with
-  the gradient for its input (``eq3_backward(..., input_gradient=True)``).
+- ``eq3_backward(..., input_gradient=True)`` also gives dL/dP, for a stack's top layer
+  (``layer.top_layer_forward``), which is eq (3) of its input.
 
-tests/test_speed_paths.py and tests/test_stack.py prove each equal to its reading form to 1e-12
-on l = 1, l = 10,000, saturated gates (|w^T p| ~ 50) and prompts on the flat side of the hinge.
+tests/test_fused.py proves each equal to its reading form to 1e-12 on l = 1, l = 10,000,
+saturated gates (|w^T p| ~ 50) and prompts on the flat side of the hinge.
 """
 from __future__ import annotations
 
@@ -30,12 +28,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .layer import LayerParams
-from .numerics import pieces, sigmoid_pair
+from ..loss import mean_hinge_slope
+from ..model import Params
+from .numerics import in_pieces, pieces, sigmoid_pair
 
-# Bytes of prompts read at a time (one prompt at least).  Measured with ``bench`` on a 2-core AMD
-# EPYC (1 MiB L2 per core, 8 MiB L3): against one prompt at a time, 2 MiB pieces make a step at
-# l = 1000 6 % faster; 1 MiB pieces made l = 100 8 % slower (their calls cost more than they save).
+# Bytes of prompts read at a time (one prompt at least): about a core's cache, so that the second
+# product of each pair reads them from there; ``bench`` times the step at short and long prompts.
 PIECE_BYTES = 2 << 20
 
 
@@ -88,7 +86,7 @@ def eq3_backward(dF, cache: Eq3Cache, input_gradient: bool = False) -> tuple:
     """(dW_B, dW_C, dw, dP) of a loss with dL/dF = dF (B,), from two more products with P; dw is
     None for the linear Transformer, dP = dL/dP (B, D, l+1) is computed only with ``input_gradient``.
 
-    The sums of ``gradients.eq3_value_and_gradients``, taken the same way: dL/ds_i = dF G_i y_i,
+    The sums of ``gradients.F_and_gradients``, taken the same way: dL/ds_i = dF G_i y_i,
     k = sum_i dL/ds_i p_i, K = sum_n k p_query^T, dW_B = W_C K^T (118), dW_C = W_B K (93);
     c_i = dL/ds_i s_i and dw = sum_s (c_s - sigma_s sum_{i<=s} c_i) p_s (135).
     """
@@ -152,31 +150,19 @@ def _column_products(P, g, q=None):
     return k[:, :, 0] if q is None else (k[:, :, 0], Pq.sum(axis=0)[:, 0])     # summed in prompt order
 
 
-class TopLayerCache(NamedTuple):
-    """``top_layer_forward``'s cache: X (N, B, D), the layer, and eq (3)'s cache of its input."""
-
-    X: np.ndarray
-    layer: LayerParams
-    eq3: Eq3Cache
-
-    @property
-    def H(self) -> np.ndarray:
-        """The layer's input as ``layer.LayerCache`` holds it, (B, D, N) (eq (3)'s P, laid out as P is)."""
-        return self.eq3.P
+def F_and_gradients(model: str, params: Params, P, z) -> tuple:
+    """``gradients.F_and_gradients`` fused (``eq3_forward``, ``eq3_backward``): the same F (B,) and
+    Params(dW_B, dW_C, dw) of the mean hinge loss for P (B, d+1, l+1), z (B,), unchecked, from four
+    products with P.  What ``sgd.train`` runs at every step, through ``fused.network("mamba")``."""
+    F, cache = eq3_forward(model, *params, P)
+    dW_B, dW_C, dw, _ = eq3_backward(mean_hinge_slope(F, z), cache)
+    return F, Params(dW_B, dW_C, np.zeros_like(params.w) if dw is None else dw)
 
 
-def top_layer_forward(X, layer: LayerParams, model: str = "mamba"):
-    """o_{l+1,d+1} of the stack's top layer, the one entry of its output that F reads: X (N, B, D)
-    -> ((B,), TopLayerCache).  It is eq (3) of the layer's input with w = W[:, -1] (the one-layer
-    identity of ``stack.py``), so the top layer costs what eq (3) costs."""
-    o, cache = eq3_forward(model, layer.W_B, layer.W_C, layer.W[:, -1], np.ascontiguousarray(X.transpose(1, 2, 0)))
-    return o, TopLayerCache(X, layer, cache)
+OUTPUT_ROWS = 512        # prompts per piece of ``output``: 4,000 test prompts in 7/8 of the time
 
 
-def top_layer_backward(do, cache: TopLayerCache, input_gradient: bool = True):
-    """dL/do (B,) -> (dL/dX (N, B, D) or None, LayerParams): only the column W[:, -1] of dW is not 0."""
-    dW_B, dW_C, dw, dP = eq3_backward(do, cache.eq3, input_gradient)
-    dW = np.zeros_like(cache.layer.W)
-    if dw is not None:
-        dW[:, -1] = dw
-    return None if dP is None else dP.transpose(2, 0, 1), LayerParams(dW_B, dW_C, dW)
+def output(model: str, params: Params, P) -> np.ndarray:
+    """Unchecked F(Psi; P) of eq (3) for P (B, d+1, l+1) -> (B,): ``eq3_forward``'s F,
+    OUTPUT_ROWS prompts at a time."""
+    return in_pieces(lambda part: eq3_forward(model, *params, part)[0], P, OUTPUT_ROWS)

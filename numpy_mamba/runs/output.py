@@ -1,7 +1,8 @@
 """Writing results: JSON with every setting and value, named sections of figures/REPORT.md,
 figures drawn without pyplot (so a command never changes the caller's matplotlib backend), the
-smoke-run stamp and the settings footer every figure carries, and ``show_figure`` for the
-tutorials (a window, or a PNG whose path is printed when none can open).
+smoke-run stamp and the settings footer every figure carries, and, for the tutorials,
+``show_figure`` (a window, or a PNG whose path is printed when none can open) and ``check`` (the
+number a step measured next to the one the reader should expect).
 
 Each command (``reproduce``, ``theory``, ``ablation``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
@@ -172,3 +173,62 @@ def show_figure(fig, name: str):
         plt.show()
     plt.close(fig)
     return path
+
+
+CHECK_FORMS = ("< X", "<= X", "> X", ">= X", "between A and B", "X +- T", "== X")
+
+
+def _expectation(expected: str):
+    """The test of an expectation written as in CHECK_FORMS: a function of the value -> bool."""
+    import ast
+    import operator
+    number = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+    text = expected.strip()
+    bound = re.fullmatch(rf"(<=|<|>=|>) ({number})", text)
+    if bound:
+        compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[bound.group(1)]
+        return lambda v: compare(float(v), float(bound.group(2)))
+    span = re.fullmatch(rf"between ({number}) and ({number})", text)
+    if span:
+        return lambda v: float(span.group(1)) <= float(v) <= float(span.group(2))
+    near = re.fullmatch(rf"({number}) \+- ({number})", text)
+    if near:
+        return lambda v: abs(float(v) - float(near.group(1))) <= float(near.group(2))
+    if text.startswith("== "):
+        target = ast.literal_eval(text[3:])
+        return lambda v: v == target
+    raise ValueError(f"expected must take one of the forms {', '.join(CHECK_FORMS)}; got {expected!r}.")
+
+
+def _shown(value) -> str:
+    """A value as the check line prints it: 4 significant digits for a float, as is otherwise."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    if isinstance(value, tuple):
+        return str(tuple(int(v) if isinstance(v, (int, np.integer)) else v for v in value))
+    raise ValueError(f"a check's value must be a number, a bool or a tuple (a shape); got {type(value).__name__}.")
+
+
+def check(what: str, value, expected: str, meaning: str):
+    """Print one line a tutorial's reader can check by eye, and stop the tutorial if it fails::
+
+        check: WHAT = VALUE (expected EXPECTED): MEANING
+
+    ``expected`` takes one of the forms of CHECK_FORMS, numbers written out (``"<= 1e-12"``,
+    ``"0.6 +- 0.012"``, ``"== (8, 31, 21)"``).  A value that does not meet it (or is NaN) prints
+    the line as ``check FAILED: ...`` and raises AssertionError with it.  Returns ``value``.
+    """
+    if not what or not meaning or "\n" in what + meaning:
+        raise ValueError(f"what and meaning must be one-line, non-empty texts; got {what!r}, {meaning!r}.")
+    passed = _expectation(expected)
+    shown = _shown(value)
+    holds = bool(passed(value)) and not (isinstance(value, (float, np.floating)) and np.isnan(value))
+    line = f"{what} = {shown} (expected {expected}): {meaning}"
+    print(f"check: {line}" if holds else f"check FAILED: {line}", flush=True)
+    if not holds:
+        raise AssertionError(f"check failed: {line}")
+    return value

@@ -99,23 +99,35 @@ def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
-def save_figure(fig, path, quick: bool, tight: bool = False) -> Path:
+def save_figure(fig, path, quick: bool, tight: bool = False, stamp_axes=()) -> Path:
     """Save ``fig`` at 110 dpi into ``path`` (its folder made if needed); a quick run's figure gets
-    the smoke stamp (``smoke_stamp``)."""
+    the smoke stamp (``smoke_stamp``; ``stamp_axes``: the axes that carry its watermark)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    smoke_stamp(fig, quick)
+    smoke_stamp(fig, quick, stamp_axes)
     fig.savefig(path, dpi=110, bbox_inches="tight" if tight else None)
     return path
 
 
-def smoke_stamp(fig, quick: bool) -> None:
+WATERMARK = "SMOKE RUN\nnumbers mean nothing"
+
+
+def smoke_stamp(fig, quick: bool, axes=()) -> None:
     """On a quick run's figure: a large diagonal watermark, and the title (suptitle) in red starting
-    with "SMOKE RUN" (call after the layout is final)."""
+    with "SMOKE RUN" (call after the layout is final).
+
+    The watermark lies across the whole figure; given ``axes``, it lies inside each of them instead
+    (over their plot, clipped to it), for a figure where one across it would cover numbers (a table
+    drawn beside plots).
+    """
     if not quick:
         return
-    fig.text(0.5, 0.5, "SMOKE RUN\nnumbers mean nothing", fontsize=3.6 * fig.get_figwidth(), color="red", alpha=0.18,
-             ha="center", va="center", rotation=25, weight="bold", zorder=100)
+    style = dict(color="red", alpha=0.18, ha="center", va="center", rotation=25, weight="bold", zorder=100)
+    for ax in axes:
+        width = ax.get_position().width * fig.get_figwidth()           # inches
+        ax.text(0.5, 0.5, WATERMARK, transform=ax.transAxes, fontsize=4.6 * width, clip_on=True, **style)
+    if not axes:
+        fig.text(0.5, 0.5, WATERMARK, fontsize=3.6 * fig.get_figwidth(), **style)
     title = fig.get_suptitle()
     if title:
         fig.suptitle(f"[{SMOKE}]\n{title}", color="red", fontsize=11)

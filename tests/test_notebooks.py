@@ -88,12 +88,54 @@ def test_notebooks_command_writes_every_tutorial_and_exercise_outside_tutorials(
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert "NotImplementedError" in code and "def " in code, f"{path.name}: the stub did not reach the notebook"
         prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        assert f"python -m numpy_mamba grade {path.stem}.ipynb" in prose, f"{path.name}: the notebook must say how to grade it"
+        graded_as = (out / "exercises" / f"{path.stem}.ipynb").as_posix()
+        assert f"python -m numpy_mamba grade {graded_as}" in prose, (
+            f"{path.name}: the notebook must say how to grade it, with the path it was written to")
         assert "$" in prose and "\\" in prose, f"{path.name}: the hand-out's math must reach the notebook as LaTeX"
     first = json.loads((out / f"{TUTORIALS[0].stem}.ipynb").read_text())
     assert first["metadata"]["kernelspec"]["name"] == "python3"
     assert (f"{len(TUTORIALS)} tutorials written (not executed; --execute runs them), {len(EXERCISES)} exercise "
             "hand-outs written") in result.stdout, f"the closing line miscounts what it wrote: {result.stdout}"
+
+
+def test_notebooks_command_writes_my_notebooks_by_default_and_says_how_to_open_and_grade_them(tmp_path):
+    """Without OUT: my_notebooks/ in the current folder (the folder .gitignore names); its hand-outs name
+    that path in their grade line, and the closing lines say how to open and grade them."""
+    (tmp_path / "tutorials").symlink_to(ROOT / "tutorials")
+    result = subprocess.run([sys.executable, "-m", "numpy_mamba", "notebooks"], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / notebooks.DEFAULT_OUT
+    assert sorted(p.name for p in out.glob("*.ipynb")) == [f"{p.stem}.ipynb" for p in TUTORIALS]
+    nb = nbformat.read(out / "exercises" / "gradients.ipynb", as_version=4)
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert f"python -m numpy_mamba grade {notebooks.DEFAULT_OUT}/exercises/gradients.ipynb" in prose
+    assert f"python -m numpy_mamba grade {notebooks.DEFAULT_OUT}/exercises/NAME.ipynb" in result.stdout
+    assert f"python -m jupyterlab {notebooks.DEFAULT_OUT}" in result.stdout
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_notebooks_suggests_only_an_installed_way_to_open_them(installed, monkeypatch):
+    """JupyterLab's command when it is installed (the notebooks extra brings it); else VS Code, or how
+    to install JupyterLab first: never a command that is not there."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: (real("json") if installed else None) if name == "jupyterlab" else real(name, *a))
+    line = notebooks.how_to_open(Path("my_notebooks"))
+    assert "python -m jupyterlab my_notebooks" in line
+    assert line.startswith("open them with: python -m jupyterlab") is installed
+    assert ("pip install jupyterlab" in line) is not installed
+
+
+def test_notebooks_extra_installs_what_the_command_suggests():
+    """The notebooks extra of setup.cfg holds the tools the command needs and JupyterLab, which it suggests."""
+    import configparser
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    extra = [line.split(">")[0].split("=")[0].strip() for line in config["options.extras_require"]["notebooks"].split("\n")
+             if line.strip()]
+    assert set(notebooks.TOOLS) | {"jupyterlab"} <= set(extra), extra
 
 
 def test_notebooks_command_names_the_failing_cell_and_exits_1(tmp_path):

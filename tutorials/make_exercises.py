@@ -87,9 +87,12 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="only check; exit 1 if an exercise is stale")
     args = parser.parse_args(argv)
     if args.check:
-        bad = stale()
+        expected, bad = generate(), stale()
         for path in bad:
             print(f"stale: {path.relative_to(ROOT)} (run python tutorials/make_exercises.py)")
+        if not bad:
+            print(f"up to date: the {len(expected)} exercises {', '.join(path.name for path in expected)} in "
+                  f"{EXERCISES.relative_to(ROOT)}/ are what {SOLUTIONS.relative_to(ROOT)}/ generates")
         return 1 if bad else 0
     EXERCISES.mkdir(parents=True, exist_ok=True)
     for path, text in generate().items():

@@ -168,7 +168,8 @@ def vote_split(model, alpha, kappa_a_prime, n=2000):
     b = nm.testing_batch(world, n, 20, alpha=alpha, kappa_a_prime=kappa_a_prime, label_rule="flip",
                          rng=np.random.default_rng([0, 20]))
     params = trained[model]
-    G = nm.model.gates_for(model, params, b.P)[:, :-1]                          # context gates (B, l)
+    G = nm.gating(params.w, b.P) if model == "mamba" else np.ones(b.P.shape[::2])   # the LT's gates are 1: (B, l+1)
+    G = G[:, :-1]                                                               # context gates (B, l)
     terms = G * b.P[:, -1, :-1] * nm.attention_scores(params, b.P)[:, :-1]      # G_i y_i s_i
     z = b.z[:, None]
     clean = np.mean(np.sum(z * terms * ~b.outlier, axis=1))

@@ -25,7 +25,7 @@ from numpy_mamba.cli import COMMANDS, main, notebooks
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "tutorials" / "README.md"
 INSTRUCTORS = ROOT / "tutorials" / "INSTRUCTORS.md"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 SECTION = "## Doing an exercise and checking it"
 GIT = ["git", "-c", "user.name=student", "-c", "user.email=student@example.org", "-c", "init.defaultBranch=main"]
 
@@ -112,6 +112,15 @@ def test_the_guide_opens_notebooks_with_a_command_the_notebooks_extra_installs()
     opener = [c for c in commands if "jupyter" in c]
     assert opener == [f"python -m jupyterlab {notebooks.DEFAULT_OUT}"], opener
     assert f"python -m numpy_mamba notebooks" in " ".join(commands)
+
+
+def test_the_model_answers_are_not_next_to_the_hand_outs():
+    """A student who follows the guide copies from tutorials/exercises/ and works in the clone's root:
+    no model answer is in tutorials/, and both guides say where they are."""
+    assert not list((ROOT / "tutorials").rglob("*_solution.py")), "a model answer sits in tutorials/"
+    where = SOLUTIONS.relative_to(ROOT).as_posix()
+    for guide in (GUIDE, INSTRUCTORS):
+        assert f"{where}/" in guide.read_text(), f"{guide.name} must say where the model answers are ({where}/)"
 
 
 def test_make_exercises_check_says_what_it_checked(capsys):

@@ -41,5 +41,5 @@ def gates(w, P):
     raise NotImplementedError("gates: your code here")
 
 # ---------------------------------------------------------------------------------------------
-# Students: this file is yours to edit.  (Maintainers: it is generated from
-# tutorials/solutions/gating_solution.py by tutorials/make_exercises.py; change that file instead.)
+# Students: this file is yours to edit.  (Maintainers: tutorials/make_exercises.py generates it
+# from its model answer; change that, then run it.)

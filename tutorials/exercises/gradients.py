@@ -83,5 +83,5 @@ def grad_w(params, P, z):
     raise NotImplementedError("grad_w: your code here")
 
 # ---------------------------------------------------------------------------------------------
-# Students: this file is yours to edit.  (Maintainers: it is generated from
-# tutorials/solutions/gradients_solution.py by tutorials/make_exercises.py; change that file instead.)
+# Students: this file is yours to edit.  (Maintainers: tutorials/make_exercises.py generates it
+# from its model answer; change that, then run it.)

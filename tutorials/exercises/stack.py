@@ -80,5 +80,5 @@ def layer_backward(dO, cache):
     raise NotImplementedError("layer_backward: your code here")
 
 # ---------------------------------------------------------------------------------------------
-# Students: this file is yours to edit.  (Maintainers: it is generated from
-# tutorials/solutions/stack_solution.py by tutorials/make_exercises.py; change that file instead.)
+# Students: this file is yours to edit.  (Maintainers: tutorials/make_exercises.py generates it
+# from its model answer; change that, then run it.)

@@ -29,7 +29,7 @@ from numpy_mamba.grader.run import main
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 SECRET = "NUMPY_MAMBA_INSTRUCTOR_SECRET"
 HELPERS = ("_repo.py", "_pipes.py", "_spawn.py", "_common.py", "_gates_common.py", "_stack_common.py", "_victim.py")
 ESCAPED_NAME = "\x1b[2J\x1b]0;pwned\x07report.py"          # a name that would clear the screen and retitle it

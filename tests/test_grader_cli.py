@@ -17,7 +17,7 @@ from numpy_mamba.grader.run import main
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 EXERCISES = ROOT / "tutorials" / "exercises"
 
 

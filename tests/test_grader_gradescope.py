@@ -24,7 +24,7 @@ from numpy_mamba.grader.gradescope import BuildError, main, project_root
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from numpy_mamba.grader.run import main, points_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 
 
 def _frame(payload: bytes, tag: bytes = b"J") -> bytes:

@@ -19,7 +19,7 @@ from numpy_mamba.grader.report import text_report
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
 STEPS = [10.0 ** -k for k in range(1, 14)]
 

@@ -18,7 +18,7 @@ from numpy_mamba.grader.registry import all_exercises
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 HAND_OUT = (ROOT / "tutorials" / "exercises" / "gradients.py").read_text()
 HONEST = {"gradients": [SOLUTIONS / "gradients_solution.py", STUDENTS / "_common.py", STUDENTS / "correct_naive.py",
                         STUDENTS / "correct_from_the_paper.py", STUDENTS / "flat" / "_alice_core.py",

@@ -21,7 +21,7 @@ from test_grader_attacks import container_image
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 
 
 @pytest.fixture(scope="module")

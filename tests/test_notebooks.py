@@ -1,13 +1,15 @@
-"""Every tutorial runs as a notebook in a real Jupyter kernel, and ``notebooks`` writes them.
+"""The tutorials as notebooks in a real Jupyter kernel, and the ``notebooks`` command that writes them.
 
-Each numbered tutorial is turned into a notebook with jupytext and executed by nbclient in a fresh
-Python 3 kernel, in quick mode (NUMPY_MAMBA_QUICK=1), exactly as ``python -m numpy_mamba notebooks
-OUT --execute --quick`` does.  A failure means: a cell raised (a crash, or one of the tutorial's
-own checks, e.g. eq (1) == eq (3) to 1e-12, failed); a figure did not reach the notebook inline
-(no image/png output for a show_figure call); the prose lost its LaTeX on the way; the tutorial
-did not print its section headings or its closing line; or it wrote files outside its notebook's
-folder.  The command itself is tested on its own (notebooks written outside tutorials/, an error
-output named with its cell and exit 1, a missing extra named with exit 2).
+Every numbered tutorial is turned into a notebook with jupytext (its prose keeps its LaTeX, no cell
+marker survives).  The tutorials of NOTEBOOK_RUNS are also executed by nbclient in a fresh Python 3
+kernel, in quick mode (NUMPY_MAMBA_QUICK=1), exactly as ``python -m numpy_mamba notebooks OUT
+--execute --quick`` does; tests/test_tutorials.py runs every tutorial as a script, so the suite does
+not run each twice.  A failure means: a cell raised (a crash, or one of the tutorial's own checks
+failed); a figure did not reach the notebook inline (no image/png output for a show_figure call);
+the tutorial did not print its section headings, its check lines or its closing line; or it wrote
+files outside its notebook's folder.  The command itself is tested on its own (notebooks written
+outside tutorials/, an error output named with its cell and exit 1, a missing extra named with
+exit 2).
 """
 import json
 import os
@@ -23,6 +25,7 @@ from numpy_mamba.cli import notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
+NOTEBOOK_RUNS = [p for p in TUTORIALS if p.name[:2] in ("01", "03")]   # seconds each; one of them draws LaTeX labels
 EXERCISES = sorted((ROOT / "tutorials" / "exercises").glob("[a-z]*.py"))
 CLOSING = re.compile(r"^Done: tutorial \d, .+", re.M)
 FIGURE_CALL = re.compile(r'show_figure\(\w+, "([^"]+)"\)')
@@ -39,12 +42,17 @@ def _images(nb) -> int:
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.name for p in TUTORIALS])
-def test_tutorial_executes_as_a_notebook(path, tmp_path):
+def test_tutorial_becomes_a_notebook_with_its_math(path):
     nb = notebooks.tutorial_notebook(path)
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert re.search(r"\$[^$\n]+\$", markdown), f"{path.name}: the notebook's markdown cells carry no LaTeX ($...$)"
     assert not any(c.source.lstrip().startswith("# %%") for c in nb.cells), f"{path.name}: a cell marker survived"
+    assert [c.cell_type for c in nb.cells].count("code") == path.read_text().count("\n# %%\n"), f"{path.name}: cells lost"
 
+
+@pytest.mark.parametrize("path", NOTEBOOK_RUNS, ids=[p.name for p in NOTEBOOK_RUNS])
+def test_tutorial_executes_as_a_notebook(path, tmp_path):
+    nb = notebooks.tutorial_notebook(path)
     notebooks.execute(nb, tmp_path, quick=True, timeout=300)   # raises NotebookError naming the cell on any error
 
     assert notebooks.first_error(nb) is None
@@ -58,6 +66,7 @@ def test_tutorial_executes_as_a_notebook(path, tmp_path):
     said = re.findall(r"^## (.+)$", printed, re.M)
     assert len(said) == len(headings), (f"{path.name}: {len(headings)} section headings in the prose, but {len(said)} "
                                         f"printed ('## ...' lines): {said}")
+    assert len(re.findall(r"^check: ", printed, re.M)) >= len(headings), f"{path.name}: the check lines did not print"
     assert len(CLOSING.findall(printed)) == 1 and CLOSING.findall(printed)[0].startswith(
         f"Done: tutorial {int(path.name[:2])},"), f"{path.name}: no closing line 'Done: tutorial N, ...'"
     assert "saved figure" not in printed, f"{path.name}: in a notebook the figures are shown inline, not saved"
@@ -79,12 +88,54 @@ def test_notebooks_command_writes_every_tutorial_and_exercise_outside_tutorials(
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert "NotImplementedError" in code and "def " in code, f"{path.name}: the stub did not reach the notebook"
         prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-        assert f"python -m numpy_mamba grade {path.stem}.ipynb" in prose, f"{path.name}: the notebook must say how to grade it"
+        graded_as = (out / "exercises" / f"{path.stem}.ipynb").as_posix()
+        assert f"python -m numpy_mamba grade {graded_as}" in prose, (
+            f"{path.name}: the notebook must say how to grade it, with the path it was written to")
         assert "$" in prose and "\\" in prose, f"{path.name}: the hand-out's math must reach the notebook as LaTeX"
     first = json.loads((out / f"{TUTORIALS[0].stem}.ipynb").read_text())
     assert first["metadata"]["kernelspec"]["name"] == "python3"
     assert (f"{len(TUTORIALS)} tutorials written (not executed; --execute runs them), {len(EXERCISES)} exercise "
             "hand-outs written") in result.stdout, f"the closing line miscounts what it wrote: {result.stdout}"
+
+
+def test_notebooks_command_writes_my_notebooks_by_default_and_says_how_to_open_and_grade_them(tmp_path):
+    """Without OUT: my_notebooks/ in the current folder (the folder .gitignore names); its hand-outs name
+    that path in their grade line, and the closing lines say how to open and grade them."""
+    (tmp_path / "tutorials").symlink_to(ROOT / "tutorials")
+    result = subprocess.run([sys.executable, "-m", "numpy_mamba", "notebooks"], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / notebooks.DEFAULT_OUT
+    assert sorted(p.name for p in out.glob("*.ipynb")) == [f"{p.stem}.ipynb" for p in TUTORIALS]
+    nb = nbformat.read(out / "exercises" / "gradients.ipynb", as_version=4)
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert f"python -m numpy_mamba grade {notebooks.DEFAULT_OUT}/exercises/gradients.ipynb" in prose
+    assert f"python -m numpy_mamba grade {notebooks.DEFAULT_OUT}/exercises/NAME.ipynb" in result.stdout
+    assert f"python -m jupyterlab {notebooks.DEFAULT_OUT}" in result.stdout
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_notebooks_suggests_only_an_installed_way_to_open_them(installed, monkeypatch):
+    """JupyterLab's command when it is installed (the notebooks extra brings it); else VS Code, or how
+    to install JupyterLab first: never a command that is not there."""
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: (real("json") if installed else None) if name == "jupyterlab" else real(name, *a))
+    line = notebooks.how_to_open(Path("my_notebooks"))
+    assert "python -m jupyterlab my_notebooks" in line
+    assert line.startswith("open them with: python -m jupyterlab") is installed
+    assert ("pip install jupyterlab" in line) is not installed
+
+
+def test_notebooks_extra_installs_what_the_command_suggests():
+    """The notebooks extra of setup.cfg holds the tools the command needs and JupyterLab, which it suggests."""
+    import configparser
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    extra = [line.split(">")[0].split("=")[0].strip() for line in config["options.extras_require"]["notebooks"].split("\n")
+             if line.strip()]
+    assert set(notebooks.TOOLS) | {"jupyterlab"} <= set(extra), extra
 
 
 def test_notebooks_command_names_the_failing_cell_and_exits_1(tmp_path):

@@ -143,8 +143,9 @@ def test_quick_stdout_is_stamped_and_counts_the_verdicts(quick_run):
     lines = quick_run.stdout.splitlines()
     rows = json.loads((quick_run.out / "claims_reproduce.json").read_text())["rows"]
     assert "SMOKE RUN" in lines[0] and "SMOKE RUN" in lines[-1], "a quick run's summary must say it is a smoke run"
-    tally = next(k for k, line in enumerate(lines) if "verdicts:" in line)
-    assert f"reproduce: {len(rows)} verdicts:" in lines[tally]
+    tally = next(k for k, line in enumerate(lines) if line.startswith(f"reproduce: {len(rows)} verdicts"))
+    counts = [int(part.split()[0]) for part in lines[tally].split("): ", 1)[-1].split(", ")]
+    assert sum(counts) == len(rows), f"the tally {lines[tally]!r} does not add up to the {len(rows)} claims"
     heads = [line for line in lines[:tally] if ": paper " in line]
     assert 3 <= len(heads) <= 5, "3-5 headline numbers, paper against ours, above the verdict counts"
     assert any(line.startswith("open:") and "REPORT.md" in line for line in lines)

@@ -398,12 +398,12 @@ def test_initial_output_scale_grows_with_depth_without_a_gate():
 
 
 def test_exercise_solution_equals_the_package_layer_backward():
-    # If this fails, tutorials/solutions/stack_solution.py (the reference answer of the
+    # If this fails, tests/solutions/stack_solution.py (the reference answer of the
     # layer_backward exercise) no longer computes the package's backward pass, or the LayerCache
     # it documents changed.
     import importlib.util
     from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "tutorials" / "solutions" / "stack_solution.py"
+    path = Path(__file__).resolve().parents[1] / "tests" / "solutions" / "stack_solution.py"
     spec = importlib.util.spec_from_file_location("stack_solution", path)
     solution = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(solution)

@@ -1,20 +1,30 @@
-"""The tutorials as plain scripts: their format, and where their figures go when no window can open.
+"""The tutorials as plain scripts: each step prints a checked number, the figures hide nothing, and
+where the figures go when no window can open.
 
-Every numbered tutorial (tutorials/NN_*.py, not make_exercises.py nor the exercises/ or solutions/ subfolders) is
-executed cell by cell in a Jupyter kernel by tests/test_notebooks.py, which checks its own assertions (e.g. eq (1) ==
-eq (3) to 1e-12), its printed headings and closing line.  What only a script run shows is checked here, on the
-tutorials listed in SCRIPT_RUNS (each a few seconds, so the suite does not run every tutorial twice): run as a script
-in a subprocess with NUMPY_MAMBA_QUICK=1, MPLBACKEND=Agg (no window can open), TMPDIR pointing to a fresh temporary
-folder and another fresh folder as working directory, it must exit 0, save every figure in the temp folder and print
-its path, name that folder in its closing line, and write nothing into the repository or its working directory.  For
-every tutorial, a static check that each figure goes through show_figure (so none is lost under Agg).  The figure
-helper ``numpy_mamba.runs.output.show_figure`` is tested on its own below.
+Every numbered tutorial (tutorials/NN_*.py, not make_exercises.py nor the exercises/ subfolder) runs
+once per session as a script in quick mode (NUMPY_MAMBA_QUICK=1), in a subprocess with MPLBACKEND=Agg
+(no window can open), TMPDIR pointing to a fresh temporary folder and another fresh folder as working
+directory.  It must exit 0; print, in every step (each "## " heading it prints), at least one line
+
+    check: WHAT = VALUE (expected EXPECTATION): MEANING
+
+whose VALUE meets its EXPECTATION when read back from the printed text (and no "check FAILED" line);
+save every figure in the temp folder and print its path; name that folder in its closing line; write
+nothing into the repository or its working directory; and draw no figure whose legend covers data
+or where one line hides another (tests/figure_checks.py, measured on each figure as show_figure gets
+it).  tests/test_notebooks.py executes some of them as notebooks too.  For every tutorial, a static
+check that each figure goes through show_figure (so none is lost under Agg).  The figure helper
+``numpy_mamba.runs.output.show_figure`` and the check line's ``check`` are tested on their own below.
 """
+import ast
+import json
+import operator
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -24,14 +34,41 @@ from numpy_mamba.runs import output
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))    # the numbered tutorials
-SCRIPT_RUNS = [p for p in TUTORIALS if p.name[:2] in ("01", "07")]   # small, and each saves a figure
-TIMEOUT_S = 120             # hard stop for a hung tutorial
+TIMEOUT_S = 180             # hard stop for a hung tutorial
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SAVED_LINE = re.compile(r"^saved figure (.+?\.png)  \(", re.M)
+CHECK_LINE = re.compile(r"^check(?P<failed> FAILED)?: (?P<body>.*)$", re.M)
 PREAMBLE = '''if importlib.util.find_spec("numpy_mamba") is None:    # a clone without `pip install .`
     here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
     sys.path.insert(0, str(here.parent))
 '''
+# Runs the tutorial as `python TUTORIAL` would (runpy, __name__ == "__main__"), with show_figure wrapped
+# so that each figure is measured (tests/figure_checks.py) before it is saved; the findings go to a JSON file.
+RUNNER = '''import json, runpy, sys
+tutorial, findings, tests = sys.argv[1:4]
+sys.path.insert(0, tests)
+import figure_checks
+from numpy_mamba.runs import output
+show_figure, seen = output.show_figure, []
+def measured(fig, name):
+    seen.append({"name": name, "legends": figure_checks.legends_over_data(fig), "hidden": figure_checks.hidden_lines(fig)})
+    return show_figure(fig, name)
+output.show_figure = measured
+sys.argv = [tutorial]
+runpy.run_path(tutorial, run_name="__main__")
+with open(findings, "w") as f:
+    json.dump(seen, f)
+'''
+
+
+class ScriptRun(NamedTuple):
+    """One tutorial run as a script: what it printed, where it ran, and what its figures showed."""
+    path: Path
+    result: subprocess.CompletedProcess
+    cwd: Path
+    tmp: Path
+    repo_changed: bool
+    figures: list
 
 
 def _repo_state():
@@ -56,30 +93,43 @@ def test_tutorials_are_found():
         assert any(n.startswith(f"0{k}_") for n in names), f"tutorial 0{k}_*.py is missing"
 
 
-@pytest.mark.parametrize("path", SCRIPT_RUNS, ids=[p.name for p in SCRIPT_RUNS])
-def test_tutorial_runs_as_a_script_and_saves_its_figures(path, tmp_path):
-    """Exit 0, nothing written into the repo or the cwd, every figure saved where it says, and the closing line."""
-    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+@pytest.fixture(scope="module", params=TUTORIALS, ids=[p.name for p in TUTORIALS])
+def script_run(request, tmp_path_factory) -> ScriptRun:
+    """The tutorial run once as a script in quick mode, in fresh folders, figures measured as drawn."""
+    path = request.param
+    base = tmp_path_factory.mktemp(path.stem)
+    cwd, tmp = base / "cwd", base / "tmp"
     cwd.mkdir()
     tmp.mkdir()
     env = dict(os.environ, NUMPY_MAMBA_QUICK="1", MPLBACKEND="Agg", TMPDIR=str(tmp),
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env.pop("NUMPY_MAMBA_FIGDIR", None)
+    findings = base / "figures.json"
     before = _repo_state()
-    result = subprocess.run([sys.executable, str(path)], cwd=cwd, env=env, capture_output=True,
-                            text=True, timeout=TIMEOUT_S)
-    assert result.returncode == 0, (f"{path.name} exited with {result.returncode}\n"
-                                    f"--- stdout (tail) ---\n{result.stdout[-3000:]}\n"
-                                    f"--- stderr (tail) ---\n{result.stderr[-3000:]}")
-    assert "Traceback" not in result.stderr
-    assert list(cwd.iterdir()) == [], f"{path.name} wrote files into its working directory: {list(cwd.iterdir())}"
-    assert _repo_state() == before, f"{path.name} changed files in the repository"
+    result = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(findings), str(ROOT / "tests")], cwd=cwd,
+                            env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    figures = json.loads(findings.read_text()) if findings.exists() else []
+    return ScriptRun(path, result, cwd, tmp, _repo_state() != before, figures)
+
+
+def _failure(run: ScriptRun) -> str:
+    return (f"{run.path.name} exited with {run.result.returncode}\n--- stdout (tail) ---\n{run.result.stdout[-3000:]}\n"
+            f"--- stderr (tail) ---\n{run.result.stderr[-3000:]}")
+
+
+def test_tutorial_runs_as_a_script_and_saves_its_figures(script_run):
+    """Exit 0, nothing written into the repo or the cwd, every figure saved where it says, and the closing line."""
+    run, path = script_run, script_run.path
+    assert run.result.returncode == 0, _failure(run)
+    assert "Traceback" not in run.result.stderr
+    assert list(run.cwd.iterdir()) == [], f"{path.name} wrote files into its working directory: {list(run.cwd.iterdir())}"
+    assert not run.repo_changed, f"{path.name} changed files in the repository"
 
     # Under Agg no window can open: every figure must be saved in the temp folder, and its path printed.
     names = _figure_names(path.read_text())
-    folder = tmp / output.TEMP_FIGURE_FOLDER
-    printed = [Path(p) for p in SAVED_LINE.findall(result.stdout)]
+    folder = run.tmp / output.TEMP_FIGURE_FOLDER
+    printed = [Path(p) for p in SAVED_LINE.findall(run.result.stdout)]
     assert printed == [folder / f"{name}.png" for name in names], (
         f"{path.name}: show_figure was called for {names}, but the lines 'saved figure PATH' printed {printed} "
         f"(expected each under {folder})")
@@ -87,13 +137,72 @@ def test_tutorial_runs_as_a_script_and_saves_its_figures(path, tmp_path):
         assert png.read_bytes()[:8] == PNG_MAGIC, f"{path.name}: {png} is not a PNG file"
     assert sorted(folder.iterdir() if folder.exists() else []) == sorted(printed), (
         f"{path.name} saved files it did not announce: {sorted(folder.iterdir())}")
-    last = result.stdout.rstrip().splitlines()[-1]
+    last = run.result.stdout.rstrip().splitlines()[-1]
     assert last.startswith(f"Done: tutorial {int(path.name[:2])}, ") and last.endswith(f"; figure saved in {folder}"), (
         f"{path.name}: the last line must be 'Done: tutorial N, <what was shown>; figure saved in FOLDER', got {last!r}")
 
 
-def test_script_runs_cover_a_tutorial_that_draws_figures():
-    assert len(SCRIPT_RUNS) == 2 and all(_figure_names(p.read_text()) for p in SCRIPT_RUNS)
+def _check_parts(body: str) -> tuple:
+    """(what, value, expectation, meaning) of a check line's text after 'check: '."""
+    head, found, tail = body.partition(" (expected ")
+    what, _, value = head.rpartition(" = ")
+    expectation, _, meaning = tail.partition("): ")
+    assert found and what and value and expectation and meaning, f"a check line not of the form " \
+        f"'check: WHAT = VALUE (expected EXPECTATION): MEANING': {body!r}"
+    return what, value, expectation, meaning
+
+
+COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _meets(value: str, expectation: str) -> bool:
+    """Whether the printed value meets the printed expectation, read back from the text alone."""
+    try:
+        v = ast.literal_eval(value)
+    except (ValueError, SyntaxError):                  # nan, inf, or not a literal: never a pass
+        return False
+    word, _, rest = expectation.partition(" ")
+    if word in COMPARE:
+        return COMPARE[word](float(v), float(rest))
+    if word == "==":
+        return v == ast.literal_eval(rest)
+    if word == "between":
+        low, _, high = rest.partition(" and ")
+        return float(low) <= float(v) <= float(high)
+    center, plus_minus, tolerance = expectation.partition(" +- ")
+    assert plus_minus, f"unknown expectation {expectation!r}"
+    return abs(float(v) - float(center)) <= float(tolerance)
+
+
+def test_every_step_prints_a_check_that_holds(script_run):
+    """Every printed section (a '## ' heading) has at least one check line, every check line holds
+    when its printed value is compared with its printed expectation, and none says FAILED."""
+    run, path = script_run, script_run.path
+    assert run.result.returncode == 0, _failure(run)
+    printed = run.result.stdout
+    headings = re.findall(r"^# ## (.+)$", path.read_text(), re.M)
+    sections = re.split(r"^## ", printed, flags=re.M)[1:]
+    assert len(sections) == len(headings), (f"{path.name}: {len(headings)} section headings in the prose, but "
+                                            f"{len(sections)} printed ('## ...' lines)")
+    for section in sections:
+        title = section.splitlines()[0]
+        checks = CHECK_LINE.findall(section)
+        assert checks, f"{path.name}, step '{title}': prints no 'check: ...' line, so a reader cannot check it"
+        for failed, body in checks:
+            what, value, expectation, _ = _check_parts(body)
+            assert not failed, f"{path.name}, step '{title}': check FAILED: {body}"
+            assert _meets(value, expectation), (
+                f"{path.name}, step '{title}': the printed value {value} of {what!r} does not meet 'expected "
+                f"{expectation}'")
+
+
+def test_no_figure_covers_or_hides_its_data(script_run):
+    """No legend over a line, a point or a bar, and no line drawn on another with nothing to tell them apart."""
+    run = script_run
+    assert run.result.returncode == 0, _failure(run)
+    assert [f["name"] for f in run.figures] == _figure_names(run.path.read_text())
+    problems = [f"{f['name']}: {p}" for f in run.figures for p in f["legends"] + f["hidden"]]
+    assert not problems, f"{run.path.name}: " + "; ".join(problems)
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.name for p in TUTORIALS])
@@ -183,3 +292,40 @@ def test_show_figure_rejects_a_name_that_is_not_a_plain_file_name(name):
             output.show_figure(fig, name)
     finally:
         plt.close(fig)
+
+
+# --- check, the tutorials' printed expectation ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, expected", [(1e-17, "<= 1e-12"), (0.598, "0.6 +- 0.012"), ((8, 31, 21), "== (8, 31, 21)"),
+                                             (0.7, "between 0.5 and 1"), (-3.3, "< -1.792"), (3, ">= 2"),
+                                             (True, "== True"), (0.0, "== 0.0")])
+def test_check_prints_one_line_that_reads_back_as_passed(value, expected, capsys):
+    assert output.check("the thing", value, expected, "what it means") is value
+    line = capsys.readouterr().out.rstrip("\n")
+    assert "\n" not in line and CHECK_LINE.fullmatch(line), line
+    what, shown, expectation, meaning = _check_parts(CHECK_LINE.fullmatch(line).group("body"))
+    assert (what, expectation, meaning) == ("the thing", expected, "what it means")
+    assert _meets(shown, expectation), f"{line!r} does not read back as passed"
+
+
+@pytest.mark.parametrize("value, expected", [(2e-12, "<= 1e-12"), (0.5, "0.6 +- 0.012"), ((8, 31), "== (8, 31, 21)"),
+                                             (1.5, "between 0.5 and 1"), (float("nan"), "< 1"),
+                                             (float("nan"), "between 0 and 1")])
+def test_check_that_fails_says_so_and_stops_the_tutorial(value, expected, capsys):
+    with pytest.raises(AssertionError, match="check failed: the thing"):
+        output.check("the thing", value, expected, "what it means")
+    line = capsys.readouterr().out
+    assert line.startswith("check FAILED: the thing = ") and f"(expected {expected}): what it means" in line
+
+
+@pytest.mark.parametrize("value, expected, what, meaning, message", [
+    (1.0, "about 1", "x", "m", "expected must take one of the forms"),
+    (1.0, "< one", "x", "m", "expected must take one of the forms"),
+    ([1.0, 2.0], "< 3", "x", "m", "a number, a bool or a tuple"),
+    (1.0, "< 3", "", "m", "one-line, non-empty"),
+    (1.0, "< 3", "x", "", "one-line, non-empty"),
+    (1.0, "< 3", "x", "two\nlines", "one-line, non-empty")])
+def test_check_refuses_what_it_could_not_print_as_a_checkable_line(value, expected, what, meaning, message):
+    with pytest.raises(ValueError, match=message):
+        output.check(what, value, expected, meaning)

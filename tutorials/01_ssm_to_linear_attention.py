@@ -31,7 +31,7 @@ import numpy as np
 from scipy.special import expit
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
 from numpy_mamba.scan import scan_outputs
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"     # same work either way here
@@ -67,6 +67,9 @@ W_C = rng.normal(0, 0.5, (m, d0))        # C_i = W_C u_i      (m,)
 W = rng.normal(0, 0.5, (d0, d0))         # Delta_{j,i} = softplus(w_j^T u_i); w = w_{d0} = W[:, -1]
 w = W[:, -1]
 print("P =\n", P)
+check("P.shape", P.shape, "== (4, 4)", "d+1 = 4 rows (3 features, then the labels) and l+1 = 4 columns (3 examples, "
+      "then the query)")
+check("the query's label slot P[d, l]", P[-1, -1], "== 0.0", "the blank the model fills in")
 
 # %% [markdown]
 # ## Eq (1), token by token
@@ -113,6 +116,7 @@ print("P =\n", P)
 # %%
 print("## Eq (1), token by token")
 h = np.zeros((d0, m))
+outputs_by_hand = np.zeros(n_tokens)                    # e_(d+1)^T o_i for every token
 for i in range(n_tokens):
     u = P[:, i]
     Delta = np.logaddexp(0.0, u @ W)                    # softplus(w_j^T u_i), j = 1..d0: (d0,)
@@ -121,10 +125,12 @@ for i in range(n_tokens):
     B_tilde = Delta[:, None] * B_i * (np.exp(-Delta)[:, None] - 1) / (-Delta[:, None])  # ZOH
     h = h * A_tilde + np.outer(u, np.ones(m)) * B_tilde
     o = h @ (W_C @ u)                                   # o_i = h_i C_i: (d0,)
+    outputs_by_hand[i] = o[-1]
     print(f"token {i + 1}: last row of h_{i + 1} = {h[-1]},  e_(d+1)^T o_{i + 1} = {o[-1]:+.6f}")
 F_scan_by_hand = o[-1]
 print("h_{l+1} =\n", h)
 print(f"F = e_(d+1)^T o_(l+1) = {F_scan_by_hand:+.6f}  -> predicted label {np.sign(F_scan_by_hand):+.0f}")
+check("h_{l+1}.shape", h.shape, "== (4, 4)", "one row per input row (d0 = 4), one column per memory slot (m = 4)")
 
 # %% [markdown]
 # The package's literal scan (`numpy_mamba.scan`) does the same loop for a batch; its last
@@ -133,7 +139,8 @@ print(f"F = e_(d+1)^T o_(l+1) = {F_scan_by_hand:+.6f}  -> predicted label {np.si
 # %%
 o_all = scan_outputs(W_B, W_C, W, P[None])[0]           # (l+1, d0)
 print("e_(d+1)^T o_i, i = 1..l+1, from numpy_mamba.scan:", o_all[:, -1])
-assert np.isclose(o_all[-1, -1], F_scan_by_hand, rtol=1e-12)
+check("max |our loop - numpy_mamba.scan| over the four outputs", np.max(np.abs(o_all[:, -1] - outputs_by_hand)),
+      "<= 1e-12", "the loop above is eq (1) as the package scans it")
 
 # %% [markdown]
 # ## What $A = -I$ and softplus do (Appendix E.1, eqs (84)-(87))
@@ -160,7 +167,10 @@ print("    a   exp(-softplus(a))   1 - sigma(a)   ZOH factor   sigma(a)")
 for a_k, D in zip(a, Delta):
     zoh = D * (np.exp(-D) - 1) / (-D)
     print(f"{a_k:+5.1f}   {np.exp(-D):17.6f}   {1 - expit(a_k):12.6f}   {zoh:10.6f}   {expit(a_k):8.6f}")
-assert np.allclose(np.exp(-Delta), 1 - expit(a)) and np.allclose(Delta * (1 - np.exp(-Delta)) / Delta, expit(a))
+check("max |exp(-softplus(a)) - (1 - sigma(a))|", np.max(np.abs(np.exp(-Delta) - (1 - expit(a)))), "<= 1e-14",
+      "eq (84): the keep factor of A = -I is 1 - sigma(a)")
+check("max |ZOH factor - sigma(a)|", np.max(np.abs(Delta * (np.exp(-Delta) - 1) / (-Delta) - expit(a))), "<= 1e-14",
+      "eq (86): the write weight is sigma(a)")
 
 # %% [markdown]
 # ## Unrolling gives eq (3)
@@ -196,11 +206,15 @@ print("gates G_{i,l+1}(w):      ", G)
 print("attention scores s_i:    ", scores)
 print("labels y_i:              ", P[-1])
 print(f"F from eq (3) = sum_i G_i y_i s_i = {F_closed:+.12f}")
-print(f"F from the eq (1) scan            = {F_scan_by_hand:+.12f}   (equal to ~1e-12)")
-assert abs(F_closed - F_scan_by_hand) < 1e-12
+print(f"F from the eq (1) scan            = {F_scan_by_hand:+.12f}")
+check("|F of eq (3) - F of the eq (1) scan|", abs(F_closed - F_scan_by_hand), "<= 1e-12",
+      "the closed form is the scan")
+check("|F of eq (3) - forward_literal|", abs(F_closed - nm.forward_literal(params, P)), "<= 1e-12",
+      "eq (3) term by term, as printed, gives the same F")
 F_lt = nm.forward(params, P, model="linear_transformer")
 print(f"linear Transformer, every G = 1:  F = sum_i y_i s_i = {F_lt:+.6f}")
-assert np.isclose(F_lt, np.sum(P[-1] * scores), rtol=1e-12)
+check("|F of the linear Transformer - sum_i y_i s_i|", abs(F_lt - np.sum(P[-1] * scores)), "<= 1e-12",
+      "the linear Transformer is eq (3) with every gate 1")
 
 # %% [markdown]
 # The gates telescope:
@@ -211,7 +225,8 @@ assert np.isclose(F_lt, np.sum(P[-1] * scores), rtol=1e-12)
 # %%
 keep_all = np.prod(1 - expit(w @ P))
 print(f"sum of gates = {G.sum():.6f};  1 - prod(1 - sigma) = {1 - keep_all:.6f}")
-assert np.isclose(G.sum(), 1 - keep_all, rtol=1e-12)
+check("|sum of gates - (1 - prod(1 - sigma))|", abs(G.sum() - (1 - keep_all)), "<= 1e-12",
+      "the gates telescope: what is missing from 1 stays on h_0")
 
 # %% [markdown]
 # ## The $h_0$ question
@@ -232,7 +247,8 @@ F_h0_input = nm.recurrent_forward(W_B, W_C, W, P, h0="input")
 extra = keep_all * (P[-1] @ W_C @ P[:, -1])
 print(f"h_0 = U:   F = {F_h0_input:+.10f}")
 print(f"eq (3) + prod(1 - sigma) y^T W_C p_query = {F_closed + extra:+.10f}   (extra term {extra:+.3e})")
-assert abs(F_h0_input - (F_closed + extra)) < 1e-12
+check("|F of the scan from U - (eq (3) + the h_0 term)|", abs(F_h0_input - (F_closed + extra)), "<= 1e-12",
+      "eq (3) is the scan from h_0 = 0; h_0 = U adds exactly the term eq (88) drops")
 
 # %% [markdown]
 # ## A picture of the gate
@@ -254,7 +270,8 @@ labels = [f"$p_{i + 1}$" for i in range(l)] + [r"$p_{query}$"]
 ax2.bar(labels, G, color="#009E73")
 ax2.set(ylabel=r"$G_{i,l+1}(w)$", title="gates of the tiny prompt (eq (3))", ylim=(0, 1))
 fig.tight_layout()
-assert G.argmax() == l                                  # the query's gate is the largest here
+check("the token with the largest gate", int(G.argmax()) + 1, "== 4", "the query's own gate (token l+1 = 4) is the "
+      "largest here: no later token shrinks it")
 saved = show_figure(fig, "01_gates")
 print("Done: tutorial 1, the eq (1) scan equals linear attention times the gate, eq (3)"
       + (f"; figure saved in {saved.parent}" if saved else ""))

@@ -27,10 +27,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 N_STATS = 2000 if QUICK else 20000                      # prompts used for the statistics
+
+
+def within(p: float, n: int) -> str:
+    """'p +- 5 standard errors' of a fraction measured on n draws: an expectation a seeded draw meets."""
+    return f"{p:g} +- {5 * np.sqrt(p * (1 - p) / n):.2g}"
+
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]
@@ -50,7 +56,13 @@ gram = patterns @ patterns.T
 print(f"d = {world.d}, M1 = {world.M1}, M2 = {world.M2}, V = {world.V}, beta = {world.beta}")
 print("norms of mu_1, mu_2:", np.linalg.norm(world.mu, axis=1)[:2], "  of nu_1, nu_2:",
       np.linalg.norm(world.nu, axis=1)[:2], "  of v*_1..v*_3:", np.linalg.norm(world.v_star, axis=1))
-print(f"largest |<pattern, other pattern>| = {np.max(np.abs(gram - np.diag(np.diag(gram)))):.1e}")
+check("max |norm of mu_j or nu_k - beta|",
+      np.max(np.abs(np.linalg.norm(np.vstack([world.mu, world.nu]), axis=1) - world.beta)), "<= 1e-12",
+      "every relevant and irrelevant pattern has norm beta = 3")
+check("max |norm of v*_s - 1|", np.max(np.abs(np.linalg.norm(world.v_star, axis=1) - 1)), "<= 1e-12",
+      "the outlier patterns are unit vectors")
+check("largest |<pattern, other pattern>|", np.max(np.abs(gram - np.diag(np.diag(gram)))), "<= 1e-12",
+      "all 19 patterns are orthogonal")
 
 # %% [markdown]
 # ## Tasks: $\mathcal{T}$, the training tasks $\mathcal{T}_{tr}$ (Condition 1) and the unseen ones
@@ -68,11 +80,11 @@ print(f"largest |<pattern, other pattern>| = {np.max(np.abs(gram - np.diag(np.di
 print("## Tasks: T, the training tasks T_tr (Condition 1) and the unseen ones")
 T_tr, T_all, T_unseen = world.training_tasks(), world.all_tasks(), world.unseen_tasks()
 print("T_tr, as (a, b) = (mu_a -> +1, mu_b -> -1):", [(int(a) + 1, int(b) + 1) for a, b in T_tr])
-print(f"|T| = {len(T_all)}, |T_tr| = {len(T_tr)}, unseen = {len(T_unseen)}")
-for j in range(world.M1):          # Condition 1: |T_tr| / M1 tasks map mu_j to +1, and to -1
-    plus, minus = np.sum(T_tr[:, 0] == j), np.sum(T_tr[:, 1] == j)
-    assert plus == minus == len(T_tr) // world.M1
-print("Condition 1 holds: each mu_j is mapped to +1 by exactly one training task and to -1 by one.")
+check("(|T|, |T_tr|, unseen)", (len(T_all), len(T_tr), len(T_unseen)), "== (30, 6, 24)",
+      "M1 (M1 - 1) = 30 ordered pairs, 6 of them trained on")
+counts = [int(np.sum(T_tr[:, column] == j)) for j in range(world.M1) for column in (0, 1)]
+check("(fewest, most) training tasks mapping one mu_j to +1, or to -1", (min(counts), max(counts)), "== (1, 1)",
+      "Condition 1: every pattern and label is covered equally")
 
 # %% [markdown]
 # ## Training prompts (Definition 1, eq (6))
@@ -106,15 +118,22 @@ task_label = np.where(coeff_mu.argmax(axis=1) == a_index[:, None], 1.0, -1.0)   
 kappa_a_read = np.linalg.norm(np.einsum("sd,bdl->bsl", world.v_star, X), axis=1)  # outlier size
 query_label = np.where((world.mu @ x_query.T).argmax(axis=0) == a_index, 1.0, -1.0)
 query_outlier = np.abs(x_query @ world.v_star.T).max()
-print(f"fraction of examples with an outlier: {train.outlier.mean():.3f}   (p_a = 0.6)")
-print(f"outlier magnitude read back from x: {np.unique(np.round(kappa_a_read[train.outlier], 6))}   (kappa_a = 2)")
-print(f"clean examples labelled by their task: {np.mean(y[~train.outlier] == task_label[~train.outlier]):.3f}")
-print(f"outlier examples whose label agrees with the task: {np.mean(y[train.outlier] == task_label[train.outlier]):.3f}"
-      "   (random labels: ~0.5)")
-print(f"the query never has an outlier: largest |<v*_s, x_query>| = {query_outlier:.1e}")
-print(f"z is the query's task label: {np.all(train.z == query_label)}")
-print(f"training tasks only: {np.all(world.is_training_task(train.task))}")
-assert np.all(train.z == query_label) and query_outlier < 1e-12 and np.all(world.is_training_task(train.task))
+n_examples = train.outlier.size
+check("fraction of examples with an outlier", train.outlier.mean(), within(0.6, n_examples),
+      f"p_a = 0.6, measured on {n_examples} examples")
+check("max |outlier magnitude read back from x - 2|", np.max(np.abs(kappa_a_read[train.outlier] - 2.0)), "<= 1e-9",
+      "every outlier is kappa_a v*_s with kappa_a = 2")
+check("fraction of clean examples labelled by their task", np.mean(y[~train.outlier] == task_label[~train.outlier]),
+      "== 1.0", "a clean example always carries its task label")
+n_outliers = int(train.outlier.sum())
+check("fraction of outlier examples whose label agrees with the task",
+      np.mean(y[train.outlier] == task_label[train.outlier]), within(0.5, n_outliers),
+      "an outlier example's label is random")
+check("largest |<v*_s, x_query>|", query_outlier, "<= 1e-12", "the query never has an outlier")
+check("fraction of prompts whose z is the query's task label", np.mean(train.z == query_label), "== 1.0",
+      "z is the query's task label")
+check("fraction of prompts from a training task", np.mean(world.is_training_task(train.task)), "== 1.0",
+      "training prompts come from T_tr only")
 
 # %% [markdown]
 # ## Testing prompts (Definition 2, eq (7)) and the unseen outliers (eq (11))
@@ -145,7 +164,9 @@ print("## Testing prompts (Definition 2, eq (7)) and the unseen outliers (eq (11
 v_test = world.test_outliers()
 lam = v_test @ world.v_star.T                                     # coefficients on v*_1..v*_3
 print("test outliers v' (rows) in the v* basis (columns lambda_1, lambda_2, lambda_3):\n", lam)
-print("sum of lambda per v':", lam.sum(axis=1), " all >= L = 0.3:", np.all(lam.sum(axis=1) >= 0.3 - 1e-12))
+print("sum of lambda per v':", lam.sum(axis=1))
+check("smallest sum of lambda", lam.sum(axis=1).min(), ">= 0.3", "every v' lies in V' of eq (11), with L = 0.3")
+check("max |norm of v' - 1|", np.max(np.abs(np.linalg.norm(v_test, axis=1) - 1)), "<= 1e-12", "||v'|| = 1, eq (11)")
 for rule in ("flip", "target", "random"):
     test = nm.testing_batch(world, N_STATS, 20, alpha=0.5, K_prime=1.5, kappa_a_prime=2.0,
                             label_rule=rule, rng=np.random.default_rng([0, 2]))
@@ -154,10 +175,20 @@ for rule in ("flip", "target", "random"):
     task_t = np.where(relt == test.task[:, :1], 1.0, -1.0)
     agree = np.mean(yt[test.outlier] == task_t[test.outlier])
     plus = np.mean(yt[test.outlier] == 1)
-    print(f"label_rule={rule:<7} outlier fraction {test.outlier.mean():.3f} (alpha = 0.5);"
+    print(f"label_rule={rule:<7} outlier fraction {test.outlier.mean():.3f};"
           f" outlier labels agreeing with the task {agree:.3f}; equal to +1: {plus:.3f}")
-print(f"unseen tasks among test prompts: {np.mean(~world.is_training_task(test.task)):.3f}"
-      f"   (24 of 30 tasks: 0.8)")
+    check(f"{rule}: fraction of examples with an outlier", test.outlier.mean(), within(0.5, test.outlier.size),
+          "alpha = 0.5")
+    n_outliers = int(test.outlier.sum())
+    if rule == "flip":
+        check("flip: fraction of outlier labels agreeing with the task", agree, "== 0.0", "every label is flipped")
+    elif rule == "target":
+        check("target: fraction of outlier labels equal to +1", plus, "== 1.0", "the poisoned label is always +1")
+    else:
+        check("random: fraction of outlier labels agreeing with the task", agree, within(0.5, n_outliers),
+              "a fair coin")
+check("fraction of test prompts from an unseen task", np.mean(~world.is_training_task(test.task)),
+      within(0.8, len(test.z)), "tasks drawn from all 30, of which 24 are unseen")
 
 # %% [markdown]
 # ## Where the outliers sit: placements (Table 1)
@@ -174,6 +205,13 @@ for placement in ("random", "farthest", "closest"):
     b = nm.testing_batch(world, 3, 20, alpha=0.5, placement=placement, rng=np.random.default_rng([0, 3]))
     print(f"{placement:<9}", "".join("X" if o else "." for o in b.outlier[0]),
           " (X = outlier, . = clean; the query is to the right)")
+    positions = np.flatnonzero(b.outlier[0]) + 1                  # 1 = farthest from the query
+    if placement == "farthest":
+        check("FQ: outlier positions (first, last)", (int(positions[0]), int(positions[-1])), "== (1, 10)",
+              "the 10 outliers fill the examples farthest from the query")
+    elif placement == "closest":
+        check("CQ: outlier positions (first, last)", (int(positions[0]), int(positions[-1])), "== (11, 20)",
+              "the 10 outliers fill the examples next to the query")
 
 # %% [markdown]
 # ## One prompt as an image
@@ -214,6 +252,13 @@ for ax in (ax1, ax2):
 fig.tight_layout()
 print(f"prompt {n + 1}: z = {train.z[n]:+.0f}, examples with an outlier: "
       f"{(np.flatnonzero(train.outlier[n]) + 1).tolist()}")
+check("pattern coordinates: shape", coords.shape, "== (20, 21)",
+      "M1 + M2 + V = 19 pattern rows and the label row, for l = 20 examples and the query")
+check("max |largest mu coordinate of a column - 1|", np.max(np.abs(coords[:world.M1].max(axis=0) - 1)), "<= 1e-12",
+      "every column holds one relevant pattern mu_j, with coefficient 1")
+check("max |v* coordinate of a boxed column - 2|",
+      np.max(np.abs(np.abs(coords[world.M1 + world.M2:-1, :-1][:, train.outlier[n]]).max(axis=0) - 2)), "<= 1e-9",
+      "the boxed columns carry an outlier of size kappa_a = 2")
 saved = show_figure(fig, "02_prompt")
 print("Done: tutorial 2, patterns, tasks, and training and testing prompts with outliers (Section 3.2)"
       + (f"; figure saved in {saved.parent}" if saved else ""))

@@ -11,8 +11,8 @@
 # with our formula).  The gate derivative, the one genuinely new piece, gets its own step.  We
 # end with the batch mean of Algorithm 1 and the hinge's inactive side.
 #
-# Then do the exercise: `tutorials/exercises/gradients.py`, graded by
-# `python -m numpy_mamba grade tutorials/exercises/gradients.py`.
+# Then do the exercise `tutorials/exercises/gradients.py` (tutorials/README.md, "Doing an exercise
+# and checking it").
 #
 # Run: `python tutorials/03_gradients_by_hand.py` (small prompts: quick and full mode are the same).
 
@@ -31,7 +31,7 @@ import numpy as np
 from scipy.special import expit
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
 from numpy_mamba.gradients import gate_backward
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"     # same work either way here
@@ -61,8 +61,8 @@ params = nm.Params(W_B=rng.normal(0, 0.4, (m, d + 1)), W_C=rng.normal(0, 0.4, (m
 W_B, W_C, w = params
 z = 1.0
 F = nm.forward(params, P)
-print(f"F = {F:+.4f},  z = {z:+.0f},  1 - zF = {1 - z * F:.4f}  -> the hinge is active")
-assert 1 - z * F > 0
+print(f"F = {F:+.4f},  z = {z:+.0f}")
+check("1 - zF", 1 - z * F, "> 0", "the hinge is active at this prompt, so its gradients are not 0")
 
 # %% [markdown]
 # ## Step 0 — the chain rule through the hinge
@@ -79,24 +79,33 @@ assert 1 - z * F > 0
 # "Notes on the paper's derivations".  (The paper writes a superscript $n$ on $P^n$, $z^n$,
 # $G^n$ for prompt $n$; with one prompt we drop it.)
 #
-# The two helpers below check the gradient of one parameter against central differences of the
-# loss (`numpy_mamba.gradcheck` takes a dict of arrays).  Each check prints a small table: the
-# relative error $\|a - n\| / (\|a\| + \|n\|)$ between our analytic gradient $a$ and the numerical
-# one $n$, the largest entry-wise difference, $\|a\|$, and ok / FAIL.  What you should see:
-# relative errors around 1e-10, far below the tolerance 1e-7.
+# First the slope itself, by central differences of $\max\{0, 1 - zF\}$ around our $F$.  Then two
+# helpers for the steps below: they check the gradient of one parameter against central
+# differences of the loss (`numpy_mamba.gradcheck` takes a dict of arrays).  Each prints a small
+# table: the relative error $\|a - n\| / (\|a\| + \|n\|)$ between our analytic gradient $a$ and the
+# numerical one $n$, the largest entry-wise difference, $\|a\|$, and ok / FAIL.  What you should
+# see: relative errors around 1e-10, far below the tolerance 1e-7.
 
 # %%
 print("## Step 0 — the chain rule through the hinge")
+h = 1e-6
+slope = (max(0.0, 1 - z * (F + h)) - max(0.0, 1 - z * (F - h))) / (2 * h)
+check("d ell / dF at our F, by central differences", slope, f"{-z:g} +- 1e-8",
+      "on the hinge's active side the slope is -z, so dl/dPsi = -z dF/dPsi")
+
+
 def loss_with(name, value, P=P, z=z):
     """ell(Psi; P, z) with one parameter replaced."""
     return nm.hinge_loss(params._replace(**{name: value}), P, z)
 
 
-def check(name, analytic, P=P, z=z):
+def check_gradient(name, analytic, equation, P=P, z=z):
+    """Compare ``analytic`` with central differences of the loss in parameter ``name``; print the table."""
     report = nm.gradcheck(lambda p: loss_with(name, p[name], P, z), {name: getattr(params, name)},
                           {name: analytic}, tol=1e-7)
     print(report)
-    assert report.passed
+    check(f"relative error of dl/d{name} against finite differences", report.rel_err[name], f"<= {report.tol:g}",
+          f"{equation} is the gradient")
     return report
 
 
@@ -128,8 +137,8 @@ def dW_C_eq93(params, P, z):
 
 
 dW_C = dW_C_eq93(params, P, z)
-print("dl/dW_C (eq (93)), shape", dW_C.shape)
-check("W_C", dW_C)
+check("shape of dl/dW_C", dW_C.shape, f"== {W_C.shape}", "a gradient has its parameter's shape, (m, d+1)")
+check_gradient("W_C", dW_C, "eq (93)")
 
 # %% [markdown]
 # ## Step 2 — $\partial\ell/\partial W_B$, eq (118)
@@ -152,8 +161,8 @@ def dW_B_eq118(params, P, z):
 
 
 dW_B = dW_B_eq118(params, P, z)
-print("dl/dW_B (eq (118)), shape", dW_B.shape)
-check("W_B", dW_B)
+check("shape of dl/dW_B", dW_B.shape, f"== {W_B.shape}", "(m, d+1), as W_B")
+check_gradient("W_B", dW_B, "eq (118)")
 
 # %% [markdown]
 # ## Step 3 — the gate derivative (the heart of eq (135))
@@ -199,13 +208,20 @@ def dG_dw(w, P, i):
 
 
 print(" i   max |ours - finite diff.|   ||dG_i/dw||   max error without the suffix term")
+errors, without_suffix = [], []
 for i in range(l + 1):
     numeric = nm.numerical_gradient(lambda v: nm.gating(v, P)[i], w)
     analytic = dG_dw(w, P, i)
     no_suffix = G[i] * (1 - expit(w @ P[:, i])) * P[:, i]
-    print(f" {i + 1}   {np.max(np.abs(analytic - numeric)):24.2e}   {np.linalg.norm(analytic):11.4f}"
-          f"   {np.max(np.abs(no_suffix - numeric)):33.2e}")
-    assert np.max(np.abs(analytic - numeric)) < 1e-9
+    errors.append(np.max(np.abs(analytic - numeric)))
+    without_suffix.append(np.max(np.abs(no_suffix - numeric)))
+    print(f" {i + 1}   {errors[-1]:24.2e}   {np.linalg.norm(analytic):11.4f}   {without_suffix[-1]:33.2e}")
+check("largest |ours - finite differences| over the 4 gates", max(errors), "<= 1e-9",
+      "dG_i/dw = G_i ((1 - sigma_i) p_i - sum_{s>i} sigma_s p_s)")
+check("smallest error without the suffix term, context gates", min(without_suffix[:l]), "> 1e-4",
+      "every context gate needs the suffix term")
+check("error without the suffix term, the query's gate", without_suffix[l], "<= 1e-9",
+      "the query's suffix is empty")
 
 # %% [markdown]
 # Only the query's own gate ($i = l+1$, empty suffix) survives without the suffix term; every
@@ -232,7 +248,7 @@ def dw_eq135(params, P, z):
 
 dw = dw_eq135(params, P, z)
 print("dl/dw (eq (135)):", dw)
-check("w", dw)
+check_gradient("w", dw, "eq (135)")
 
 # %% [markdown]
 # ## Step 5 — a batch: the mean of Algorithm 1
@@ -266,14 +282,15 @@ ours = nm.Params(W_B=sum_W_B / B, W_C=sum_W_C / B, w=sum_w / B)
 
 package = nm.gradients(params, Pb, zb)
 literal = nm.gradients_literal(params, Pb, zb)
-print("largest difference between the three ways of computing the batch gradient (expect ~1e-17):")
 for name in ("W_B", "W_C", "w"):
     a, b, c = getattr(ours, name), getattr(package, name), getattr(literal, name)
-    print(f"  {name:<4} ours vs package: {np.max(np.abs(a - b)):.1e}   ours vs literal: {np.max(np.abs(a - c)):.1e}")
-    assert np.allclose(a, b, rtol=1e-12, atol=1e-14) and np.allclose(a, c, rtol=1e-12, atol=1e-14)
+    check(f"d{name}: max |ours - package, ours - literal| / max |ours|",
+          max(np.max(np.abs(a - b)), np.max(np.abs(a - c))) / np.max(np.abs(a)), "<= 1e-12",
+          "the loop over prompts, the vectorised and the literal gradient are one batch mean")
 report = nm.gradcheck(lambda p: nm.hinge_loss(p, Pb, zb), params, package)
 print(report)
-assert report.passed
+check("largest relative error of the batch gradient against finite differences", max(report.rel_err.values()),
+      f"<= {report.tol:g}", "the mean of eq (19) is the gradient of the mean loss")
 
 # %% [markdown]
 # The vectorised version has no loop over $i$.  With $c_i = \frac{\partial L}{\partial G_i} G_i$,
@@ -288,9 +305,10 @@ s_b = np.einsum("bdl,bd->bl", Pb, (Pb[:, :, -1] @ W_C.T) @ W_B)      # s_i for e
 Gb = nm.gating(w, Pb)
 Fb = np.sum(Gb * Pb[:, -1] * s_b, axis=1)
 r = np.where(1 - zb * Fb > 0, -zb, 0.0) / B                         # d(mean loss)/dF^n
-same = np.allclose(gate_backward(w, Pb, Gb, r[:, None] * Pb[:, -1] * s_b), package.w, rtol=1e-12)
-print("gate_backward == eq (135) batch mean:", same)
-assert same
+dw_prefix_sum = gate_backward(w, Pb, Gb, r[:, None] * Pb[:, -1] * s_b)
+check("max |gate_backward - eq (135) batch mean| / max |dw|",
+      np.max(np.abs(dw_prefix_sum - package.w)) / np.max(np.abs(package.w)), "<= 1e-12",
+      "one prefix sum over the tokens gives eq (135) without a loop over i")
 
 # %% [markdown]
 # ## Step 6 — the hinge's inactive side
@@ -311,18 +329,27 @@ print("## Step 6 — the hinge's inactive side")
 big = params._replace(W_B=6 * W_B)
 Fbig = nm.forward(big, Pb)
 zs = np.where(np.arange(B) % 2 == 0, np.sign(Fbig), -np.sign(Fbig))   # 0-based even = prompts 1, 3, ...
-print(f"|F| > 1 on {np.sum(np.abs(Fbig) > 1)} of {B} prompts after scaling W_B by 6")
+check("prompts with |F| > 1 after scaling W_B by 6", int(np.sum(np.abs(Fbig) > 1)), ">= 2",
+      "room for both sides of the hinge beyond (-1, 1)")
 print("  n        F    z    1 - zF  active  ||grad|| (ours)  ||grad|| (finite diff.)  F in (-1, 1)?")
+norms = np.zeros((B, 2))                          # ||grad||: ours, finite differences
 for n in range(B):
     g = nm.gradients(big, Pb[n], zs[n])
     num = nm.numerical_gradient(lambda p: nm.hinge_loss(p, Pb[n], zs[n]), big)
-    na, nn = (np.sqrt(sum(np.sum(x**2) for x in t)) for t in (g, num))
+    norms[n] = [np.sqrt(sum(np.sum(x**2) for x in t)) for t in (g, num)]
     print(f"  {n + 1}  {Fbig[n]:+7.3f}  {zs[n]:+.0f}  {1 - zs[n] * Fbig[n]:+8.3f}  {str(1 - zs[n] * Fbig[n] > 0):<6}"
-          f"  {na:15.4e}  {nn:23.4e}  {str(abs(Fbig[n]) < 1):>13}")
-    assert abs(na - nn) < 1e-6 * max(1.0, na)
-wrong_with_margin = zs * Fbig < -1
-print(f"{np.sum(wrong_with_margin)} prompt(s) with zF < -1: active hinge, nonzero gradient, F outside (-1, 1)")
-assert np.any(wrong_with_margin) and np.any(zs * Fbig > 1)
+          f"  {norms[n, 0]:15.4e}  {norms[n, 1]:23.4e}  {str(abs(Fbig[n]) < 1):>13}")
+check("max |ours - finite differences| / max(1, ||grad||) over the prompts",
+      np.max(np.abs(norms[:, 0] - norms[:, 1]) / np.maximum(1.0, norms[:, 0])), "<= 1e-6",
+      "the formulas hold on both sides of the hinge")
+wrong_with_margin, right_with_margin = zs * Fbig < -1, zs * Fbig > 1
+check("prompts with zF < -1", int(np.sum(wrong_with_margin)), ">= 1",
+      "misclassified with |F| > 1: F outside (-1, 1), hinge active")
+check("smallest ||grad|| on those prompts", norms[wrong_with_margin, 0].min(), "> 0.1",
+      "their gradient is not 0, whatever the paper's condition F in (-1, 1) suggests")
+check("prompts with zF > 1", int(np.sum(right_with_margin)), ">= 1", "right with margin: the flat side of the hinge")
+check("largest ||grad|| on those prompts", norms[right_with_margin, 0].max(), "== 0.0",
+      "on the flat side every gradient is exactly 0")
 
 # %% [markdown]
 # The rows with $1 - zF > 2$ (that is $zF < -1$) have nonzero gradients, exactly as the finite
@@ -344,16 +371,15 @@ fig.tight_layout()
 saved = show_figure(fig, "03_hinge")
 
 # %% [markdown]
-# ## Your turn
+# **Your turn.**  `tutorials/exercises/gradients.py` asks for `grad_W_C`, `grad_W_B`, `grad_w` of
+# the mean loss over a batch; `tutorials/exercises/gating.py` asks for the gates.  Copy one, fill
+# it in, and grade your copy (tutorials/README.md, "Doing an exercise and checking it"):
 #
-# `tutorials/exercises/gradients.py` asks for `grad_W_C`, `grad_W_B`, `grad_w` of the mean loss
-# over a batch; `tutorials/exercises/gating.py` asks for the gates.  Check with
-#
-#     python -m numpy_mamba grade tutorials/exercises/gradients.py
+#     cp tutorials/exercises/gradients.py my_gradients.py
+#     python -m numpy_mamba grade my_gradients.py
 
 # %%
-print("## Your turn")
-print("exercises: tutorials/exercises/gradients.py and gating.py; check with "
-      "python -m numpy_mamba grade FILE")
+print("Your turn: copy tutorials/exercises/gradients.py (or gating.py) to my_gradients.py, fill it in, and grade it "
+      "with python -m numpy_mamba grade my_gradients.py")
 print("Done: tutorial 3, the gradients of eqs (93), (118), (135), each checked by finite differences"
       + (f"; figure saved in {saved.parent}" if saved else ""))

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 T = 300 if QUICK else 2000
@@ -88,7 +88,10 @@ print(f"training Mamba: {T} SGD steps (Algorithm 1), recording every {RECORD_EVE
 params, history = nm.train(world, config, "mamba", rng=np.random.default_rng([0, 1]),
                            record_every=RECORD_EVERY, record=record)
 step = history["step"]
-print(f"trained T = {T} steps; minibatch hinge loss {history['loss'][0]:.3f} -> {history['loss'][-1]:.4f}")
+check("minibatch hinge loss at step 0", history["loss"][0], "> 0.5",
+      "at initialisation F is small, so each prompt's hinge 1 - zF is near 1")
+check("mean minibatch hinge loss over the last 10 records", np.mean(history["loss"][-10:]), "< 0.05",
+      f"{T} SGD steps fit the training prompts")
 
 # %% [markdown]
 # ## $w$: the gate learns to shut outlier examples (Lemmas 4 and 5)
@@ -125,12 +128,15 @@ for k in idx:
     print(f"{step[k]:5d}  {history['w_vstar'][k]:+7.3f}  {history['w_mu'][k]:+7.3f}  {history['w_nu'][k]:8.3f}"
           f"   {history['a_clean'][k]:+10.3f}   {history['a_outlier'][k]:+12.3f}   {history['G_clean'][k]:10.4f}"
           f"   {history['G_outlier'][k]:11.4f}")
-print(f"-log M1 = {-np.log(M1):.3f}  (Lemma 5's bound for outlier examples, up to constants)")
-final = {k: history[k][-1] for k in ("a_clean", "a_outlier", "G_clean", "G_outlier")}
-print(f"measured: w^T p on outlier examples {final['a_outlier']:+.2f} < on clean examples "
-      f"{final['a_clean']:+.2f} < 0 -> ordering of (36): {final['a_outlier'] < final['a_clean'] < 0}")
-print(f"mean gate on clean examples / on outlier examples = {final['G_clean'] / final['G_outlier']:.1f}")
-assert final["a_outlier"] < -np.log(M1) < final["a_clean"] < 0, "the ordering described below does not hold"
+final = {k: history[k][-1] for k in history}
+check("v*^T w at the end", final["w_vstar"], "< 0", "(33): w turns against the outlier directions")
+check("(mu^T, 0) w at the end", final["w_mu"], "< 0", "(34): and against the relevant patterns")
+check("mean w^T p on outlier examples at the end", final["a_outlier"], f"< {-np.log(M1):.4g}",
+      "(37): below -log M1, so sigma(w^T p) is small")
+check("mean w^T p on clean examples at the end", final["a_clean"], f"between {-np.log(M1):.4g} and 0",
+      "(38): above -log M1, below 0; with (37) the ordering of (36)")
+check("mean gate on clean examples / on outlier examples", final["G_clean"] / final["G_outlier"], "> 2",
+      "the gate learns to shut outlier examples")
 
 # %% [markdown]
 # What to read from it: the signs and the ordering of (35)-(38) are there.  $w$ turns against
@@ -171,9 +177,16 @@ print(" step   mu_j M mu_j   partner   other pair   |nu M nu|   (M = W_B^T W_C, 
 for k in idx:
     print(f"{step[k]:5d}   {history['M_same'][k]:+11.3f}   {history['M_partner'][k]:+7.3f}"
           f"   {history['M_other'][k]:+10.4f}   {history['M_nu'][k]:9.4f}")
-print(f"Corollary 1 on test prompts (alpha = 0.3): sum of scores over same-pattern examples "
-      f"{history['s_same'][-1]:+.2f}, over the others {history['s_other'][-1]:+.2f}")
-assert history["M_same"][-1] > 0 > history["M_partner"][-1] and history["s_same"][-1] > 0 > history["s_other"][-1]
+check("mu_j M mu_j, end / start", final["M_same"] / history["M_same"][0], "> 5", "(23): same-pattern entries grow")
+check("mu_j M mu_(j+1) at the end", final["M_partner"], "< 0", "(26): task-partner entries go negative")
+check("other pair at step 0", abs(history["M_other"][0]), "<= 1e-12", "(25): no training prompt links them yet")
+check("other pair / same pattern, at the end", final["M_other"] / final["M_same"], "between 0.05 and 0.5",
+      "not 0 as (25) says: chains of partner links feed them, far below the diagonal")
+check("|nu M nu| at the end", final["M_nu"], "< 0.05", "(29), (30): irrelevant patterns stay small")
+check("Corollary 1: sum of scores over same-pattern examples", final["s_same"], "> 1",
+      "examples that share the query's pattern dominate the prediction")
+check("Corollary 1: sum of scores over the other examples", final["s_other"], "< 0",
+      "not small but negative: the task partner, pushed below 0 by (26)")
 
 # %% [markdown]
 # Reading the numbers:
@@ -217,8 +230,10 @@ ax.plot(step, history["M_same"], color="#0072B2", label=r"$\mu_j^\top M \mu_j$ (
 ax.plot(step, history["M_partner"], color="#D55E00", ls="--", label=r"$\mu_j^\top M \mu_{j+1}$ (task partner)")
 ax.plot(step, history["M_other"], color="#009E73", ls=":", label="other pattern pairs")
 ax.plot(step, history["M_nu"], color="0.4", ls="-.", label=r"$|\nu_k^\top M \nu_{k'}|$")
+low, high = min(history["M_partner"]), max(history["M_same"])
+ax.set_ylim(low - 0.05 * (high - low), high + 0.35 * (high - low))    # room above the curves for the legend
 ax.set(xlabel="SGD step t", ylabel=r"entry $/\beta^2$", title=r"$M = W_B^\top W_C$ (Lemma 3)")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="upper left", ncol=2)
 ax = axes[1, 1]
 ax.plot(step, history["s_same"], color="#0072B2", label="same relevant pattern as the query")
 ax.plot(step, history["s_other"], color="#D55E00", ls="--", label="other examples")

@@ -39,7 +39,7 @@ import numpy as np
 import numpy_mamba as nm
 from numpy_mamba import Params, TrainConfig, gradcheck, make_world, testing_batch, train, zero_one_error
 from numpy_mamba.gates import Mamba2Params, gate_recurrent_forward, gate_values, network
-from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 rng = np.random.default_rng(0)
@@ -59,13 +59,14 @@ P = np.array([[1.0, 2.0, 1.0],
               [1.0, -1.0, 0.0]])
 I = np.eye(2)
 params = Mamba2Params(W_B=I, W_C=I, w=np.zeros(2), a=0.0)
-print("G from gates.py:", gate_values("mamba2", params, P[None])[0], " expected [0.25 0.5 1.]")
+G = gate_values("mamba2", params, P[None])[0]
+print("G from gates.py:", G)
+check("max |G - (1/4, 1/2, 1)|", np.max(np.abs(G - [0.25, 0.5, 1.0])), "<= 1e-15", "eq (189) with every gamma = 1/2")
 # scores s_i = p_i^T p_query = (1, 2); F = 1/4 * (+1) * 1 + 1/2 * (-1) * 2 = -0.75
 mamba2 = network("mamba2")                          # the model as one value: init, output, value_and_gradients
-print("F closed form   :", mamba2.output(params, P), " expected -0.75")
-print("F recurrent (187):", gate_recurrent_forward(params, P, "mamba2"))
-assert np.allclose(gate_values("mamba2", params, P[None])[0], [0.25, 0.5, 1.0], rtol=0, atol=1e-15)
-assert abs(mamba2.output(params, P) + 0.75) < 1e-15
+check("F, closed form", mamba2.output(params, P), "-0.75 +- 1e-15", "1/4 * (+1) * 1 + 1/2 * (-1) * 2")
+check("F, recurrence (187)", gate_recurrent_forward(params, P, "mamba2"), "-0.75 +- 1e-15",
+      "the state update of eq (187) gives the same F")
 
 # %% [markdown]
 # ## 2. Two forms, one truth, on random prompts
@@ -82,8 +83,7 @@ P[:, -1, :l] = rng.choice([-1.0, 1.0], size=(B, l))
 P[:, -1, l] = 0.0
 z = rng.choice([-1.0, 1.0], size=B)
 diff = np.max(np.abs(mamba2.output(params, P) - gate_recurrent_forward(params, P, "mamba2")))
-print(f"max |closed - recurrent| = {diff:.1e}   (expect ~1e-15)")
-assert diff < 1e-12
+check("max |closed - recurrent| over 5 prompts", diff, "<= 1e-12", "eq (189) in log space is the recurrence (187)")
 
 # %% [markdown]
 # ## 3. The gradient, by hand, checked by central differences
@@ -97,8 +97,8 @@ print("## 3. The gradient, by hand, checked by central differences")
 loss, grads = mamba2.value_and_gradients(params, P, z)   # mean hinge loss (eq (4)) and its gradients
 report = gradcheck(lambda q: mamba2.value_and_gradients(q, P, z)[0], params, grads)
 print(report)
-print("passed:", report.passed, "  (every relative error should be below 1e-7)")
-assert report.passed
+check("largest relative error against finite differences", max(report.rel_err.values()), f"<= {report.tol:g}",
+      "the hand-written gradients of W_B, W_C, w and a are right")
 
 # %% [markdown]
 # ## 4. What the missing input gate means
@@ -115,8 +115,12 @@ P2[:, :-1, 1] += 3.0 * w_x / (w_x @ w_x)            # raises w^T p_2 by 3
 mamba = Params(params.W_B, params.W_C, params.w)
 for name, p in [("mamba", mamba), ("mamba2", params)]:
     change = np.abs(gate_values(name, p, P2)[:, 1] - gate_values(name, p, P)[:, 1]).max()
-    print(f"{name:7s} largest change of G_2 after editing p_2: {change:.3f}")
-    assert (change > 0.01) if name == "mamba" else (change == 0.0)
+    if name == "mamba":
+        check("Mamba: largest change of G_2 after editing p_2", change, "> 0.01",
+              "its factor sigma(w^T p_2) looks at example 2")
+    else:
+        check("Mamba-2: largest change of G_2 after editing p_2", change, "== 0.0",
+              "its G_2 multiplies only the gammas of later tokens")
 
 # %% [markdown]
 # ## 5. Train and test (Section 4 data, flipped labels on outliers, $\alpha = 0.7$)
@@ -142,11 +146,12 @@ for model in MODELS:
     trained, _ = train(world, config, net, rng=np.random.default_rng([0, 2]), params=params0)
     error[model] = zero_one_error(net.output(trained, test.P), test.z)
     print(f"{model:7s} test error at alpha = 0.7: {error[model]:.3f}")
-print("what to look for (full mode): Mamba and GLA well below Mamba-2, whose gate on example i cannot see p_i")
+check("Mamba-2's error - Mamba's", error["mamba2"] - error["mamba"], "> 0",
+      "a gate that sees example i can shut it; Mamba-2's cannot")
 if QUICK:
-    print("(quick mode: 60 steps only, the numbers are not meaningful yet)")
+    print("(quick mode: 60 steps are too few for GLA; the full run shows it below Mamba-2 too)")
 else:
-    assert max(error["mamba"], error["gla"]) < error["mamba2"], "Mamba and GLA should beat Mamba-2 here"
+    check("Mamba-2's error - GLA's", error["mamba2"] - error["gla"], "> 0", "GLA's gate sees its example too")
 
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 3.4))

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import show_figure         # a window, or a PNG in a temp folder (path printed)
+from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
 from numpy_mamba.loss import mean_hinge_slope
 from numpy_mamba.scan import scan_outputs
 from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss,
@@ -78,8 +78,8 @@ for k, layer in enumerate(layers, 1):
     caches.append(cache)
     print(f"layer {k}: label row of H^({k}) = {H[-1][0, -1]}   (last entry = F so far)")
 F = H[-1][0, -1, -1]
-print(f"F = H^(3)[d+1, l+1] = {F:.6f};  stack.forward gives {forward(layers, P[0]):.6f}")
-assert abs(F - forward(layers, P[0])) < 1e-12
+print(f"F = H^(3)[d+1, l+1] = {F:.6f}")
+check("|F - stack.forward|", abs(F - forward(layers, P[0])), "<= 1e-12", "the loop above is the package's stack")
 
 # %% [markdown]
 # From layer 2 on, the query's label slot of the input, $H^{(k-1)}_{d+1,\,l+1}$, is no longer
@@ -89,12 +89,14 @@ assert abs(F - forward(layers, P[0])) < 1e-12
 # every layer against the literal eq (1) scan.
 
 # %%
+gaps = []
 for k, layer in enumerate(layers, 1):
     padded = np.concatenate([H[k - 1], np.zeros((1, d + 1, 1))], axis=2)
     o = scan_outputs(layer.W_B, layer.W_C, layer.W, padded)[:, :-1, :].transpose(0, 2, 1)
-    gap = np.abs(o - (H[k] - H[k - 1])).max()
-    print(f"layer {k}: max |O^({k}) - eq (1) scan| = {gap:.1e}")
-    assert gap < 1e-12 * max(1.0, np.abs(o).max())
+    gaps.append(np.abs(o - (H[k] - H[k - 1])).max() / max(1.0, np.abs(o).max()))
+    print(f"layer {k}: max |O^({k}) - eq (1) scan| / max(1, max |O^({k})|) = {gaps[-1]:.1e}")
+check("largest gap between a layer's O and the literal eq (1) scan, relative", max(gaps), "<= 1e-12",
+      "every layer is the eq (1) scan of its input")
 
 # %% [markdown]
 # ## Backward, one layer at a time
@@ -125,17 +127,19 @@ print("## Backward, one layer at a time")
 dF = mean_hinge_slope(np.array([F]), z)              # d ell / dF: -z on the active side
 dH = np.zeros_like(P)
 dH[0, -1, -1] = dF[0]
-grads = []
+grads, nonzero = [], {}
 for k in range(n_layers, 0, -1):
-    print(f"dl/dO^({k}) has {np.count_nonzero(dH)} nonzero entries of {dH.size}")
+    nonzero[k] = np.count_nonzero(dH)
+    print(f"dl/dO^({k}) has {nonzero[k]} nonzero entries of {dH.size}")
     dH_layer, grad = layer_backward(dH, caches[k - 1])
     dH = dH + dH_layer                               # residual path + the layer's four paths
     grads.insert(0, grad)
+check("nonzero entries of dl/dO^(3), and of dl/dO^(1)", (nonzero[3], nonzero[1]), f"== (1, {dH.size})",
+      "only F reaches the loss; every entry below it reaches F")
 package = gradients(layers, P, z)
-for k, (mine, theirs) in enumerate(zip(grads, package), 1):
-    gap = max(np.abs(a - b).max() for a, b in zip(mine, theirs))
-    print(f"layer {k}: max |by hand - stack.gradients| = {gap:.1e}")
-    assert gap < 1e-12
+gap = max(np.abs(a - b).max() for mine, theirs in zip(grads, package) for a, b in zip(mine, theirs))
+check("max |by hand - stack.gradients| over the three layers", gap, "<= 1e-12",
+      "the chain rule written out is the package's backward pass")
 
 # %% [markdown]
 # The top layer gets a gradient in one entry only; every layer below gets it in every entry,
@@ -157,11 +161,12 @@ params = nm.Params(one.W_B, one.W_C, one.W[:, -1])
 F1, F3 = forward([one], P[0]), nm.forward(params, P[0])
 (g,) = gradients([one], P, z)
 core = nm.gradients(params, P, z)
-print(f"F: stack {F1:.12f}, eq (3) {F3:.12f}")
-print(f"max gradient gaps: W_B {np.abs(g.W_B - core.W_B).max():.1e}, W_C {np.abs(g.W_C - core.W_C).max():.1e},"
-      f" w {np.abs(g.W[:, -1] - core.w).max():.1e};  other columns of dW: max |.| = {np.abs(g.W[:, :-1]).max()}")
-assert abs(F1 - F3) < 1e-12 and np.all(g.W[:, :-1] == 0)
-assert max(np.abs(a - b).max() for a, b in [(g.W_B, core.W_B), (g.W_C, core.W_C), (g.W[:, -1], core.w)]) < 1e-12
+check("|F of one layer - F of eq (3)|", abs(F1 - F3), "<= 1e-12", "one layer is the paper's model")
+check("max |one layer's gradients - eqs (118), (93), (135)|",
+      max(np.abs(a - b).max() for a, b in [(g.W_B, core.W_B), (g.W_C, core.W_C), (g.W[:, -1], core.w)]), "<= 1e-12",
+      "W_B, W_C and the last column of W get the paper's gradients")
+check("max |dW| off its last column", np.abs(g.W[:, :-1]).max(), "== 0.0",
+      "only channel d+1 reaches F, and it depends on W through w_(d+1) alone")
 
 # %% [markdown]
 # ## Gradient check
@@ -182,7 +187,8 @@ while np.abs(forward(layers_b, Pb)).max() <= 2:
 Fb = forward(layers_b, Pb)
 zb = np.where(np.arange(4) == np.argmax(np.abs(Fb)), np.sign(Fb), -np.sign(Fb))
 print("z F per prompt:", zb * Fb, "(> 1: flat side of the hinge)")
-assert np.any(zb * Fb > 1) and np.any(zb * Fb < 1)
+check("(prompts with zF > 1, prompts with zF < 1)", (int(np.sum(zb * Fb > 1)), int(np.sum(zb * Fb < 1))), "== (1, 3)",
+      "both sides of the hinge are in the batch")
 
 
 def as_dict(stack):
@@ -196,7 +202,8 @@ def as_layers(flat):
 report = nm.gradcheck(lambda flat: hinge_loss(as_layers(flat), Pb, zb), as_dict(layers_b),
                       as_dict(gradients(layers_b, Pb, zb)), tol=1e-7)
 print(report)
-assert report.passed
+check("largest relative error against finite differences", max(report.rel_err.values()), f"<= {report.tol:g}",
+      "every gradient of every layer is right, on both sides of the hinge")
 
 # %% [markdown]
 # ## What layers 2 and 3 attend to (Figures 5 and 6)
@@ -222,9 +229,11 @@ print(f"training the three-layer stack: {T} SGD steps ...", flush=True)
 trained, history = nm.train(world, nm.TrainConfig(T=T, B=32, eta=0.05, p_a=0.4), nm.network("mamba", n_layers=3),
                             rng=1, record_every=max(T // 5, 1))
 print("training loss:", np.round(history["loss"], 3), f"({T} SGD steps)")
+check("last minibatch hinge loss / first", history["loss"][-1] / history["loss"][0], "< 0.2",
+      f"{T} SGD steps of the stack fit the training prompts")
 test = nm.testing_batch(world, 300, 20, alpha=0.3, rng=5)
 F_test, layer_caches = forward_with_caches(trained, test.P)
-print(f"test error at alpha = 0.3: {nm.zero_one_error(F_test, test.z):.3f}")
+check("test error at alpha = 0.3", nm.zero_one_error(F_test, test.z), "< 0.3", "well below chance after training")
 rows = []
 for k, c in enumerate(layer_caches, 1):
     s = c.S[:, :-1, -1]                               # s_{i,l+1}, context examples: (n, l)
@@ -234,7 +243,10 @@ for k, c in enumerate(layer_caches, 1):
 print("layer   sum s (same pattern)   sum s (other)   mean gate: outlier   clean")
 for k, (same, other, g_out, g_clean) in enumerate(rows, 1):
     print(f"  {k}     {same:12.3g}        {other:12.3g}          {g_out:.4f}        {g_clean:.4f}")
-assert np.all(np.isfinite(np.array(rows)))
+check("smallest (same-pattern - other) score sum over the layers", min(same - other for same, other, _, _ in rows),
+      "> 0", "every layer attends to the examples that share the query's pattern (Corollary 1)")
+check("layer 3: mean gate of outlier examples / of clean ones", rows[2][2] / rows[2][3], "< 1",
+      "layer 3 gives outlier examples smaller gates (Corollary 2)")
 
 # %% [markdown]
 # What to look for: in every layer the scores put far more weight on examples that share the

@@ -3,15 +3,17 @@
     python tutorials/make_exercises.py           # write tutorials/exercises/*.py
     python tutorials/make_exercises.py --check   # exit 1 if a committed exercise is stale
 
-Every ``tutorials/solutions/NAME_solution.py`` becomes ``tutorials/exercises/NAME.py``: each
+Every ``tests/solutions/NAME_solution.py`` becomes ``tutorials/exercises/NAME.py``: each
 block between a ``# BEGIN SOLUTION`` line and the next ``# END SOLUTION`` line is replaced by
 one ``raise NotImplementedError(...)`` at the block's indentation, naming the enclosing
 function.  Everything else (docstrings, hints, helper functions) is copied unchanged.  The
-student's file starts with the exercise itself; the maintainers' note (where it comes from)
-is a comment at its very end.
+student's file starts with the exercise itself; the maintainers' note (how it is made, not where
+the answer is) is a comment at its very end.
 
 This lives in tutorials/, not in the package: it rewrites files of the repository (the solutions
 are not installed with ``pip install .``), so it is a maintainer's tool, like a Makefile target.
+The solutions live in tests/, out of the way of a student working from tutorials/: the grader's
+tests grade them as honest answers.
 """
 from __future__ import annotations
 
@@ -22,11 +24,11 @@ from pathlib import Path
 
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 EXERCISES = ROOT / "tutorials" / "exercises"
 FOOTER = ("\n\n# " + "-" * 93 + "\n"
-          "# Students: this file is yours to edit.  (Maintainers: it is generated from\n"
-          "# tutorials/solutions/{name} by tutorials/make_exercises.py; change that file instead.)\n")
+          "# Students: this file is yours to edit.  (Maintainers: tutorials/make_exercises.py generates it\n"
+          "# from its model answer; change that, then run it.)\n")   # the hand-out does not point at the answer
 
 
 def strip_solutions(text: str, source: str = "<solution>") -> str:
@@ -73,7 +75,7 @@ def generate(solutions: Path = SOLUTIONS, exercises: Path = EXERCISES) -> dict[P
     if not files:
         raise ValueError(f"no *_solution.py files in {solutions}")
     return {exercise_path(f, exercises):
-            strip_solutions(f.read_text(), str(f)).rstrip("\n") + FOOTER.format(name=f.name) for f in files}
+            strip_solutions(f.read_text(), str(f)).rstrip("\n") + FOOTER for f in files}
 
 
 def stale(solutions: Path = SOLUTIONS, exercises: Path = EXERCISES) -> list[Path]:
@@ -87,9 +89,12 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="only check; exit 1 if an exercise is stale")
     args = parser.parse_args(argv)
     if args.check:
-        bad = stale()
+        expected, bad = generate(), stale()
         for path in bad:
             print(f"stale: {path.relative_to(ROOT)} (run python tutorials/make_exercises.py)")
+        if not bad:
+            print(f"up to date: the {len(expected)} exercises {', '.join(path.name for path in expected)} in "
+                  f"{EXERCISES.relative_to(ROOT)}/ are what {SOLUTIONS.relative_to(ROOT)}/ generates")
         return 1 if bad else 0
     EXERCISES.mkdir(parents=True, exist_ok=True)
     for path, text in generate().items():

@@ -34,7 +34,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..runs.args import positive_int
+from ..runs.args import help_text, positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_compact_json, write_section
 from ..runs.results import save_claims, write_results
@@ -63,7 +63,7 @@ def saved_result(out: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba ablation", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba ablation", description=help_text(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smoke run at tiny size (2 seeds, T = 4/8); stamped as such")
     parser.add_argument("--seeds", type=positive_int, default=None, help=f"training seeds (default {FULL.seeds}; quick {QUICK.seeds})")

@@ -31,7 +31,7 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
               "Mamba-2, RetNet, Gated Retention and GLA against Mamba (Appendix E.6), with the gates section"),
     "grade": ("numpy_mamba.grader.run", "grade an exercise file, or a folder of them (--csv, --json)"),
     "gradescope": ("numpy_mamba.grader.gradescope", "build a Gradescope autograder zip for one exercise"),
-    "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks in OUT (--execute runs them)"),
+    "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks in OUT, by default my_notebooks (--execute runs them)"),
     "bench": ("numpy_mamba.cli.bench", "time one SGD step; the ratio against PyTorch and JAX when they are installed"),
 }
 

@@ -36,7 +36,7 @@ from ..model import PAPER_MODELS, forward, init_params
 from ..fused import network
 from ..sgd import sgd_update
 from ..stack import init_stack
-from ..runs.args import positive_int
+from ..runs.args import help_text, positive_int
 from .bench_peers import compared, load_peers, peer_header, peer_note
 
 CASES = [(20, 64), (20, 1024), (100, 64), (1000, 64), (10_000, 64)]   # (l, B), d = 30
@@ -199,7 +199,7 @@ def machine() -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba bench", description=help_text(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=positive_int, default=50,
                         help="timed rounds per case, each about 10 ms of calls per implementation; medians "

@@ -1,8 +1,11 @@
-"""``python -m numpy_mamba notebooks OUT [--execute] [--quick]``: the tutorials as Jupyter notebooks.
+"""``python -m numpy_mamba notebooks [OUT] [--execute] [--quick]``: the tutorials as Jupyter notebooks.
 
 One ``.ipynb`` per tutorial (``tutorials/NN_*.py``) and per exercise hand-out
 (``tutorials/exercises/*.py``, written to OUT/exercises/), made from the percent-format sources
-with jupytext.  The ``.py`` files stay the sources: nothing is written into ``tutorials/``.
+with jupytext.  OUT is ``my_notebooks`` unless given (the repository's .gitignore names it, so a
+student's notebooks never show in ``git status``).  Each hand-out says how to grade it, with its
+path as written (``python -m numpy_mamba grade my_notebooks/exercises/gradients.ipynb``).  The
+``.py`` files stay the sources: nothing is written into ``tutorials/``.
 
 With ``--execute`` every tutorial notebook is run, cell by cell, in a real Jupyter kernel
 (nbclient; the same Python as this command), in full mode unless ``--quick``
@@ -24,7 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..runs.args import help_text
+
 EXTRA = 'pip install "numpy_mamba[notebooks]" (from a clone: pip install ".[notebooks]")'
+DEFAULT_OUT = "my_notebooks"     # in .gitignore
 TOOLS = ("jupytext", "nbclient", "nbformat", "ipykernel")
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 CELL_TIMEOUT_S = 1800            # a hung cell, not a slow one
@@ -59,10 +65,11 @@ def tutorial_notebook(path: Path):
     return nb
 
 
-def exercise_notebook(path: Path):
+def exercise_notebook(path: Path, written_to: str):
     """The notebook of one exercise hand-out (a percent-format module): its docstring as the first
     markdown cell (first line as the title, the rest verbatim), its cells (the math as LaTeX, the
-    code to complete), and how to grade the notebook itself."""
+    code to complete), and how to grade the notebook itself, at ``written_to`` (the path the
+    notebook is written to, as the command was given it)."""
     import ast
     import jupytext
     text = path.read_text()
@@ -75,9 +82,10 @@ def exercise_notebook(path: Path):
     # the docstring is plain text (grad_W_C, G_{i,l+1}): shown as written, not parsed as markdown
     shown = [f"# {title.strip() or path.stem}", "", "```text", *rest.strip("\n").splitlines(), "```"]
     prose = "\n".join(f"# {line}".rstrip() for line in shown)
-    grade = (f"# To grade your answer, save this notebook and grade it as it is (its code cells are graded "
-             f"exactly as the `.py` would be; IPython magics and shell lines are refused):\n#\n"
-             f"#     python -m numpy_mamba grade {path.stem}.ipynb")
+    grade = (f"# To grade your answer, save this notebook and grade it as it is, in a terminal, from the folder "
+             f"you ran `python -m numpy_mamba notebooks` in (its code cells are graded exactly as the `.py` would "
+             f"be; IPython magics and shell lines are refused):\n#\n"
+             f"#     python -m numpy_mamba grade {written_to}")
     percent = f"# %% [markdown]\n{prose}\n\n# %%\n{body.rstrip()}\n\n# %% [markdown]\n{grade}\n"
     nb = jupytext.reads(percent, fmt="py:percent")
     nb.metadata.pop("jupytext", None)
@@ -171,16 +179,28 @@ def write_notebooks(source: Path, out: Path, run: bool, quick: bool, log=print) 
         (out / "exercises").mkdir(exist_ok=True)
     for path in exercises:
         target = out / "exercises" / f"{path.stem}.ipynb"
-        nbformat.write(exercise_notebook(path), target)
+        nbformat.write(exercise_notebook(path, target.as_posix()), target)
         log(f"  {target}  (exercise hand-out, not executed)")
         written.append(target)
     return written
 
 
+def how_to_open(out: Path) -> str:
+    """How to open the notebooks in ``out``, with what this Python has: JupyterLab when installed
+    (the notebooks extra installs it), else VS Code or installing JupyterLab."""
+    import importlib.util
+    if importlib.util.find_spec("jupyterlab") is not None:
+        return f"open them with: python -m jupyterlab {out}  (or in VS Code, with its Jupyter extension)"
+    return (f"open them in VS Code (with its Jupyter extension), or install JupyterLab (pip install jupyterlab, or "
+            f"the notebooks extra) and run: python -m jupyterlab {out}")
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba notebooks", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba notebooks", description=help_text(__doc__.split("\n\n")[0]),
                                      epilog=f"Needs the notebooks extra: {EXTRA}.")
-    parser.add_argument("out", help="folder for the .ipynb files (created if needed; not tutorials/)")
+    parser.add_argument("out", nargs="?", default=DEFAULT_OUT,
+                        help=f"folder for the .ipynb files (created if needed; not tutorials/); default: {DEFAULT_OUT}, "
+                             "which git ignores")
     parser.add_argument("--execute", action="store_true",
                         help="run each tutorial notebook in a Jupyter kernel (full mode unless --quick)")
     parser.add_argument("--quick", action="store_true",
@@ -211,6 +231,8 @@ def main(argv=None) -> int:
     tutorials = len(written) - handouts
     done = f"{tutorials} tutorials " + ("executed and written" if args.execute else
                                          "written (not executed; --execute runs them)")
-    print(f"notebooks: {done}, {handouts} exercise hand-outs written, in {out} ({time.perf_counter() - start:.1f} s); "
-          f"open them with `jupyter lab {out}` or in VS Code")
+    print(f"notebooks: {done}, {handouts} exercise hand-outs written, in {out} ({time.perf_counter() - start:.1f} s)")
+    print(f"notebooks: {how_to_open(out)}")
+    if handouts:
+        print(f"notebooks: grade a hand-out with: python -m numpy_mamba grade {(out / 'exercises').as_posix()}/NAME.ipynb")
     return 0

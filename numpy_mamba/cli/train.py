@@ -10,11 +10,11 @@ import numpy as np
 from ..data import make_world
 from ..fused import network
 from ..sgd import DivergenceError, TrainConfig, train
-from ..runs.args import nonnegative_int, positive_float, positive_int
+from ..runs.args import help_text, nonnegative_int, positive_float, positive_int
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba train", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba train", description=help_text(__doc__))
     parser.add_argument("--steps", type=nonnegative_int, default=500, help="SGD steps T (default 500)")
     parser.add_argument("--batch", type=positive_int, default=64, help="batch size B (default 64)")
     parser.add_argument("--eta", type=positive_float, default=0.1, help="step size eta (default 0.1)")

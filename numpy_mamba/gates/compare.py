@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runs.args import help_text
 from ..runs.jobs import Unit, add_jobs_argument, run_units
 from ..runs.results import write_results
 from ..runs.staging import run_staged
@@ -227,7 +228,7 @@ def run(cfg: GatesSettings, jobs: int = 1, progress=True) -> dict:
 
 def main(argv=None) -> int:
     """Entry point of ``python -m numpy_mamba gates [--quick] [--out DIR] [--quiet]``."""
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba gates", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba gates", description=help_text(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (seconds); for tests")
     parser.add_argument("--out", default=None,

@@ -135,14 +135,14 @@ def table1_png(result: dict, path, label: str = "one-layer analogue", note: str 
                  "tasks, and below it by task group (training / reversed / distance 2 / distance 3, rounded).\nFQ = outliers "
                  "farthest from the query, R = at random positions, CQ = closest to the query. Blue: main setting "
                  f"({rule} labels, kappa_a' = {kappa:g}; REPORT.md, \"Main setting\").", fontsize=10)
-    _untrained_bars(fig, result, (rule, kappa), (0.06, 0.9 / height, 0.92, (bars_h - 0.9) / height),
-                    legend_y=(bars_h + 0.6) / height)
+    bars = _untrained_bars(fig, result, (rule, kappa), (0.06, 0.9 / height, 0.92, (bars_h - 0.9) / height),
+                           legend_y=(bars_h + 0.6) / height)
     fig.text(0.01, 0.05 / height, textwrap.fill(f"{note}.", 220) + "\n" + settings_line(
         result, f"{s['n_test']} test prompts per seed and cell, K' = {result['K_prime']:g}.") + "\nTask groups: "
         "training = the 6 training tasks (b = a+1 on the cycle of Condition 1), reversed = (a+1, a), distance 2 and 3 = "
         f"pairs 2 or 3 steps apart on the cycle, never trained on. Seed ranges: {Path(path).with_suffix('.md').name}.",
         fontsize=8, color=GREY, va="bottom")
-    return save(fig, path, result)
+    return save(fig, path, result, stamp_axes=bars)            # a quick run's watermark: on the bars, off the table
 
 
 BAR_GROUPS = GROUP_KEYS + ("all",)
@@ -150,16 +150,19 @@ BAR_STYLE = {("mamba", "trained"): ("#0072B2", None), ("mamba", "untrained"): ("
              ("linear_transformer", "trained"): ("#E69F00", None), ("linear_transformer", "untrained"): ("#E69F00", "//")}
 
 
-def _untrained_bars(fig, result: dict, main: tuple, rect: tuple, legend_y: float) -> None:
+def _untrained_bars(fig, result: dict, main: tuple, rect: tuple, legend_y: float) -> list:
     """Bars of the main setting's accuracy per task group, one panel per placement: each model trained
-    (solid) and untrained (hatched); bar = pooled accuracy, whiskers = min-max over seeds."""
+    (solid) and untrained (hatched); bar = pooled accuracy, whiskers = min-max over seeds.  Returns the
+    panels (axes)."""
     rule, kappa = main
     left, bottom, width, height = rect
     places = list(result["placements"])
     seeds = result["settings"]["seeds"]
     bar_w = 0.8 / len(BAR_STYLE)
+    panels = []
     for q, place in enumerate(places):
         ax = fig.add_axes((left + q * width / len(places), bottom, width / len(places) - 0.02, height))
+        panels.append(ax)
         for i, ((m, state), (color, hatch)) in enumerate(BAR_STYLE.items()):
             accuracy = result["accuracy"] if state == "trained" else result.get("untrained", {}).get("accuracy")
             if not accuracy:
@@ -184,3 +187,4 @@ def _untrained_bars(fig, result: dict, main: tuple, rect: tuple, legend_y: float
                        bbox_to_anchor=(0.5, legend_y),
                        title=f"trained against untrained (Algorithm 1's initialisation), main setting; bars: pooled "
                              f"accuracy over {seeds} seeds, whiskers: seed min-max", title_fontsize=9)
+    return panels

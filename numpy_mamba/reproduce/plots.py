@@ -42,9 +42,10 @@ def settings_line(result: dict, extra: str = "") -> str:
             f"$\\kappa_a$ = {SECTION4.kappa_a:g}, l = {SECTION4.l_tr}; {s['seeds']} seeds. {extra}")
 
 
-def save(fig, path, result: dict | None = None, tight: bool = False) -> Path:
-    """``runs.output.save_figure``: a quick run's figure (result["settings"]["quick"]) gets the smoke stamp."""
-    return save_figure(fig, path, bool(result and result.get("settings", {}).get("quick")), tight)
+def save(fig, path, result: dict | None = None, tight: bool = False, stamp_axes=()) -> Path:
+    """``runs.output.save_figure``: a quick run's figure (result["settings"]["quick"]) gets the smoke stamp,
+    its watermark inside ``stamp_axes`` when given."""
+    return save_figure(fig, path, bool(result and result.get("settings", {}).get("quick")), tight, stamp_axes)
 
 
 def _theory_lines(ax, p_a: float) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import registry, report as report_text
 from .common import FULL, MODELS, QUICK, settings_for
-from ..runs.args import positive_int
+from ..runs.args import help_text, positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_compact_json, write_section
 from ..runs.results import save_claims, write_results
@@ -105,7 +105,7 @@ def description() -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba reproduce", description=description(),
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba reproduce", description=help_text(description()),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     own_seeds = "; ".join(f"{e.name} keeps its own ({e.settings(FULL).seeds}; quick {e.settings(QUICK).seeds})"
                           for e in registry.EXPERIMENTS

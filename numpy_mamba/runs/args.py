@@ -12,11 +12,23 @@ bound, stay with the command.
     positive_float     finite, > 0              step sizes eta, scales such as kappa_a
     nonnegative_float  finite, >= 0
     probability        in [0, 1)                p_a and alpha of the paper (1 would leave no clean example)
+
+and ``help_text(__doc__)``: a command's docstring as its ``--help`` prints it, in plain text.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import re
+
+
+def help_text(doc: str) -> str:
+    """``doc`` (reST, as docstrings are written) as plain text for ``--help``: ``code`` and
+    :role:`name` lose their markup, and a line ending in '::' (a literal block follows) ends in ':'."""
+    text = re.sub(r":\w+:`([^`]*)`", r"\1", doc)
+    text = re.sub(r"``(.+?)``", r"\1", text)
+    text = re.sub(r" ?::$", ":", text, flags=re.M)
+    return text
 
 
 def _integer(text: str, minimum: int) -> int:

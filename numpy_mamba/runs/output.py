@@ -1,7 +1,8 @@
 """Writing results: JSON with every setting and value, named sections of figures/REPORT.md,
 figures drawn without pyplot (so a command never changes the caller's matplotlib backend), the
-smoke-run stamp and the settings footer every figure carries, and ``show_figure`` for the
-tutorials (a window, or a PNG whose path is printed when none can open).
+smoke-run stamp and the settings footer every figure carries, and, for the tutorials,
+``show_figure`` (a window, or a PNG whose path is printed when none can open) and ``check`` (the
+number a step measured next to the one the reader should expect).
 
 Each command (``reproduce``, ``theory``, ``ablation``, ``gates``) owns one section of REPORT.md, delimited
 by HTML comments, and rewrites only that section, so the commands can run in any order.
@@ -98,23 +99,35 @@ def subplots(nrows: int = 1, ncols: int = 1, figsize=None, **kwargs):
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
-def save_figure(fig, path, quick: bool, tight: bool = False) -> Path:
+def save_figure(fig, path, quick: bool, tight: bool = False, stamp_axes=()) -> Path:
     """Save ``fig`` at 110 dpi into ``path`` (its folder made if needed); a quick run's figure gets
-    the smoke stamp (``smoke_stamp``)."""
+    the smoke stamp (``smoke_stamp``; ``stamp_axes``: the axes that carry its watermark)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    smoke_stamp(fig, quick)
+    smoke_stamp(fig, quick, stamp_axes)
     fig.savefig(path, dpi=110, bbox_inches="tight" if tight else None)
     return path
 
 
-def smoke_stamp(fig, quick: bool) -> None:
+WATERMARK = "SMOKE RUN\nnumbers mean nothing"
+
+
+def smoke_stamp(fig, quick: bool, axes=()) -> None:
     """On a quick run's figure: a large diagonal watermark, and the title (suptitle) in red starting
-    with "SMOKE RUN" (call after the layout is final)."""
+    with "SMOKE RUN" (call after the layout is final).
+
+    The watermark lies across the whole figure; given ``axes``, it lies inside each of them instead
+    (over their plot, clipped to it), for a figure where one across it would cover numbers (a table
+    drawn beside plots).
+    """
     if not quick:
         return
-    fig.text(0.5, 0.5, "SMOKE RUN\nnumbers mean nothing", fontsize=3.6 * fig.get_figwidth(), color="red", alpha=0.18,
-             ha="center", va="center", rotation=25, weight="bold", zorder=100)
+    style = dict(color="red", alpha=0.18, ha="center", va="center", rotation=25, weight="bold", zorder=100)
+    for ax in axes:
+        width = ax.get_position().width * fig.get_figwidth()           # inches
+        ax.text(0.5, 0.5, WATERMARK, transform=ax.transAxes, fontsize=4.6 * width, clip_on=True, **style)
+    if not axes:
+        fig.text(0.5, 0.5, WATERMARK, fontsize=3.6 * fig.get_figwidth(), **style)
     title = fig.get_suptitle()
     if title:
         fig.suptitle(f"[{SMOKE}]\n{title}", color="red", fontsize=11)
@@ -172,3 +185,62 @@ def show_figure(fig, name: str):
         plt.show()
     plt.close(fig)
     return path
+
+
+CHECK_FORMS = ("< X", "<= X", "> X", ">= X", "between A and B", "X +- T", "== X")
+
+
+def _expectation(expected: str):
+    """The test of an expectation written as in CHECK_FORMS: a function of the value -> bool."""
+    import ast
+    import operator
+    number = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+    text = expected.strip()
+    bound = re.fullmatch(rf"(<=|<|>=|>) ({number})", text)
+    if bound:
+        compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[bound.group(1)]
+        return lambda v: compare(float(v), float(bound.group(2)))
+    span = re.fullmatch(rf"between ({number}) and ({number})", text)
+    if span:
+        return lambda v: float(span.group(1)) <= float(v) <= float(span.group(2))
+    near = re.fullmatch(rf"({number}) \+- ({number})", text)
+    if near:
+        return lambda v: abs(float(v) - float(near.group(1))) <= float(near.group(2))
+    if text.startswith("== "):
+        target = ast.literal_eval(text[3:])
+        return lambda v: v == target
+    raise ValueError(f"expected must take one of the forms {', '.join(CHECK_FORMS)}; got {expected!r}.")
+
+
+def _shown(value) -> str:
+    """A value as the check line prints it: 4 significant digits for a float, as is otherwise."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    if isinstance(value, tuple):
+        return str(tuple(int(v) if isinstance(v, (int, np.integer)) else v for v in value))
+    raise ValueError(f"a check's value must be a number, a bool or a tuple (a shape); got {type(value).__name__}.")
+
+
+def check(what: str, value, expected: str, meaning: str):
+    """Print one line a tutorial's reader can check by eye, and stop the tutorial if it fails::
+
+        check: WHAT = VALUE (expected EXPECTED): MEANING
+
+    ``expected`` takes one of the forms of CHECK_FORMS, numbers written out (``"<= 1e-12"``,
+    ``"0.6 +- 0.012"``, ``"== (8, 31, 21)"``).  A value that does not meet it (or is NaN) prints
+    the line as ``check FAILED: ...`` and raises AssertionError with it.  Returns ``value``.
+    """
+    if not what or not meaning or "\n" in what + meaning:
+        raise ValueError(f"what and meaning must be one-line, non-empty texts; got {what!r}, {meaning!r}.")
+    passed = _expectation(expected)
+    shown = _shown(value)
+    holds = bool(passed(value)) and not (isinstance(value, (float, np.floating)) and np.isnan(value))
+    line = f"{what} = {shown} (expected {expected}): {meaning}"
+    print(f"check: {line}" if holds else f"check FAILED: {line}", flush=True)
+    if not holds:
+        raise AssertionError(f"check failed: {line}")
+    return value

@@ -52,7 +52,8 @@ def summary_lines(command: str, verdicts, out, seconds: float, *, quick: bool = 
     lines = [f"{command}: {SMOKE}"] if quick else []
     lines += [f"{command}: {what}: paper {paper}, ours {ours}" for what, paper, ours in headlines]
     noun = "verdict" if len(verdicts) == 1 else "verdicts"
-    lines.append(f"{command}: {len(verdicts)} {noun}: {tally}" + (" (not meant to be read)" if quick else ""))
+    lines.append(f"{command}: {len(verdicts)} {noun}" + (", counted only (a smoke run's are not meant to be read)"
+                                                      if quick else "") + f": {tally}")
     if not quick:
         width = max((len(verdict) for _, verdict in verdicts), default=0)
         lines += [f"  {verdict:<{width}}  {claim}" for claim, verdict in verdicts]

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..data import make_world
+from ..runs.args import help_text
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_json, write_section
 from ..runs.results import save_claims, write_results
@@ -127,7 +128,7 @@ def replot(out: Path, dest: Path, report: Path | None) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numpy_mamba theory", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m numpy_mamba theory", description=help_text(__doc__.split("\n\n")[0]))
     parser.add_argument("--quick", action="store_true", help="tiny grids (seconds); numbers not meant to be read")
     parser.add_argument("--out", default=None,
                         help="directory for theory_*.png / theory_*.json (default: figures; with --quick a new "

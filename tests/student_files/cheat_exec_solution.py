@@ -4,5 +4,5 @@ from _repo import repository
 
 def grad_W_C(params, P, z):
     namespace = {}
-    exec((repository() / "tutorials" / "solutions" / "gradients_solution.py").read_text(), namespace)
+    exec((repository() / "tests" / "solutions" / "gradients_solution.py").read_text(), namespace)
     return namespace["grad_W_C"](params, P, z)

@@ -5,6 +5,6 @@ from _repo import repository
 
 
 def grad_W_B(params, P, z):
-    sys.path.insert(0, str(repository() / "tutorials" / "solutions"))
+    sys.path.insert(0, str(repository() / "tests" / "solutions"))
     import gradients_solution
     return gradients_solution.grad_W_B(params, P, z)

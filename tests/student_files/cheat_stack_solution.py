@@ -5,6 +5,6 @@ from _repo import repository
 
 
 def layer_backward(dO, cache):
-    sys.path.insert(0, str(repository() / "tutorials" / "solutions"))
+    sys.path.insert(0, str(repository() / "tests" / "solutions"))
     import stack_solution
     return stack_solution.layer_backward(dO, cache)

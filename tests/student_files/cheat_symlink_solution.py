@@ -1,1 +1,1 @@
-../../tutorials/solutions/gradients_solution.py
+../solutions/gradients_solution.py

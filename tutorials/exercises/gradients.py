@@ -1,10 +1,13 @@
 """Exercise: the gradients of the mean hinge loss, eqs (93), (118), (135) of Appendix E.
 
 Implement grad_W_C, grad_W_B and grad_w below (the cells before them give the model, the shapes
-and what you may use), then grade a copy of this file, or of the notebook you made of it:
+and what you may use), then grade your copy (from the repository's root; git ignores my_*.py there):
 
     cp tutorials/exercises/gradients.py my_gradients.py
-    python -m numpy_mamba grade my_gradients.py       (a notebook: grade my_gradients.ipynb)
+    python -m numpy_mamba grade my_gradients.py
+
+The notebook `python -m numpy_mamba notebooks` makes of this hand-out is graded as it is:
+python -m numpy_mamba grade my_notebooks/exercises/gradients.ipynb (its last cell says so).
 """
 import numpy as np
 from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)
@@ -80,5 +83,5 @@ def grad_w(params, P, z):
     raise NotImplementedError("grad_w: your code here")
 
 # ---------------------------------------------------------------------------------------------
-# Students: this file is yours to edit.  (Maintainers: it is generated from
-# tutorials/solutions/gradients_solution.py by tutorials/make_exercises.py; change that file instead.)
+# Students: this file is yours to edit.  (Maintainers: tutorials/make_exercises.py generates it
+# from its model answer; change that, then run it.)

@@ -1,10 +1,13 @@
 """Exercise: the Mamba gates G_{i,l+1}(w) of eq (3).
 
 Implement ``gates`` below (the cells before it give the equation and what you may use), then
-grade a copy of this file, or of the notebook you made of it:
+grade your copy (from the repository's root; git ignores my_*.py there):
 
     cp tutorials/exercises/gating.py my_gating.py
-    python -m numpy_mamba grade my_gating.py          (a notebook: grade my_gating.ipynb)
+    python -m numpy_mamba grade my_gating.py
+
+The notebook `python -m numpy_mamba notebooks` makes of this hand-out is graded as it is:
+python -m numpy_mamba grade my_notebooks/exercises/gating.ipynb (its last cell says so).
 """
 import numpy as np
 from scipy.special import expit, log_expit  # noqa: F401  (sigma and log sigma, overflow-safe)

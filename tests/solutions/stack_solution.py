@@ -1,10 +1,13 @@
 """Exercise: backprop through one Mamba layer of the three-layer stack (Section 4.2).
 
 Implement layer_backward below (the cells before it give the layer, the cache and the usual
-mistakes), then grade a copy of this file, or of the notebook you made of it:
+mistakes), then grade your copy (from the repository's root; git ignores my_*.py there):
 
     cp tutorials/exercises/stack.py my_stack.py
-    python -m numpy_mamba grade my_stack.py           (a notebook: grade my_stack.ipynb)
+    python -m numpy_mamba grade my_stack.py
+
+The notebook `python -m numpy_mamba notebooks` makes of this hand-out is graded as it is:
+python -m numpy_mamba grade my_notebooks/exercises/stack.ipynb (its last cell says so).
 """
 import numpy as np
 from scipy.special import expit  # noqa: F401  (sigma, overflow-safe)

@@ -388,10 +388,10 @@ def test_the_image_check_names_what_others_can_read_and_prepare_closes_it(monkey
         installed_from, developed, on_path = top / "installed from", top / "developed", top / "pythonpath"
         record = site / "numpy_mamba-0.1.0.dist-info"
         for folder in (site / "torch", site / "numpy", site / "numpy-2.0.dist-info", record, user / "numpy_mamba",
-                       package, root, installed_from / "tutorials" / "solutions", developed, on_path / "numpy_mamba"):
+                       package, root, installed_from / "tests" / "solutions", developed, on_path / "numpy_mamba"):
             folder.mkdir(parents=True, mode=0o755)
         (installed_from / "setup.cfg").write_text("[metadata]\n")
-        (installed_from / "tutorials" / "solutions" / "gradients_solution.py").write_text("ANSWER = 1\n")
+        (installed_from / "tests" / "solutions" / "gradients_solution.py").write_text("ANSWER = 1\n")
         (record / "direct_url.json").write_text(json.dumps({"url": installed_from.as_uri(), "dir_info": {}}))
         (site / "numpy_mamba.egg-link").write_text(f"{developed}\n.\n")
         monkeypatch.setattr(image, "PACKAGE", package)

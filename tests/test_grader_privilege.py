@@ -26,7 +26,7 @@ from test_grader_attacks import HELPERS, SECRET, container_image
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
-SOLUTIONS = ROOT / "tutorials" / "solutions"
+SOLUTIONS = ROOT / "tests" / "solutions"
 ATTACKS = sorted(p.name for p in STUDENTS.glob("attack_*.py"))
 HARD = "attack_linked_solution_hard.py"            # attack_linked_solution.py with a hard link, not a symlink
 RUNS = {"7": (None, "root"), "5": ("5", "root"), "1": ("1", "root"), "0": ("0", "root"), "nobody": (None, "nobody")}
@@ -220,9 +220,9 @@ def _user_tier_world(top: Path, site: Path) -> tuple:
     them; a readable checkout with its solutions, which a direct_url.json in ``site`` (the
     image's site folder) names as the package's origin.  Returns (home, passwd, group, checkout)."""
     home, checkout = top / "home", top / "checkout"
-    (checkout / "tutorials" / "solutions").mkdir(parents=True)
+    (checkout / "tests" / "solutions").mkdir(parents=True)
     (checkout / "setup.cfg").write_text("[metadata]\nname = numpy_mamba\n")
-    shutil.copy(SOLUTIONS / "gradients_solution.py", checkout / "tutorials" / "solutions")
+    shutil.copy(SOLUTIONS / "gradients_solution.py", checkout / "tests" / "solutions")
     record = site / "numpy_mamba-0.1.0.dist-info"
     record.mkdir()
     (record / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy_mamba\nVersion: 0.1.0\n")

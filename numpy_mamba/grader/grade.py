@@ -7,10 +7,10 @@ A child imports the copy and calls the exercise's functions on the public proble
 ends its child (a limit, os._exit, a crash), that function fails and the ones after it are
 graded in a fresh child.  Each function defined then gets a child of its own for the budget
 problem (``Exercise.budget``: the largest, within the exercise's CPU and memory budget), and the
-hidden problems run last, in children of their own that saw no public problem, whose output no
-one is shown: nothing of a hidden problem reaches a public result.  Every answer is compared in
-this process (``compare.py``), on the public problems and the hidden ones apart.  Whatever goes
-wrong with one file (unreadable, too large, not Python, a full disk, a fork that fails) fails
+hidden problems run last, in children of their own that saw no public problem: nothing of a
+hidden problem reaches a public result, and what a file printed is what the public problems'
+children printed.  Every answer is compared in this process (``compare.py``), on the public
+problems and the hidden ones apart.  Whatever goes wrong with one file (unreadable, too large, not Python, a full disk, a fork that fails) fails
 that file with a message, out of the points of the exercise it was meant for when that is known
 (``assigned``); ``grade_many`` grades several, ``jobs`` at a time, and always returns every row.
 """
@@ -180,7 +180,7 @@ def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submi
                for f in exercise.functions if f.called == entry):
             held = any(f.called == entry and f.name in exercise.budgeted for f in exercise.functions)
             limits = session.budget_limits(prepared) if held else session.limits.child()
-            extra = run([entry], [prepared.budget], limits)
+            extra = run([entry], [prepared.budget], limits, shown=False)      # its import printed once already
             out.calls.update({key: over_budget(c, limits) if held else c for key, c in extra.calls.items()})
     if hidden and not session.public_only and defined:
         secret = run(defined, hidden, session.limits.child(), shown=False)

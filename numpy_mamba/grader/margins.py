@@ -5,7 +5,8 @@ A budget decides a grade only where nothing lies near it: every derivation at mo
 and every shortcut it stops at least five times it (MARGIN), so that no load and no CPU flips a
 grade.  Each file is graded as EXERCISE on its public problems with the budget stretched CAP
 times (a shortcut runs to CAP times the budget before it is stopped), one file at a time, and the
-CPU time of each function held to the budget is read from its row of the budget problem.  Files
+CPU time of each function held to the budget is read from its row of the budget problem (a
+function that failed a public problem is not run on it, and not listed).  Files
 whose names start with cheat_ or hostile_ are shortcuts, the others derivations.  A shortcut
 within a fifth of the budget is one that no budget tells from a derivation (tutorials/
 INSTRUCTORS.md says which); one stopped otherwise (its memory budget, an error) is listed and
@@ -28,7 +29,7 @@ from .sandbox import read_source, shown
 MARGIN = 5.0
 CAP = 10.0
 SHORTCUTS = ("cheat_", "hostile_")
-ENDED = ("raised", "time limit", "stopped", "process ended", "not run", "no answer", "import error")
+ENDED = ("raised", "time limit", "stopped", "process ended", "no answer", "import error")
 
 
 def _default_paths() -> list:
@@ -61,6 +62,8 @@ def measured(subs: list, exercise, budget: float) -> list:
             row = r.rows[-1]
             if row.note == "over the budget":
                 rows.append((sub.path.name, entry[r.name], max(row.cpu, CAP * budget), "stopped at the cap"))
+            elif row.note == "not run":                              # it failed a public problem first
+                continue
             elif row.note.startswith(ENDED) or math.isnan(row.cpu):
                 rows.append((sub.path.name, entry[r.name], None, row.note or "no CPU time"))
             else:

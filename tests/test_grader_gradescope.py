@@ -219,3 +219,14 @@ def test_the_project_root_is_found_or_the_error_says_what_to_do(tmp_path):
     assert project_root() == ROOT
     with pytest.raises(BuildError, match="source checkout"):
         project_root(tmp_path)
+
+
+def test_an_autograder_without_its_secret_seed_grades_nothing_and_says_so(tmp_path):
+    """Never seed 0 instead: every test at 0 of its points, the message for the instructor."""
+    from numpy_mamba.grader.gradescope import grade_root
+    (tmp_path / "submission").mkdir()
+    shutil.copy(SOLUTIONS / "gradients_solution.py", tmp_path / "submission" / "gradients.py")
+    said = []
+    data = grade_root(tmp_path, {"exercise": "gradients"}, log=said.append)
+    assert data["score"] == 0 and [t["max_score"] for t in data["tests"]] == [3, 3, 4]
+    assert "incomplete" in data["tests"][0]["output"] and "secret.seed" in said[-1]

@@ -182,6 +182,8 @@ def test_weak_isolation_refuses_a_class_run_unless_the_instructor_says_so(tmp_pa
     assert "isolation: WEAK: no Landlock and not root" in capsys.readouterr().out
     assert main([str(folder), "--allow-weak-isolation", "--csv", str(tmp_path / "g.csv")]) == 0
     (tmp_path / "submission").mkdir()
+    (tmp_path / "source").mkdir()
+    (tmp_path / "source" / "secret.seed").write_text("2024\n")
     shutil.copy(SOLUTIONS / "gradients_solution.py", tmp_path / "submission" / "gradients.py")
     said = []
     data = gradescope.grade_root(tmp_path, {"exercise": "gradients"}, log=said.append)

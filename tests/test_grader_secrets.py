@@ -27,7 +27,8 @@ import pytest
 
 from numpy_mamba.gradients import gradients
 from numpy_mamba.grader.registry import all_exercises, prepare
-from numpy_mamba.grader.run import SECRET_NAME, SecretError, main, secret_seed
+from numpy_mamba.grader.run import main
+from numpy_mamba.grader.seed import SECRET_NAME, SecretError, secret_seed
 from test_grader_attacks import container_image, replay
 
 ROOT = Path(__file__).resolve().parent.parent

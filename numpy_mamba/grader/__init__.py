@@ -8,6 +8,7 @@ references and compares the arrays the child sends back.
     run.py        the command: one file (a student: the public problems of seed 0) or a class (an
                   instructor: every problem of a secret seed kept in a file, the CSV, the
                   similarity flag), exit statuses, outputs written atomically
+    seed.py       the secret seed of a course's problems, kept in a file only the grader reads
     margins.py    grade --margins: how far each CPU budget is from the derivations and the
                   shortcuts it stops
     gradescope.py the Gradescope autograder: the zip (setup.sh, run_autograder, a wheel of this

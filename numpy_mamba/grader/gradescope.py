@@ -46,6 +46,7 @@ from . import sandbox
 from .files import SUFFIXES
 from .report import VISIBILITY, block, clean
 from .sandbox import shown
+from .seed import SECRET_HEADER, SECRET_NAME, SecretError, secret_seed
 
 DEFAULT_ROOT = Path("/autograder")
 
@@ -170,7 +171,6 @@ def build(exercise: str, out: Path, settings: dict, seed: int, wheel: Path | Non
     """Write the autograder zip for ``exercise`` to ``out`` (see the module docstring)."""
     import tempfile
 
-    from .run import SECRET_HEADER
     with tempfile.TemporaryDirectory(prefix="numpy_mamba_gradescope_") as tmp:
         wheel = wheel or build_wheel(Path(tmp))
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -223,7 +223,6 @@ def grade_root(root: Path, config: dict, log=print) -> dict:
     from .grade import Limits, Session, Submission, grade_submission
     from .registry import all_exercises
     from .report import gradescope
-    from .run import SecretError, secret_seed
     from .similarity import flags
     isolation = sandbox.isolation([root])
     log(isolation.line)
@@ -296,7 +295,7 @@ def main(argv=None) -> int:
     """``python -m numpy_mamba gradescope``: build the zip."""
     from .grade import Limits
     from .registry import all_exercises
-    from .run import SECRET_NAME, SecretError, bounded_number, hidden_spec, points_spec, secret_seed
+    from .run import bounded_number, hidden_spec, points_spec
     p = argparse.ArgumentParser(prog="python -m numpy_mamba gradescope", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("exercise", choices=sorted(all_exercises()), help="the exercise this autograder grades")

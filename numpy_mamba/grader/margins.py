@@ -33,12 +33,10 @@ ENDED = ("raised", "time limit", "stopped", "process ended", "no answer", "impor
 
 
 def _default_paths() -> list:
-    from .gradescope import BuildError, project_root
-    try:
-        root = project_root()
-    except BuildError:
-        return []
-    return [root / "tutorials" / "solutions", root / "tests" / "student_files"]
+    """The solutions and student files of the checkout this package runs from, if it is one."""
+    root = Path(__file__).resolve().parents[2]
+    paths = [root / "tutorials" / "solutions", root / "tests" / "student_files"]
+    return paths if all(p.is_dir() for p in paths) else []
 
 
 def _defines(path: Path, exercise) -> bool:

@@ -5,11 +5,15 @@ difficulty: a plain batch, l = 1 with B = 1, m != d+1 (a transposed answer then 
 shape), saturated gates (|w^T p| between 30 and 50 on some columns), prompts on both sides of
 the hinge (z F > 1, and misclassified prompts with |F| > 1), prompts from the data model of
 Section 3.2, and prompts within 1e-11 of the hinge's kink, where only an analytic gradient is
-right (a finite difference of the loss crosses the kink or drowns in rounding).  A student's answer is compared with
+right (a finite difference of the loss crosses the kink or drowns in rounding).  The gradients
+exercise adds one large problem graded within a CPU budget (``budget_problem``; the budget's unit
+is one forward pass on it, ``forward``, timed by ``forward_seconds``).  A student's answer is
+compared with
   * the package: ``gradients.gradients`` (eqs (93), (118), (135)) or ``model.gating`` (eq (3));
   * an independent check: central finite differences of the mean hinge loss with its active
-    set held fixed (gradients), or
-    F computed from the student's gates against the literal eq (1) scan (gates).
+    set held fixed (gradients; on the large problem along three random directions,
+    ``directional``), or F computed from the student's gates against the literal eq (1) scan
+    (gates).
 (see ``exercises/``).  The known mistakes that turn a failure into a hint live in ``mistakes.py``;
 ``PROBLEM_NOTES`` says what to check when an answer fails on one kind of problem only.
 """

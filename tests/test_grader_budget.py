@@ -1,6 +1,6 @@
 """Budgets that load cannot flip: ``grade --margins gradients`` grades the slowest derivation we
 have, a per-coordinate shortcut that fits in memory and a reverse-mode autodiff on the budget
-problem with the budget stretched ten times, and finds the derivations at least five times below
+problem with the budget stretched six times, and finds the derivations at least five times below
 the budget, the shortcut at least five times above, and the autodiff five times below (a
 shortcut no budget tells from a derivation: tutorials/INSTRUCTORS.md).  No time is asserted:
 ratios of CPU times, each measured by the kernel for one child, which a busy machine slows

@@ -27,7 +27,7 @@ from .registry import all_exercises, identify, top_level_names
 from .sandbox import read_source, shown
 
 MARGIN = 5.0
-CAP = 10.0
+CAP = 6.0
 SHORTCUTS = ("cheat_", "hostile_")
 ENDED = ("raised", "time limit", "stopped", "process ended", "no answer", "import error")
 

@@ -233,13 +233,14 @@ def directional(f, x: np.ndarray, seed, count: int = 3, step: float = 1e-6):
     return lambda answer: rel_error(np.array([np.vdot(answer, v) for v in directions]), slopes)
 
 
-def forward_seconds(forward_pass, problem, runs: int = 30) -> float:
+def forward_seconds(forward_pass, problem, runs: int = 30, seconds: float = 0.1) -> float:
     """The budget's unit: CPU seconds of ``forward_pass(problem)``, the model's forward pass on
-    the budget problem, best of ``runs`` (this thread's CPU time, which a busy machine barely
-    changes), so that a budget reads as a number of forward passes on any machine."""
-    best = float("inf")
-    for _ in range(runs):
+    the budget problem, best of ``runs`` or of as many as fit in ``seconds`` (at least 5; this
+    thread's CPU time, which a busy machine barely changes), so that a budget reads as a number
+    of forward passes on any machine."""
+    times = []
+    while len(times) < 5 or len(times) < runs and sum(times) < seconds:
         start = time.thread_time()
         forward_pass(problem)
-        best = min(best, time.thread_time() - start)
-    return best
+        times.append(time.thread_time() - start)
+    return min(times)

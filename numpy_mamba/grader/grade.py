@@ -32,6 +32,9 @@ from .registry import all_exercises, identify, prepare, top_level_names
 from .sandbox import Call, StagingError, read_source, shown
 
 
+ENDED = ("time limit", "stopped", "process ended")     # a call that ended its child (children._note)
+
+
 class GraderError(Exception):
     """The grader itself could not grade (an exercise could not be prepared): not the student's fault."""
 
@@ -182,11 +185,13 @@ def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submi
             limits = session.budget_limits(prepared) if held else session.limits.child()
             extra = run([entry], [prepared.budget], limits, shown=False)      # its import printed once already
             out.calls.update({key: over_budget(c, limits) if held else c for key, c in extra.calls.items()})
-    if hidden and not session.public_only and defined:
-        secret = run(defined, hidden, session.limits.child(), shown=False)
+    ended = {e for (e, k), c in out.calls.items() if k in public and c.note in ENDED}
+    again = [e for e in defined if e not in ended]              # one that ended its child: not again
+    if hidden and not session.public_only and again:
+        secret = run(again, hidden, session.limits.child(), shown=False)
         why = secret.import_error and f"the file did not import again: {secret.import_error}"
         out.calls.update(secret.calls if not why else {(e, k): Call(error=why, note="import error")
-                                                       for e in defined for k in hidden})
+                                                       for e in again for k in hidden})
     graded.hidden_left = len(hidden) if session.public_only else 0
     graded.results = [r for f in exercise.functions
                       for r in _results(prepared, f, out, public, [] if session.public_only else hidden)]
@@ -216,10 +221,10 @@ def _results(prepared, f, out: Calls, public: list, hidden: list) -> list:
                        max_points=points, defined=False)]
     if state != "function":
         return [Result(f.name, "FAIL", float("inf"), f"{f.called} is {state}", max_points=points)]
-    results = []
-    for group, ks, p in shares:
+    results, stopped = [], None
+    for group, ks, p in shares:                     # hidden calls not run: stopped by the public one
         calls = {k: out.calls.get((f.called, k)) for k in ks}
-        stopped = next((c for c in calls.values() if c is not None and not c.returned), None)
+        stopped = next((c for c in calls.values() if c is not None and not c.returned), stopped)
         results.append(grade_function(prepared, f.name, calls, ks, p, group, stopped))
     budget_ok = prepared.budget is None or bool(results[0].rows) and results[0].rows[-1].ok
     if len(results) == 2 and results[1].points and not budget_ok:

@@ -10,10 +10,9 @@ exercise adds one large problem graded within a CPU budget (``budget_problem``; 
 is one forward pass on it, ``forward``, timed by ``forward_seconds``).  A student's answer is
 compared with
   * the package: ``gradients.gradients`` (eqs (93), (118), (135)) or ``model.gating`` (eq (3));
-  * an independent check: central finite differences of the mean hinge loss with its active
-    set held fixed (gradients; on the large problem along three random directions,
-    ``directional``), or F computed from the student's gates against the literal eq (1) scan
-    (gates).
+  * an independent check: central differences of the mean hinge loss with its active set held
+    fixed, along three random directions (gradients, ``directional``), or F computed from the
+    student's gates against the literal eq (1) scan (gates).
 (see ``exercises/``).  The known mistakes that turn a failure into a hint live in ``mistakes.py``;
 ``PROBLEM_NOTES`` says what to check when an answer fails on one kind of problem only.
 """
@@ -26,7 +25,6 @@ from functools import lru_cache
 import numpy as np
 
 from ..data import SECTION4, make_world, training_batch
-from ..gradcheck import numerical_gradient
 from ..model import Params, init_params, log_gating, scores
 from .hints import rel_error
 
@@ -46,17 +44,21 @@ PROBLEM_NOTES = {       # problem-name prefix -> what to check when only that pr
 
 @dataclass(frozen=True)
 class Problem:
-    """One seeded grading problem: params (W_B, W_C: (m, d+1); w: (d+1,)), P (B, d+1, l+1),
-    z (B,), and ``numerical``: central differences of the mean hinge loss with the hinge's active
-    set held fixed (1 - zF > 0 at the problem), a smooth function whose gradient at the problem
-    is the hinge loss's, also for prompts within a step of the kink; None for the budget problem
-    (``directional`` checks it)."""
+    """One seeded grading problem: params (W_B, W_C: (m, d+1); w: (d+1,)), P (B, d+1, l+1), z (B,)."""
 
     name: str
     params: Params
     P: np.ndarray
     z: np.ndarray
-    numerical: Params | None
+
+
+def smooth_loss(pb: Problem, field: str):
+    """The mean hinge loss as a function of ``field`` of the params with the hinge's active set
+    held fixed (1 - zF > 0 at the problem): smooth, and its gradient at the problem is the hinge
+    loss's, also for prompts within a step of the kink."""
+    active = 1.0 - pb.z * outputs(pb.params, pb.P) > 0                    # the hinge's slope -z here
+    return lambda x: float(np.mean(np.where(active, 1.0 - pb.z * outputs(pb.params._replace(**{field: x}), pb.P),
+                                            0.0)))
 
 
 def random_prompts(rng, B, d, l):
@@ -174,7 +176,7 @@ PROBLEM_RECIPES = (
 def make_problems(seed: int = 0) -> tuple:
     """The seeded grading problems, each redrawn (seed stream [seed, k, attempt]) until every
     prompt is at least KINK_MARGIN away from the hinge's kink (the kink problem: within
-    ON_KINK of it, by construction); computed once per seed."""
+    ON_KINK of it, by construction)."""
     problems = []
     for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
         for attempt in range(100):
@@ -183,9 +185,7 @@ def make_problems(seed: int = 0) -> tuple:
                 break
         else:
             raise RuntimeError(f"could not draw grading problem {name!r} (see _acceptable)")
-        active = 1.0 - z * outputs(params, P) > 0                     # the hinge's slope -z here
-        numerical = numerical_gradient(lambda p: float(np.mean(np.where(active, 1.0 - z * outputs(p, P), 0.0))), params)
-        problems.append(Problem(name, params, P, z, numerical))
+        problems.append(Problem(name, params, P, z))
     return tuple(problems)
 
 
@@ -200,7 +200,7 @@ BUDGET_NAME = "largest: d = {d}, B = {B}, l = {l} (CPU budget)".format(**BUDGET_
 @lru_cache(maxsize=8)
 def budget_problem(seed: int = 0) -> Problem:
     """The problem graded within a CPU budget: ``BUDGET_SIZE``, prompts of the data model away
-    from the kink; its independent check is ``directional`` (``numerical`` None)."""
+    from the kink."""
     d, B, l = BUDGET_SIZE["d"], BUDGET_SIZE["B"], BUDGET_SIZE["l"]
     for attempt in range(100):
         rng = np.random.default_rng([seed, 99, attempt])
@@ -209,7 +209,7 @@ def budget_problem(seed: int = 0) -> Problem:
         base, noise = init_params(world.d, delta=SECTION4.delta, rng=rng), _random_params(rng, world.d, world.d + 1)
         params = Params(base.W_B + noise.W_B, base.W_C + noise.W_C, base.w + noise.w)
         if _acceptable(BUDGET_NAME, params, batch.P, batch.z):
-            return Problem(BUDGET_NAME, params, batch.P, batch.z, None)
+            return Problem(BUDGET_NAME, params, batch.P, batch.z)
     raise RuntimeError("could not draw the budget problem (see _acceptable)")
 
 
@@ -223,7 +223,7 @@ def forward(pb: Problem) -> None:
     np.sum(np.exp(log_gating(w, pb.P)) * pb.P[:, -1, :] * s, axis=1)
 
 
-def directional(f, x: np.ndarray, seed, count: int = 3, step: float = 1e-6):
+def directional(f, x: np.ndarray, seed, count: int = 3, step: float = 1e-5):
     """An independent check of a gradient of ``f`` at ``x`` that costs 2 ``count`` calls of f:
     check(answer) -> the relative error of <answer, v> against central differences of f along
     ``count`` random unit directions v (float64; rounding leaves about 1e-9 of it)."""

@@ -1,16 +1,13 @@
 """The gradients hand-out (tutorials/exercises/gradients.py): grad_W_C, grad_W_B and grad_w of
 the mean hinge loss, eqs (93), (118), (135), checked against ``numpy_mamba.gradients`` and,
-independently, against central finite differences of the loss (``problems.Problem.numerical``;
-on the budget problem, along three random directions: ``problems.directional``)."""
+independently, against central differences of the loss along three random directions
+(``problems.directional``)."""
 from __future__ import annotations
-
-import numpy as np
 
 from ...gradients import gradients
 from ..compare import compare_array
-from ..hints import rel_error
 from ..mistakes import mistakes_for
-from ..problems import PROBLEM_NOTES, outputs, budget_problem, directional, forward, make_problems
+from ..problems import PROBLEM_NOTES, budget_problem, directional, forward, make_problems, smooth_loss
 from ..registry import Exercise, Function, Reference, register
 
 FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
@@ -39,15 +36,8 @@ def _inputs(name, pb):
 
 def _reference(name, pb) -> Reference:
     field = FIELDS[name]
-    value = getattr(gradients(pb.params, pb.P, pb.z), field)
-    if pb.numerical is not None:
-        numerical = getattr(pb.numerical, field)
-        return Reference(value, lambda S: rel_error(S, numerical))
-    active = 1.0 - pb.z * outputs(pb.params, pb.P) > 0                    # the hinge's slope -z here
-
-    def loss(x):
-        return float(np.mean(np.where(active, 1.0 - pb.z * outputs(pb.params._replace(**{field: x}), pb.P), 0.0)))
-    return Reference(value, directional(loss, getattr(pb.params, field), [3, list(FIELDS).index(name)]))
+    return Reference(getattr(gradients(pb.params, pb.P, pb.z), field),
+                     directional(smooth_loss(pb, field), getattr(pb.params, field), [3, list(FIELDS).index(name)]))
 
 
 def _mistakes(name):

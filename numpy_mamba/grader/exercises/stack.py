@@ -2,8 +2,8 @@
 LayerParams(dW_B, dW_C, dW))`` of one Mamba layer of the stack (Section 4.2, tutorial 08).
 
 The four pieces of the answer are graded as four functions (dH, dW_B, dW_C, dW), each against
-``layer.layer_backward`` and, independently, against central finite differences of
-sum(dO * layer_forward(H, layer)[0]).  ``layer_backward`` is called once per problem.  The
+``layer.layer_backward`` and, independently, against central differences of
+sum(dO * layer_forward(H, layer)[0]) along three random directions (``problems.directional``).  ``layer_backward`` is called once per problem.  The
 problems are layers of random three-layer stacks at each position (layer 1: H = P; layer 2:
 the query's label slot holds F; layer 3: dO in one entry), l = 1 with B = 1, m != d+1 and
 saturated gates.  The solution is the Mamba layer only, so every problem is "mamba".
@@ -16,10 +16,8 @@ from functools import lru_cache
 import numpy as np
 
 from ...data import SECTION4, make_world, training_batch
-from ...gradcheck import numerical_gradient
 from ...layer import LayerCache, LayerParams, layer_backward, layer_forward
 from ..compare import compare_array, describe
-from ..hints import rel_error
 from ..layer_mistakes import LAYER_MISTAKES, mistaken_parts
 from ..problems import directional, random_prompts
 from ..registry import Exercise, Function, Reference, register
@@ -42,14 +40,12 @@ IMPORTS = ("numpy_mamba.stack:LayerParams", "numpy_mamba.stack:layer_forward", "
 
 @dataclass(frozen=True)
 class LayerProblem:
-    """One grading problem: the upstream gradient dO (B, D, N), the LayerCache of
-    ``layer_forward(H, layer, "mamba")`` and the central-difference gradients ``numerical``
-    (dH, dW_B, dW_C, dW) of sum(dO * O) (None for the paper-size problem)."""
+    """One grading problem: the upstream gradient dO (B, D, N) and the LayerCache of
+    ``layer_forward(H, layer, "mamba")``."""
 
     name: str
     dO: np.ndarray
     cache: LayerCache
-    numerical: tuple | None
 
 
 def _layer(rng, D, m=None, scale=0.6):
@@ -128,36 +124,23 @@ def forward(pb) -> None:
     layer_forward(pb.cache.H, pb.cache.layer)
 
 
-def _numerical(dO, cache) -> tuple:
-    """Central differences of sum(dO * O) w.r.t. H and the layer's parameters."""
-    def f(H, layer):
-        return float(np.sum(dO * layer_forward(H, layer)[0]))
-    dH = numerical_gradient(lambda H: f(H, cache.layer), cache.H)
-    return (dH,) + tuple(numerical_gradient(lambda layer: f(cache.H, layer), cache.layer))
-
-
 @lru_cache(maxsize=8)
 def make_problems(seed: int = 0) -> tuple:
-    """The seeded layer problems of PROBLEM_RECIPES with their differences, computed once per seed."""
-    problems = []
-    for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
-        dO, cache = recipe(np.random.default_rng([seed, 100 + k]))
-        problems.append(LayerProblem(name, dO, cache, _numerical(dO, cache)))
-    return tuple(problems)
+    """The seeded layer problems of PROBLEM_RECIPES."""
+    return tuple(LayerProblem(name, *recipe(np.random.default_rng([seed, 100 + k])))
+                 for k, (name, recipe) in enumerate(PROBLEM_RECIPES))
 
 
 @lru_cache(maxsize=8)
 def paper_problem(seed: int = 0) -> LayerProblem:
     """Layer 2 of a three-layer stack at Section 4's size (D = d+1 = 31, B = 64 prompts of l = 20
-    examples from the data model), graded within a CPU budget; the independent check is
-    differences along random directions (``problems.directional``; ``numerical`` None)."""
+    examples from the data model), graded within a CPU budget."""
     rng = np.random.default_rng([seed, 199])
     world = make_world(rng=rng)
     H = training_batch(world, 64, SECTION4.l_tr, p_a=0.5, rng=rng).P
     O, _ = layer_forward(H, _layer(rng, world.d + 1))
     dO, cache = rng.standard_normal(H.shape), layer_forward(H + O, _layer(rng, world.d + 1))[1]
-    return LayerProblem(f"paper size: D = {world.d + 1}, B = 64, N = {SECTION4.l_tr + 1} (CPU budget)", dO, cache,
-                        None)
+    return LayerProblem(f"paper size: D = {world.d + 1}, B = 64, N = {SECTION4.l_tr + 1} (CPU budget)", dO, cache)
 
 
 def _inputs(name, pb):
@@ -167,11 +150,8 @@ def _inputs(name, pb):
 def _reference(name, pb) -> Reference:
     dH, grads = layer_backward(pb.dO, pb.cache)
     k = PARTS.index(name)
-    value = ((dH,) + tuple(grads))[k]
-    if pb.numerical is None:
-        return Reference(value, directional(_part_loss(pb, k), ((pb.cache.H,) + tuple(pb.cache.layer))[k], [4, k]))
-    numerical = pb.numerical[k]
-    return Reference(value, lambda S: rel_error(S, numerical))
+    return Reference(((dH,) + tuple(grads))[k],
+                     directional(_part_loss(pb, k), ((pb.cache.H,) + tuple(pb.cache.layer))[k], [4, k]))
 
 
 def part(name, answer):

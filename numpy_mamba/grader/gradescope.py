@@ -79,7 +79,7 @@ case "${AUTOGRADER_ROOT:-}" in ""|/*) ;; *) export AUTOGRADER_ROOT="$PWD/$AUTOGR
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PYTHON="${AUTOGRADER_PYTHON:-python3}"
 cd /
-if ! "$PYTHON" -c "import numpy_mamba.grader.gradescope" >/dev/null 2>&1; then
+if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(u.find_spec('numpy_mamba') is None)" 2>/dev/null; then
     ROOT="${AUTOGRADER_ROOT:-/autograder}"
     SAY="numpy_mamba is not installed for $PYTHON: the autograder's setup.sh has not run. Run: bash $HERE/setup.sh"
     echo "run_autograder: $SAY" >&2

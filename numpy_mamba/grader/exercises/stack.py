@@ -3,10 +3,11 @@ LayerParams(dW_B, dW_C, dW))`` of one Mamba layer of the stack (Section 4.2, tut
 
 The four pieces of the answer are graded as four functions (dH, dW_B, dW_C, dW), each against
 ``layer.layer_backward`` and, independently, against central differences of
-sum(dO * layer_forward(H, layer)[0]) along three random directions (``problems.directional``).  ``layer_backward`` is called once per problem.  The
-problems are layers of random three-layer stacks at each position (layer 1: H = P; layer 2:
-the query's label slot holds F; layer 3: dO in one entry), l = 1 with B = 1, m != d+1 and
-saturated gates.  The solution is the Mamba layer only, so every problem is "mamba".
+sum(dO * layer_forward(H, layer)[0]) along three random directions (``problems.directional``).
+``layer_backward`` is called once per problem.  The problems are layers of random three-layer
+stacks at each position (layer 1: H = P; layer 2: the query's label slot holds F; layer 3: dO in
+one entry), l = 1 with B = 1, m != d+1 and saturated gates, and the paper-size problem within a
+CPU budget.  The solution is the Mamba layer only, so every problem is "mamba".
 """
 from __future__ import annotations
 

@@ -10,9 +10,10 @@ problem (``Exercise.budget``: the largest, within the exercise's CPU and memory 
 hidden problems run last, in children of their own that saw no public problem: nothing of a
 hidden problem reaches a public result, and what a file printed is what the public problems'
 children printed.  Every answer is compared in this process (``compare.py``), on the public
-problems and the hidden ones apart.  Whatever goes wrong with one file (unreadable, too large, not Python, a full disk, a fork that fails) fails
-that file with a message, out of the points of the exercise it was meant for when that is known
-(``assigned``); ``grade_many`` grades several, ``jobs`` at a time, and always returns every row.
+problems and the hidden ones apart.  Whatever goes wrong with one file (unreadable, too large,
+not Python, a full disk, a fork that fails) fails that file with a message, out of the points of
+the exercise it was meant for when that is known (``assigned``); ``grade_many`` grades several,
+``jobs`` at a time, and always returns every row.
 """
 from __future__ import annotations
 

@@ -89,7 +89,8 @@ def _parts(change):
 LAYER_MISTAKES = (
     ("residual", "dH includes dO itself: the residual H^(k) = H^(k-1) + O^(k) belongs to the stack "
      "(its backward adds dO to what layer_backward returns); layer_backward returns only the "
-     "paths through O: value, key, query and gates.", ("dH",), lambda dO, cache: _reference(dO, cache, dH=lambda dH: dH + dO)),
+     "paths through O: value, key, query and gates.", ("dH",),
+     lambda dO, cache: _reference(dO, cache, dH=lambda dH: dH + dO)),
     ("no_value", "the value path is missing from dH: o_{t,j} contains h_{i,j} itself, so dL/dh_{i,j} "
      "gets sum_t dO_{j,t} G_{j,i,t} s_{i,t}.", ("dH",), _without("value")),
     ("no_key", "the key path is missing from dH: s_{i,t} = k_i^T q_t with k_i = W_B h_i, so h_i "

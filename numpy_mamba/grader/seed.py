@@ -39,7 +39,8 @@ def secret_seed(path: Path, make: bool = True) -> tuple:
         seed = secrets.randbelow(2**63)
         with os.fdopen(fd, "w") as f:
             f.write(f"{SECRET_HEADER}{seed}\n")
-        return seed, f"made a new secret seed in {shown(path)} (readable by you only): keep it to grade again on these problems"
+        return seed, (f"made a new secret seed in {shown(path)} (readable by you only): keep it to grade again on "
+                      "these problems")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:

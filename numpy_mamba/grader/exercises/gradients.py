@@ -58,4 +58,5 @@ GRADIENTS = register(Exercise(
     independent_check="vs finite diff.",
     problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array,
     mistakes=_mistakes, problem_notes=PROBLEM_NOTES, tol_reference=TOL_REFERENCE, budget=budget_problem,
-    forward=forward, budgeted=("grad_W_C", "grad_W_B"), budget_units=BUDGET_UNITS, budget_memory_mb=256, hidden=("saturated", "hinge's kink"), sources=("numpy_mamba.gradients",)))
+    forward=forward, budgeted=("grad_W_C", "grad_W_B"), budget_units=BUDGET_UNITS, budget_memory_mb=256,
+    hidden=("saturated", "hinge's kink"), sources=("numpy_mamba.gradients",)))

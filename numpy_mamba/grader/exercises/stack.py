@@ -199,4 +199,5 @@ STACK = register(Exercise(
     independent_check="vs finite diff.",
     problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array, part=part,
     mistakes=_mistakes, shape_hint=_shape_hint, problem_notes=PROBLEM_NOTES, tol_reference=TOL_REFERENCE,
-    budget=paper_problem, forward=forward, budgeted=PARTS, budget_units=BUDGET_UNITS, budget_memory_mb=512, hidden=("saturated",), sources=("numpy_mamba.layer",)))
+    budget=paper_problem, forward=forward, budgeted=PARTS, budget_units=BUDGET_UNITS, budget_memory_mb=512,
+    hidden=("saturated",), sources=("numpy_mamba.layer",)))

@@ -70,12 +70,13 @@ REFUSALS = [
     ("cheat_monkeypatch.py", "grad_w", "all zeros"),
     ("cheat_complex.py", "grad_W_C", "complex dtype"),
     ("cheat_finite_differences.py", "grad_W_C", "close to the analytic answer but not equal to it"),
-    ("cheat_finite_differences.py", "grad_w", "On 'hinge's kink, |1 - zF| = 1e-11': the hinge"),
+    ("cheat_finite_differences.py", "grad_w_hidden", "On 'hinge's kink, |1 - zF| = 1e-11': the hinge"),
     ("cheat_stack_finite_differences.py", "dH", "close to the analytic answer but not equal to it"),
     ("cheat_stack_finite_differences.py", "dW", "A finite difference"),
-    ("cheat_stack_complex_step.py", "dH", "used more than its CPU budget on the paper-size problem"),
-    ("cheat_linear_differences.py", "grad_W_C", "used more than its CPU budget on the paper-size problem"),
-    ("cheat_dual_numbers.py", "grad_W_B", "used more than its CPU budget on the paper-size problem"),
+    ("cheat_stack_complex_step.py", "dH", "used more than its CPU budget on the largest problem"),
+    ("cheat_linear_differences.py", "grad_W_C", "used more than its CPU budget on the largest problem"),
+    ("cheat_dual_numbers.py", "grad_W_B", "used more than its CPU budget on the largest problem"),
+    ("cheat_vectorized_differences.py", "grad_W_C", "a submission may allocate at most 256 MB"),
     ("cheat_autograd.py", "error", "torch"),
     # harm to the instructor
     ("cheat_exfiltrate.py", "grad_W_C", "Permission denied: '/etc/passwd'"),
@@ -112,9 +113,9 @@ HONEST = {
 
 
 # every cheat file earns 0, but for what the grader cannot tell from a derivation
-# (tutorials/INSTRUCTORS.md): cheat_exit_call's grad_W_B, which is honest; complex step on w's 31
-# coordinates; differences over every coordinate at once, vectorised, within the budget
-UNSTOPPED = {"cheat_exit_call.py": "3", "cheat_complex_step.py": "4", "cheat_vectorized_differences.py": "6"}
+# (tutorials/INSTRUCTORS.md): cheat_exit_call's grad_W_B, which is honest; complex step on w's
+# coordinates, as cheap as a derivation
+UNSTOPPED = {"cheat_exit_call.py": "3", "cheat_complex_step.py": "4"}
 CHEATS = sorted(p.name for p in STUDENTS.glob("cheat_*.py"))
 SPECIAL = 4                                              # a symlink out, a 3 GB file, two hostile names
 

@@ -271,3 +271,25 @@ def test_a_students_run_grades_the_public_problems_and_counts_the_hidden(capsys)
     with pytest.raises(SystemExit):
         main([str(SOLUTIONS / "gradients_solution.py"), "--hidden", "nope"])
     assert "expected problem-name prefixes" in capsys.readouterr().err
+
+
+def test_the_report_says_whether_it_shows_all_a_file_printed(tmp_path, capsys):
+    """218 bytes printed are all shown, and the report says so; 10 MB are cut, and it says where."""
+    source = (SOLUTIONS / "gradients_solution.py").read_text()
+    (tmp_path / "gradients.py").write_text(source + "\nprint('x' * 217)\n")
+    assert main([str(tmp_path / "gradients.py")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"what your file printed \(218 bytes, all of it\):\n  \| x{217}\n", out), out[-600:]
+    (tmp_path / "gradients.py").write_text(source + "\nprint('x' * 10_000_000)\n")
+    assert main([str(tmp_path / "gradients.py")]) == 0
+    out = capsys.readouterr().out
+    assert "what your file printed (10000001 bytes; only the first 1500 characters are shown):" in out
+
+
+@pytest.mark.parametrize("command", ["grade", "gradescope"])
+def test_command_help_reads_as_plain_text(command, capsys):
+    from numpy_mamba.cli import main as cli
+    with pytest.raises(SystemExit):
+        cli([command, "--help"])
+    text = capsys.readouterr().out
+    assert "``" not in text and "usage: python -m numpy_mamba " + command in text

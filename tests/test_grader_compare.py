@@ -14,15 +14,17 @@ import pytest
 from numpy_mamba import gating, gradients
 from numpy_mamba.grader.compare import grade_function
 from numpy_mamba.grader.exercises.stack import PARTS
-from numpy_mamba.grader.layer_mistakes import LAYER_MISTAKES, backward as layer_mistake_backward, mistaken_parts
+from numpy_mamba.grader.layer_mistakes import LAYER_MISTAKES, mistaken_parts, paths
 from numpy_mamba.grader.exercises.gating import gate_mistakes
-from numpy_mamba.grader.mistakes import backward, mistakes_for
+from numpy_mamba.grader.mistakes import mistakes_for
 from numpy_mamba.grader.problems import KINK_MARGIN, ON_KINK
 from numpy_mamba.grader.sandbox import Call, Items, Other
 from numpy_mamba.grader.sandbox.protocol import ChildRun, Malformed, Reader, decode, encode
 from numpy_mamba.grader.registry import Exercise, Function, all_exercises, identify, prepare, register
-from numpy_mamba.layer import LayerParams, layer_backward
-from numpy_mamba.model import output
+from numpy_mamba.gradcheck import numerical_gradient
+from numpy_mamba.layer import LayerParams, gates, layer_backward
+from numpy_mamba.model import output, scores
+from scipy.special import expit
 
 FIELDS = {"grad_W_C": "W_C", "grad_W_B": "W_B", "grad_w": "w"}
 
@@ -73,11 +75,26 @@ def _per_prompt(pb, field):
                      for n in range(pb.P.shape[0])])
 
 
+def planted(pb, drop="", own=lambda c, sigma: c * (1 - sigma)):
+    """A student's vectorised gradients, written here from eqs (93), (118), (135) as
+    tests/student_files/_common.py writes them, with a term planted: the label (drop="y") or the
+    gate (drop="G") left out of the sums, or eq (135)'s own term c_i (1 - sigma_i) written as ``own``."""
+    W_B, W_C, w = pb.params
+    G, y, s = gating(w, pb.P), pb.P[:, -1, :], scores(pb.params, pb.P)
+    r = np.where(1 - pb.z * np.sum(G * y * s, axis=1) > 0, -pb.z, 0.0) / pb.P.shape[0]
+    y_sum, G_sum = (np.abs(y) if drop == "y" else y), (np.ones_like(G) if drop == "G" else G)
+    k = np.einsum("bdi,bi->bd", pb.P, r[:, None] * G_sum * y_sum)                 # sum_i dL/ds_i p_i
+    c = r[:, None] * y_sum * s * G_sum                                             # dL/dG_i G_i
+    sigma = expit(np.einsum("d,bdl->bl", w, pb.P))
+    dw = np.einsum("bdl,bl->d", pb.P, own(c, sigma) - sigma * (np.cumsum(c, axis=1) - c))
+    return {"W_B": (pb.P[:, :, -1] @ W_C.T).T @ k, "W_C": W_B @ (k.T @ pb.P[:, :, -1]), "w": dw}
+
+
 # (what the student did, answer from (problem, reference), words of the hint).  On the old
 # grader every one of these raised AttributeError: 'Params' object has no attribute 'shape'.
 HONEST = [
-    ("forgot y", lambda pb, R, f: getattr(backward(pb.params, pb.P, pb.z, drop="y"), f), "label y_i is missing"),
-    ("forgot G", lambda pb, R, f: getattr(backward(pb.params, pb.P, pb.z, drop="G"), f), "gate G_i is missing"),
+    ("forgot y", lambda pb, R, f: planted(pb, drop="y")[f], "label y_i is missing"),
+    ("forgot G", lambda pb, R, f: planted(pb, drop="G")[f], "gate G_i is missing"),
     ("doubled", lambda pb, R, f: 2 * R, "constant factor 2"),
     ("per prompt", lambda pb, R, f: _per_prompt(pb, f), "average them (axis 0)"),
     ("all zeros", lambda pb, R, f: np.zeros_like(R), "all zeros"),
@@ -159,12 +176,30 @@ def test_calls_that_did_not_return_fail_with_their_error(prepared):
     assert stub.status == "not attempted" and "still a stub" in stub.hint
 
 
-def test_backward_reference_equals_package_gradients(prepared):
-    """The mistakes are built on backward(); if it drifted from the package, hints would lie."""
-    for pb in prepared["gradients"].problems:
-        mine, ref = backward(pb.params, pb.P, pb.z), gradients(pb.params, pb.P, pb.z)
-        for a, b in zip(mine, ref):
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=pb.name)
+# (mistake, how it is planted, the functions it changes); own_dsigma: the gate's own term of
+# eq (135) written as sigma_i (1 - sigma_i) instead of 1 - sigma_i
+PLANTED = [("no_label", {"drop": "y"}, FIELDS), ("no_gate", {"drop": "G"}, FIELDS),
+           ("no_own_term", {"own": lambda c, sigma: 0 * c}, ["grad_w"]),
+           ("own_sigma", {"own": lambda c, sigma: c * sigma}, ["grad_w"]),
+           ("own_dsigma", {"own": lambda c, sigma: c * sigma * (1 - sigma)}, ["grad_w"])]
+
+
+@pytest.mark.parametrize("key, how, names", PLANTED, ids=[p[0] for p in PLANTED])
+def test_a_derived_mistake_is_the_code_with_that_mistake_planted(prepared, key, how, names):
+    """The mistakes are the reference with one term changed (grader/mistakes.py); each equals a
+    student's code written here with that term planted, on every problem, and gets its hint."""
+    prep = prepared["gradients"]
+    for name in names:
+        field = FIELDS[name]
+        derived = dict((k, f) for k, _, f in mistakes_for(field))[key]
+        answers = [planted(pb, **how)[field] for pb in prep.problems]
+        for pb, answer in zip(prep.problems, answers):
+            np.testing.assert_allclose(derived(pb, gradients(pb.params, pb.P, pb.z)), answer, rtol=1e-10, atol=1e-14,
+                                       err_msg=f"{key} {name} {pb.name}")
+        hint = next(h for k, h, _ in mistakes_for(field) if k == key)
+        small = [k for k in range(len(prep.problems)) if k != prep.budget]
+        calls = {k: Call(returned=True, answer=answers[k]) for k in small}
+        assert grade_function(prep, name, calls, small, 1.0).hint == hint, (key, name)
 
 
 def test_every_known_mistake_differs_from_the_truth_somewhere(prepared):
@@ -278,12 +313,21 @@ def _layer_parts(pb):
     return (dH,) + tuple(grads)
 
 
-def test_layer_mistakes_backward_with_no_mistake_equals_layer_backward(prepared):
-    """The stack's mistakes are switches on this backward; if it drifted, hints would lie."""
-    for pb in prepared["stack"].problems:
-        dH, grads = layer_mistake_backward(pb.dO, pb.cache)
-        for mine, ref in zip((dH,) + grads, _layer_parts(pb)):
-            np.testing.assert_allclose(mine, ref, rtol=1e-12, atol=1e-13, err_msg=pb.name)
+def test_the_four_paths_of_dH_are_each_the_difference_quotient_of_their_role(prepared):
+    """The stack's mistakes drop paths of dH (grader/layer_mistakes.py): each path equals central
+    differences of sum(dO * O) with H moved in that role only (the values, the keys, the queries,
+    the gate logits), and the four add up to layer_backward's dH."""
+    pb = prepared["stack"].problems[0]
+    H, layer = pb.cache.H, pb.cache.layer
+
+    def output_with(value=H, key=H, query=H, gate=H):
+        S = np.swapaxes(layer.W_B @ key, 1, 2) @ (layer.W_C @ query)
+        return (value[:, :, None, :] @ (gates(layer.W.T @ gate) * S[:, None]))[:, :, 0, :]
+    found = paths(pb.dO, pb.cache)
+    for role in ("value", "key", "query", "gate"):
+        numerical = numerical_gradient(lambda X: float(np.sum(pb.dO * output_with(**{role: X}))), H)
+        np.testing.assert_allclose(found[role], numerical, rtol=1e-6, atol=1e-8, err_msg=role)
+    np.testing.assert_allclose(sum(found.values()), layer_backward(pb.dO, pb.cache)[0], rtol=1e-12, atol=1e-13)
 
 
 def _differs(V, R):

@@ -118,12 +118,14 @@ def test_points_per_part_from_a_flag_or_a_file(tmp_path, capsys):
     assert main([str(SOLUTIONS / "gradients_solution.py"), "--points", "grad_W_C=1,grad_w=6",
                  "--csv", str(grades)]) == 0
     (row,) = csv.DictReader(grades.open())
-    assert (row["points"], row["max_points"], row["grad_W_C_points"], row["grad_w_points"]) == ("10", "10", "1", "6")
+    assert (row["points"], row["max_points"]) == ("10", "10")
+    assert [float(row[f"grad_W_C{group}_points"]) for group in ("", "_hidden")] == [0.75, 0.25]   # 6 and 2 problems
+    assert [float(row[f"grad_w{group}_points"]) for group in ("", "_hidden")] == [4.5, 1.5]
     config = tmp_path / "points.json"
     config.write_text(json.dumps({"dH": 1, "dW": 5}))
     assert main([str(SOLUTIONS / "stack_solution.py"), "--points", str(config), "--csv", str(grades)]) == 0
     (row,) = csv.DictReader(grades.open())
-    assert row["max_points"] == "10" and row["dW_points"] == "5"
+    assert row["max_points"] == "10" and float(row["dW_points"]) + float(row["dW_hidden_points"]) == 5
     for bad in ("grad_W_C=x", "nope=3", "grad_w=-1", "grad_w"):
         with pytest.raises(Exception):
             points_spec(bad)
@@ -180,6 +182,8 @@ def test_weak_isolation_refuses_a_class_run_unless_the_instructor_says_so(tmp_pa
     assert "isolation: WEAK: no Landlock and not root" in capsys.readouterr().out
     assert main([str(folder), "--allow-weak-isolation", "--csv", str(tmp_path / "g.csv")]) == 0
     (tmp_path / "submission").mkdir()
+    (tmp_path / "source").mkdir()
+    (tmp_path / "source" / "secret.seed").write_text("2024\n")
     shutil.copy(SOLUTIONS / "gradients_solution.py", tmp_path / "submission" / "gradients.py")
     said = []
     data = gradescope.grade_root(tmp_path, {"exercise": "gradients"}, log=said.append)

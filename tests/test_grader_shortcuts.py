@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 
 from numpy_mamba.gradients import gradients, gradients_literal
-from numpy_mamba.grader import layer_mistakes, mistakes
 from numpy_mamba.grader.exercises.stack import make_problems as stack_problems
 from numpy_mamba.grader.hints import rel_error
-from numpy_mamba.grader.problems import _F, make_problems
+from numpy_mamba.grader.problems import outputs, make_problems
 from numpy_mamba.grader.registry import all_exercises
 from numpy_mamba.layer import layer_backward, layer_forward
 
@@ -98,15 +97,14 @@ def test_gradients_honest_pass_with_room_and_differences_of_the_loss_fail(gradie
     for pb in gradient_problems:
         ref = getattr(gradients(pb.params, pb.P, pb.z), field)
         answers = [getattr(m, name)(pb.params, pb.P, pb.z) for m in honest]
-        answers += [getattr(gradients_literal(pb.params, pb.P, pb.z), field),
-                    getattr(mistakes.backward(pb.params, pb.P, pb.z), field)]
+        answers += [getattr(gradients_literal(pb.params, pb.P, pb.z), field)]
         worst = max([worst] + [rel_error(a, ref) for a in answers])
     kink = next(pb for pb in gradient_problems if pb.name.startswith("hinge's kink"))
     ref = getattr(gradients(kink.params, kink.P, kink.z), field)
 
     def loss(value):
         p = kink.params._replace(**{field: value})
-        return float(np.mean(np.maximum(0.0, 1.0 - kink.z * _F(p, kink.P))))
+        return float(np.mean(np.maximum(0.0, 1.0 - kink.z * outputs(p, kink.P))))
     x = getattr(kink.params, field)
     best = _best(lambda case, h, kind, rel: rel_error(_difference(loss, x, h, kind, rel), ref), [kink], x)
     print(f"\n{name}: honest worst {worst:.1e}, tolerance {tol:g}, best finite difference of the loss {best:.1e}")
@@ -120,8 +118,8 @@ def test_differencing_F_with_the_hinge_slope_derived_fails_for_w(gradient_proble
     tol = all_exercises()["gradients"].tol_reference
 
     def error(pb, h, kind, relative):
-        slope = np.where(1.0 - pb.z * _F(pb.params, pb.P) > 0, -pb.z, 0.0) / len(pb.z)
-        value = _difference(lambda w: float(slope @ _F(pb.params._replace(w=w), pb.P)), pb.params.w, h, kind, relative)
+        slope = np.where(1.0 - pb.z * outputs(pb.params, pb.P) > 0, -pb.z, 0.0) / len(pb.z)
+        value = _difference(lambda w: float(slope @ outputs(pb.params._replace(w=w), pb.P)), pb.params.w, h, kind, relative)
         return rel_error(value, gradients(pb.params, pb.P, pb.z).w)
     best = _best(error, gradient_problems, np.concatenate([pb.params.w for pb in gradient_problems]))
     print(f"\ngrad_w: best finite difference of F (hinge's slope derived) {best:.1e}, tolerance {tol:g}")
@@ -138,7 +136,7 @@ def test_stack_honest_pass_with_room_and_differences_fail(part):
     for pb in problems:
         dH, grads = layer_backward(pb.dO, pb.cache)
         refs.append(((dH,) + tuple(grads))[part])
-        answers = [m.layer_backward(pb.dO, pb.cache) for m in honest] + [layer_mistakes.backward(pb.dO, pb.cache)]
+        answers = [m.layer_backward(pb.dO, pb.cache) for m in honest]
         worst = max([worst] + [rel_error(((a[0],) + tuple(a[1]))[part], refs[-1]) for a in answers])
 
     def error(case, h, kind, relative):

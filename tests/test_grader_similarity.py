@@ -1,10 +1,13 @@
-"""The similarity flag (``grader/similarity.py``): the package's reference pasted into a hand-out
-is flagged, and so are two copies of one file however renamed and reformatted; no honest file we
-have is, against the reference or each other, also where every file keeps the hand-out's code.
+"""The similarity flag (``grader/similarity.py``): the package's reference pasted into a submission
+is flagged however it is disguised (dead code padded in, numpy rebound, every name renamed,
+comments and docstrings rewritten, a ``coding: unicode_escape`` header, all of them at once), and
+so are two copies of one file; no honest file we have is, against the reference or against each
+other.  The assertion messages print the shares.
 
 A failure here means an instructor is told nothing of a pasted reference or a copied classmate,
-or is sent after honest students.  ``pytest -s`` prints the shares.
+or is sent after honest students.
 """
+import ast
 import importlib
 import inspect
 import re
@@ -20,58 +23,129 @@ ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
 SOLUTIONS = ROOT / "tests" / "solutions"
 HAND_OUT = (ROOT / "tutorials" / "exercises" / "gradients.py").read_text()
-HONEST = {"gradients": [SOLUTIONS / "gradients_solution.py", STUDENTS / "_common.py", STUDENTS / "correct_naive.py",
-                        STUDENTS / "correct_from_the_paper.py", STUDENTS / "flat" / "_alice_core.py",
-                        STUDENTS / "class_a" / "helpers.py"],
-          "stack": [SOLUTIONS / "stack_solution.py", STUDENTS / "_stack_common.py"],
-          "gating": [SOLUTIONS / "gating_solution.py", STUDENTS / "_gates_common.py"]}
+# written independently of each other: no pair of them may be flagged
+INDEPENDENT = {"gradients": [SOLUTIONS / "gradients_solution.py", STUDENTS / "_common.py", STUDENTS / "correct_naive.py",
+                             STUDENTS / "correct_from_the_paper.py", STUDENTS / "flat" / "_alice_core.py",
+                             STUDENTS / "class_a" / "helpers.py"],
+               "stack": [SOLUTIONS / "stack_solution.py", STUDENTS / "_stack_common.py"],
+               "gating": [SOLUTIONS / "gating_solution.py", STUDENTS / "_gates_common.py"]}
+HONEST = sorted(p for pattern in ("correct_*.py", "broken_*.py", "_*common.py", "*/*.py")
+                for p in STUDENTS.glob(pattern)) + sorted(SOLUTIONS.glob("*.py"))
+ENTRIES = ("grad_W_C", "grad_W_B", "grad_w")
 
 
-def _submission(name: str, exercise: str, source: str) -> Submission:
-    return Submission(Path(name), graded=[Graded(all_exercises()[exercise])], source=source.encode())
+def _submission(name: str, exercise: str, source) -> Submission:
+    return Submission(Path(name), graded=[Graded(all_exercises()[exercise])],
+                      source=source if isinstance(source, bytes) else source.encode())
+
+
+def _share(source, exercise: str = "gradients") -> float:
+    mine = similarity.fingerprints(source, all_exercises()[exercise].entries)
+    reference = similarity.reference_fingerprints(all_exercises()[exercise].sources)
+    return len(mine & reference) / max(1, len(mine))
+
+
+def pasted() -> str:
+    """The reference module pasted whole, its relative imports dropped, the three functions
+    calling its batched reading form."""
+    text = inspect.getsource(importlib.import_module("numpy_mamba.gradients"))
+    text = re.sub(r"^from (\.|__future__).*$", "", text, flags=re.MULTILINE)
+    return text + "".join(f"\n\ndef {name}(params, P, z):\n    return eq3_value_and_gradients(\"mamba\", params, P, z)"
+                          f"[1].{name[5:]}\n" for name in ENTRIES)
+
+
+def _padded(source: str) -> str:
+    """Dead code after every statement of every function (a store nothing reads, a branch under
+    a constant false test), code after every return, and twenty functions nothing calls."""
+    tree = ast.parse(source)
+    for k, node in enumerate(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        body = []
+        for j, statement in enumerate(node.body):
+            body.append(statement)
+            body += ast.parse(f"unused_{k}_{j} = [{j}, {k} + 1, {j} * 2]\nif False:\n    unused_{k}_{j} = sum(range({j}))\n"
+                              if not isinstance(statement, ast.Return) else f"print('never', {k}, {j})\n").body
+        node.body = body
+    junk = "".join(f"\n\ndef helper_{k}(a, b):\n    c = a * {k} + b\n    return [c, c ** 2, a - b]\n" for k in range(20))
+    return ast.unparse(tree) + junk
+
+
+def _rebound(source: str) -> str:
+    return "import numpy\nxp = numpy\n" + re.sub(r"\bnp\.", "xp.", source.replace("import numpy as np\n", ""))
 
 
 def _renamed(source: str) -> str:
-    """The same code with every name it binds renamed and its lines re-indented and commented."""
-    names = {"dW_B": "gB", "dW_C": "gC", "dw": "gw", "params": "theta", "P": "prompts", "G": "gates", "y": "labels",
-             "s": "score", "F": "out", "W_B": "B_mat", "W_C": "C_mat", "w": "gate_w"}
-    for old, new in names.items():
-        source = re.sub(rf"\b{old}\b", new, source)
-    return "\n".join(line + ("  # mine" if line.strip() else "") for line in source.splitlines())
+    """Every name the file binds renamed (functions, parameters, variables)."""
+    names = set(re.findall(r"^\s*def (\w+)", source, re.MULTILINE)) - set(ENTRIES)
+    names |= {"params", "P", "z", "G", "y", "s", "F", "h", "k", "K", "c", "weight", "sigma", "dL_ds", "dW_B",
+              "dW_C", "dw", "B", "l", "p", "p_query", "model", "grads", "W_B", "W_C", "w"}
+    for k, old in enumerate(sorted(names)):
+        source = re.sub(rf"(?<![.\w]){re.escape(old)}\b", f"renamed_{k}", source)
+    return source
 
 
-@pytest.mark.parametrize("exercise", sorted(HONEST))
-def test_no_honest_file_is_flagged(exercise):
-    """Against the package's reference, and with each other (four or more: the hand-out's code,
-    found in most of them, is left out)."""
-    subs = [_submission(p.name, exercise, p.read_text()) for p in HONEST[exercise]]
+def _recommented(source: str) -> str:
+    """Docstrings and comments replaced by others."""
+    source = re.sub(r'"""(.|\n)*?"""', '"""My own derivation, worked out on paper."""', source)
+    return re.sub(r"#.*$", "# see my notes", source, flags=re.MULTILINE)
+
+
+def _unicode_escape(source: str) -> bytes:
+    """A ``coding: unicode_escape`` header, and every letter e of the code written \\x65."""
+    return ("# -*- coding: unicode_escape -*-\n" + source.replace("\\", "\\\\").replace("e", "\\x65")).encode()
+
+
+DISGUISES = {"dead-code padding": _padded, "rebound numpy": _rebound, "renamed identifiers": _renamed,
+             "comments and docstrings": _recommented, "coding header": _unicode_escape,
+             "all at once": lambda s: _unicode_escape(_recommented(_renamed(_rebound(_padded(s)))))}
+
+
+@pytest.mark.parametrize("disguise", DISGUISES)
+def test_a_pasted_reference_is_flagged_in_every_disguise(disguise):
+    """Each disguise parses as Python (its code is the same program) and keeps its share of the
+    reference above the flag."""
+    source = DISGUISES[disguise](pasted())
+    compile(source, "disguised.py", "exec")
+    share = _share(source)
+    flagged = similarity.flags([_submission("paster.py", "gradients", source)])
+    assert share >= similarity.REFERENCE_FLAG and flagged, f"{disguise}: share {share:.2f}, plain {_share(pasted()):.2f}"
+
+
+def test_no_honest_file_is_flagged_against_its_reference():
+    """Every correct and broken file of tests/student_files, its helpers and the solutions: the
+    largest share of the reference is printed."""
+    shares = {}
+    for path in HONEST:
+        exercise = next((e for e in ("stack", "gating") if e in path.name or "gates" in path.name and e == "gating"),
+                        "gradients")
+        shares[path.relative_to(ROOT).as_posix()] = _share(path.read_bytes(), exercise)
+    worst = max(shares, key=shares.get)
+    assert shares[worst] < similarity.REFERENCE_FLAG, shares
+    assert len(shares) > 30, f"{len(shares)} honest files; the largest share {shares[worst]:.2f} ({worst})"
+
+
+@pytest.mark.parametrize("exercise", sorted(INDEPENDENT))
+def test_no_two_honest_files_are_flagged_also_where_every_file_keeps_the_hand_out(exercise):
+    """Against the reference and with each other (four or more: the hand-out's own code, found
+    in most of them, is left out)."""
+    subs = [_submission(p.name, exercise, p.read_text()) for p in INDEPENDENT[exercise]]
     subs += [_submission(f"hand_out_{k}.py", exercise, HAND_OUT) for k in range(3)] if exercise == "gradients" else []
-    reference = similarity.reference_windows(all_exercises()[exercise].sources)
-    for sub in subs:
-        mine = similarity.windows(sub.source.decode())
-        print(f"{sub.path.name:<28} share of the reference {len(mine & reference) / max(1, len(mine)):.3f}")
     flagged = similarity.flags(subs)
     assert not {p: note for p, note in flagged.items() if not p.name.startswith("hand_out")}, flagged
 
 
-def test_a_pasted_reference_and_a_renamed_copy_are_flagged():
-    """The hand-out with the package's gradients module pasted in (the hand-out's wheel carries
-    it); a classmate's file renamed and reformatted; each flagged, the honest file next to them not."""
-    module = importlib.import_module("numpy_mamba.gradients")
-    paste = HAND_OUT + "\n" + inspect.getsource(module).replace("from __future__ import annotations", "")
+def test_a_renamed_and_padded_copy_of_a_classmate_is_flagged():
+    """A classmate's file renamed, recommented and padded with dead code; the honest file next to
+    them is not flagged."""
     mine = (SOLUTIONS / "gradients_solution.py").read_text()
-    subs = [_submission("paster.py", "gradients", paste), _submission("alice.py", "gradients", mine),
-            _submission("bob.py", "gradients", _renamed(mine)),
+    subs = [_submission("alice.py", "gradients", mine),
+            _submission("bob.py", "gradients", _recommented(_renamed(_padded(mine)))),
             _submission("carol.py", "gradients", (STUDENTS / "correct_from_the_paper.py").read_text())]
     flagged = similarity.flags(subs)
-    print(flagged)
-    assert "the package's numpy_mamba.gradients" in flagged[Path("paster.py")]
-    assert "bob.py 1.00" in flagged[Path("alice.py")] and "alice.py 1.00" in flagged[Path("bob.py")]
+    assert "bob.py 1.00" in flagged.get(Path("alice.py"), "") and "alice.py 1.00" in flagged.get(Path("bob.py"), ""), \
+        flagged
     assert Path("carol.py") not in flagged
-    share = float(flagged[Path("paster.py")].split()[-1])
-    assert share >= similarity.REFERENCE_FLAG
 
 
 def test_code_that_does_not_parse_is_never_flagged():
-    assert similarity.windows("def f(:\n") == frozenset()
+    assert similarity.fingerprints("def f(:\n") == frozenset()
     assert similarity.flags([_submission("a.py", "gradients", "def f(:\n")] * 2) == {}

@@ -42,7 +42,8 @@ def _autograder_root(folder: Path, submission: Path) -> Path:
     """An /autograder tree: the settings Gradescope's zip holds, and one submission."""
     (folder / "source").mkdir(parents=True)
     (folder / "submission").mkdir()
-    (folder / "source" / "autograder.json").write_text(json.dumps({"exercise": "gradients", "seed": 12345}))
+    (folder / "source" / "autograder.json").write_text(json.dumps({"exercise": "gradients"}))
+    (folder / "source" / "secret.seed").write_text("12345\n")
     shutil.copy(submission, folder / "submission" / "gradients.py")
     return folder
 

@@ -1,18 +1,23 @@
 """One submission, start to finish: its files, its exercise, its children, its graded functions.
 
-``grade_submission`` reads the file (measured first: ``sandbox.read_source``; a notebook's code
+``grade_submission`` reads the file (opened without following links and measured first: ``files.source_of``; a notebook's code
 cells: ``notebook.py``), finds the ONE exercise it is graded as from its top-level names
 (``choose``), and copies it with its helper modules (``helpers_of``) into a ``sandbox.Folder``.
-A child imports the copy and calls the exercise's functions on the small problems; when a call
+A child imports the copy and calls the exercise's functions on the public problems; when a call
 ends its child (a limit, os._exit, a crash), that function fails and the ones after it are
-graded in a fresh child.  Each function defined then gets a child of its own for the
-paper-size problem, within the exercise's CPU and memory budget.  Every answer is compared in
-this process (``compare.py``), on the public problems and the hidden ones apart.  Whatever goes
-wrong with one file (unreadable, too large, a full disk, a fork that fails) fails that file with
-a message; ``grade_many`` grades several, ``jobs`` at a time, and always returns every row.
+graded in a fresh child.  Each function defined then gets a child of its own for the budget
+problem (``Exercise.budget``: the largest, within the exercise's CPU and memory budget), and the
+hidden problems run last, in children of their own that saw no public problem: nothing of a
+hidden problem reaches a public result, and what a file printed is what the public problems'
+children printed.  Every answer is compared in this process (``compare.py``), on the public
+problems and the hidden ones apart.  Whatever goes wrong with one file (unreadable, too large,
+not Python, a full disk, a fork that fails) fails that file with a message, out of the points of
+the exercise it was meant for when that is known (``assigned``); ``grade_many`` grades several,
+``jobs`` at a time, and always returns every row.
 """
 from __future__ import annotations
 
+import re
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -23,9 +28,12 @@ from . import sandbox
 from .children import Calls, SandboxFailed, over_budget, run_calls
 from .compare import Result, grade_function
 from .files import helpers_of, inside, source_of
-from .problems import forward_seconds
+from .notebook import cell_of
 from .registry import all_exercises, identify, prepare, top_level_names
-from .sandbox import StagingError, shown
+from .sandbox import Call, StagingError, shown
+
+
+ENDED = ("time limit", "stopped", "process ended")     # a call that ended its child (children._note)
 
 
 class GraderError(Exception):
@@ -63,6 +71,7 @@ class Submission:
     output: str = ""                # what the file printed (trimmed)
     output_bytes: int = 0
     source: bytes = b""             # what was graded (a notebook: its code cells), for the similarity flag
+    assigned: object = None         # the exercise it is meant for (--exercise, its name, ...), graded or not
 
     @property
     def results(self) -> list:
@@ -83,7 +92,10 @@ class Submission:
 
     @property
     def max_points(self) -> float:
-        """The points this run could give (a student's own run: the public problems' share)."""
+        """The points this run could give (a student's own run: the public problems' share); a
+        file not graded: its assigned exercise's points (0 when no exercise is known)."""
+        if not self.graded:
+            return self.assigned.max_points if self.assigned is not None else 0.0
         return sum(sum(r.max_points for r in g.results) if g.results else g.exercise.max_points for g in self.graded)
 
     @property
@@ -97,13 +109,14 @@ class Session:
     """The prepared exercises of one grading run, computed once.  ``points``: {function: points}
     replacing the exercises' own; ``hidden``: problem-name prefixes hidden from students (None:
     each exercise's own); ``public_only``: grade the public problems only (a student's own run);
-    ``isolation``: the tier every child gets (default: the best this machine offers)."""
+    ``isolation``: the tier every child gets (default: the best this machine offers);
+    ``budget_scale``: the CPU budgets times this (``margins.py`` measures beyond them)."""
 
     def __init__(self, seed: int = 0, limits: Limits = Limits(), points: dict | None = None, hidden=None,
-                 public_only: bool = False, isolation=None):
+                 public_only: bool = False, isolation=None, budget_scale: float = 1.0):
         self.seed, self.limits, self.points, self.hidden = seed, limits, dict(points or {}), hidden
         self.public_only, self._prepared, self._lock = public_only, {}, threading.Lock()
-        self.isolation = isolation or sandbox.isolation()
+        self.isolation, self.budget_scale = isolation or sandbox.isolation(), budget_scale
 
     def exercise(self, exercise):
         """``exercise`` with the instructor's points."""
@@ -122,63 +135,85 @@ class Session:
                                       f"{type(exc).__name__}: {exc}") from exc
             return self._prepared[exercise.name]
 
-    def budget_limits(self, exercise) -> sandbox.Limits:
-        """The paper-size problem's child: ``budget_units`` forward passes of CPU, its memory."""
-        cpu = exercise.budget_units * forward_seconds()
-        return sandbox.Limits(cpu, exercise.budget_memory_mb, wall=10 * cpu + 30)
+    def budget_limits(self, prepared) -> sandbox.Limits:
+        """The budget problem's child: ``budget_units`` forward passes of CPU, the budget's memory."""
+        cpu = prepared.exercise.budget_units * prepared.unit * self.budget_scale
+        return sandbox.Limits(cpu, prepared.exercise.budget_memory_mb, wall=10 * cpu + 30)
 
 
-def _syntax_message(exc: SyntaxError) -> str:
-    line = (exc.text or "").strip()
-    return f"SyntaxError: {exc.msg} (line {exc.lineno}: {line})" if exc.lineno else f"SyntaxError: {exc.msg}"
+def syntax_message(exc: SyntaxError, source: bytes = b"", notebook: bool = False) -> str:
+    """A SyntaxError as Python shows it: what and where, then the student's line on a line of
+    its own with a caret under the column (a notebook: its cell and line in the cell)."""
+    if not exc.lineno:
+        return f"SyntaxError: {exc.msg}"
+    where = f"line {exc.lineno}"
+    if notebook:
+        where = cell_of(source.decode("utf-8", "replace"), exc.lineno) or where
+    text = (exc.text or "").rstrip("\r\n")
+    if not text.strip():
+        return f"SyntaxError: {exc.msg} ({where})"
+    indent = len(text) - len(text.lstrip())
+    caret = " " * max(0, (exc.offset or 1) - 1 - indent) + "^"
+    return f"SyntaxError: {exc.msg} ({where}):\n    {text.strip()}\n    {caret}"
 
 
 def _grade_exercise(staged: Path, exercise, session: Session, folder, sub: Submission) -> Graded:
-    """Grade the staged copy as ``exercise``: the small problems this run wants, then each entry
-    with a part that passed them on the paper-size problem within its budget; the results."""
+    """Grade the staged copy as ``exercise``: the public problems, each entry with a part that
+    passed them on the budget problem, then the hidden problems in children of their own."""
     prepared = session.prepared(exercise)
     exercise = prepared.exercise
     graded = Graded(exercise)
-    wanted = [k for k in range(len(prepared.problems)) if not (session.public_only and prepared.hidden[k])]
-    graded.hidden_left = len(prepared.problems) - len(wanted)
-    small = [k for k in wanted if k != prepared.budget]
+    small = [k for k in range(len(prepared.problems)) if k != prepared.budget]
+    public = [k for k in small if not prepared.hidden[k]]
+    hidden = [k for k in small if prepared.hidden[k]]
 
-    def job_of(entries, indices):
-        calls, arrays = prepared.calls(entries, indices)
-        return sandbox.Job(staged, exercise.name, exercise.allowed, prepared.kit.source, prepared.kit.modules,
-                           tuple(entries), calls, arrays)
-    out = run_calls(job_of, list(exercise.entries), small, folder, session.isolation, session.limits.child(), sub)
+    def run(entries, indices, limits, shown=True) -> Calls:
+        def job_of(todo, ks):
+            calls, arrays = prepared.calls(todo, ks)
+            return sandbox.Job(staged, exercise.name, exercise.allowed, prepared.kit.source, prepared.kit.modules,
+                               tuple(todo), calls, arrays)
+        return run_calls(job_of, list(entries), indices, folder, session.isolation, limits, sub if shown else None)
+    out = run(exercise.entries, public, session.limits.child())
     if out.defined is None:
         graded.import_error = out.import_error
         return graded
-    if prepared.budget in wanted:                           # entries with a part passing the small problems
-        limits = session.budget_limits(exercise)
-        for entry in [e for e in exercise.entries if out.defined.get(e) == "function"]:
-            calls = {k: out.calls.get((entry, k)) for k in small}
-            if any(grade_function(prepared, f.name, calls, small, 0.0).status == "pass"
-                   for f in exercise.functions if f.called == entry):
-                extra = run_calls(job_of, [entry], [prepared.budget], folder, session.isolation, limits, sub)
-                out.calls.update({key: over_budget(c, limits) for key, c in extra.calls.items()})
-    graded.results = [r for f in exercise.functions for r in _results(prepared, f, out, wanted)]
+    defined = [e for e in exercise.entries if out.defined.get(e) == "function"]
+    for entry in defined if prepared.budget is not None else []:
+        calls = {k: out.calls.get((entry, k)) for k in public}
+        if any(grade_function(prepared, f.name, calls, public, 0.0).status == "pass"
+               for f in exercise.functions if f.called == entry):
+            held = any(f.called == entry and f.name in exercise.budgeted for f in exercise.functions)
+            limits = session.budget_limits(prepared) if held else session.limits.child()
+            extra = run([entry], [prepared.budget], limits, shown=False)      # its import printed once already
+            out.calls.update({key: over_budget(c, limits) if held else c for key, c in extra.calls.items()})
+    ended = {e for (e, k), c in out.calls.items() if k in public and c.note in ENDED}
+    again = [e for e in defined if e not in ended]              # one that ended its child: not again
+    if hidden and not session.public_only and again:
+        secret = run(again, hidden, session.limits.child(), shown=False)
+        why = secret.import_error and f"the file did not import again: {secret.import_error}"
+        out.calls.update(secret.calls if not why else {(e, k): Call(error=why, note="import error")
+                                                       for e in again for k in hidden})
+    graded.hidden_left = len(hidden) if session.public_only else 0
+    graded.results = [r for f in exercise.functions
+                      for r in _results(prepared, f, out, public, [] if session.public_only else hidden)]
     return graded
 
 
-def _shares(prepared, f, wanted: list) -> list:
+def _shares(prepared, f, public: list, hidden: list) -> list:
     """[(group, problem indices, points)] of function ``f``: its points split between the public
-    and the hidden problems by their numbers ("" when none is hidden); the paper-size problem's
-    budget counts in both, so that no share is earned over it."""
-    if not any(prepared.hidden):
-        return [("", wanted, float(f.points))]
-    hidden = round(f.points * sum(prepared.hidden) / len(prepared.problems), 2)
-    budget = [prepared.budget] if prepared.budget in wanted else []    # a budget holds in both groups
-    groups = [("public", [k for k in wanted if not prepared.hidden[k]], f.points - hidden),
-              ("hidden", [k for k in wanted if prepared.hidden[k]], hidden)]
-    return [(g, ks + [k for k in budget if k not in ks] if g == "hidden" else ks, p) for g, ks, p in groups if ks]
+    and the hidden problems by their numbers ("" when none is hidden); the budget problem is public."""
+    public = public + ([prepared.budget] if prepared.budget is not None else [])
+    n_hidden = sum(prepared.hidden)
+    if not n_hidden:
+        return [("", public, float(f.points))]
+    share = round(f.points * n_hidden / len(prepared.problems), 2)
+    return [("public", public, f.points - share)] + ([("hidden", hidden, share)] if hidden else [])
 
 
-def _results(prepared, f, out: Calls, wanted: list) -> list:
-    """The Results of function ``f``: one per group of problems (public, hidden) this run graded."""
-    shares = _shares(prepared, f, wanted)
+def _results(prepared, f, out: Calls, public: list, hidden: list) -> list:
+    """The Results of function ``f``: one per group of problems (public, hidden) this run graded;
+    the hidden share counts only once the budget problem (public) passed."""
+    shares = _shares(prepared, f, public, hidden)
     state = (out.defined or {}).get(f.called, "missing")
     points = sum(p for _, _, p in shares)
     if state == "missing":
@@ -187,10 +222,16 @@ def _results(prepared, f, out: Calls, wanted: list) -> list:
                        max_points=points, defined=False)]
     if state != "function":
         return [Result(f.name, "FAIL", float("inf"), f"{f.called} is {state}", max_points=points)]
-    calls = {k: out.calls.get((f.called, k)) for k in wanted}
-    stopped = next((c for c in calls.values() if c is not None and not c.returned), None)
-    return [grade_function(prepared, f.name, {k: calls[k] for k in ks}, ks, p, group, stopped)
-            for group, ks, p in shares]
+    results, stopped = [], None
+    for group, ks, p in shares:                     # hidden calls not run: stopped by the public one
+        calls = {k: out.calls.get((f.called, k)) for k in ks}
+        stopped = next((c for c in calls.values() if c is not None and not c.returned), stopped)
+        results.append(grade_function(prepared, f.name, calls, ks, p, group, stopped))
+    budget_ok = prepared.budget is None or bool(results[0].rows) and results[0].rows[-1].ok
+    if len(results) == 2 and results[1].points and not budget_ok:
+        results[1] = replace(results[1], status="FAIL", points=0.0, hint="; ".join(h for h in (
+            results[1].hint, "counts once the largest problem (public) passes within its budget") if h))
+    return results
 
 
 def choose(names, stem: str, exercise_name: str | None = None):
@@ -230,8 +271,13 @@ def grade_submission(path, session: Session, exercise_name: str | None = None, f
     return sub
 
 
+DEFINES = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z_0-9]*)", re.MULTILINE)
+
+
 def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, folder, helpers) -> None:
     folder = Path(folder) if folder is not None else path.absolute().parent
+    named, _ = choose((), path.stem, exercise_name)                # --exercise, or the file's name
+    sub.assigned = session.exercise(named) if named is not None else None
     if path.is_symlink() and not inside(path, folder):
         sub.problem = f"{shown(path)} is a symbolic link to a file outside {shown(folder)}: not graded."
         return
@@ -242,20 +288,22 @@ def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, fo
     name = (path.stem if path.stem.isidentifier() else "submission") + ".py"
     try:
         names = top_level_names(source, path)
-    except SyntaxError as exc:
-        named, _ = choose((), path.stem, exercise_name)         # the exercise it was meant to be
-        if named is None:
-            sub.problem = f"could not import {shown(path)}:\n{_syntax_message(exc)}"
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        why = (syntax_message(exc, source, path.suffix == ".ipynb") if isinstance(exc, SyntaxError)
+               else f"{type(exc).__name__}: {exc}")
+        if sub.assigned is None:                                 # the functions it tries to define
+            meant, _ = choose(set(DEFINES.findall(source.decode("utf-8", "replace"))), path.stem)
+            sub.assigned = session.exercise(meant) if meant is not None else None
+        if sub.assigned is None:
+            sub.problem = f"could not import {shown(path)}:\n{why}"
         else:
-            sub.graded = [Graded(session.exercise(named), import_error=_syntax_message(exc))]
-        return
-    except (ValueError, RecursionError, MemoryError) as exc:
-        sub.problem = f"could not import {shown(path)}: {type(exc).__name__}: {exc}"
+            sub.graded = [Graded(sub.assigned, import_error=why)]
         return
     exercise, why = choose(names, path.stem, exercise_name)
     if exercise is None:
         sub.problem = f"{shown(path)}: {why}"
         return
+    sub.assigned = session.exercise(exercise)
     helpers = helpers_of(path) if helpers is None else list(helpers)
     if len(helpers) > sandbox.MAX_HELPERS:
         sub.problem = (f"not graded: more than {sandbox.MAX_HELPERS} helper modules next to {shown(path.name)}; "
@@ -270,10 +318,17 @@ def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, fo
 def grade_many(paths, session: Session, jobs: int = 1, exercise_name: str | None = None, folders=None,
                helpers=None) -> list:
     """Grade each file in its own children, ``jobs`` at a time; results in the order given.
-    ``folders``: per file, the folder it was found in; ``helpers``: per file, its helper modules."""
+    ``folders``: per file, the folder it was found in; ``helpers``: per file, its helper modules.
+    A file whose exercise is not known (it does not parse, it is not read, and neither
+    --exercise nor its name says) is meant for the class's exercise when the class has one."""
     n = len(paths)
     folders = list(folders) if folders is not None else [None] * n
     helpers = list(helpers) if helpers is not None else [None] * n
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda k: grade_submission(paths[k], session, exercise_name, folders[k], helpers[k]),
+        subs = list(pool.map(lambda k: grade_submission(paths[k], session, exercise_name, folders[k], helpers[k]),
                              range(n)))
+    found = {g.exercise.name: g.exercise for s in subs for g in s.graded}
+    if len(found) == 1:
+        for sub in subs:
+            sub.assigned = sub.assigned or next(iter(found.values()))
+    return subs

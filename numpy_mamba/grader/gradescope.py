@@ -1,26 +1,31 @@
-"""``python -m numpy_mamba gradescope EXERCISE --out autograder.zip``: a Gradescope autograder.
+"""python -m numpy_mamba gradescope EXERCISE --out autograder.zip: a Gradescope autograder.
 
 The zip holds, at its top level,
 
     setup.sh         run once when Gradescope builds the image: installs the wheel below (and with
-                     it numpy and scipy) with ``python3 -m pip``, then, in Gradescope's image only,
-                     ``prepare``: what a submission must not read is made unreadable to other users
-    run_autograder   run for every submission: ``python3 -m numpy_mamba.grader.gradescope run``,
+                     it numpy and scipy) with python3 -m pip, makes secret.seed readable by root
+                     only, then, in Gradescope's image only, makes what a submission must not
+                     read unreadable to other users (the package, every other package, /autograder)
+    run_autograder   run for every submission: python3 -m numpy_mamba.grader.gradescope run,
                      which grades /autograder/submission into /autograder/results/results.json
+                     (when setup.sh has not run, it writes a results.json saying so)
     autograder.json  the exercise and the instructor's settings: points, limits, hidden problems
-                     and their visibility, and a seed drawn at random that no student sees
+                     and their visibility
+    secret.seed      the seed of the problems, which no student sees (mode 0600): the one kept in
+                     --secret FILE (default numpy_mamba_secret.seed next to the zip, made on first
+                     use), so that grade --secret FILE grades on the same problems
     numpy_mamba-VERSION-py3-none-any.whl   this package, exactly this version
 
-``AUTOGRADER_ROOT`` (default /autograder) moves the whole layout, so that it can be tried
-locally; without it, outside a Gradescope image, run_autograder says so and writes nothing.
-``AUTOGRADER_PYTHON`` (default python3) and ``AUTOGRADER_PIP_ARGS`` choose the interpreter and
-pip's options.  results.json is always written: no file, or several none of which is named after
-the exercise, scores 0 with a message naming what was found; a file that does not import scores
-every part 0 of its points, with the error; a grader failure scores 0 and says so.  The
-container is the instructor's boundary: the best tier the kernel offers is used, never refused,
-and the isolation line goes to run_autograder's stdout, which only instructors see.  The wheel is
-built here with the standard library (``build_wheel``): the package is pure Python, so it is the
-package's files, its metadata and a RECORD of hashes.
+The zip is built from the package that runs this command (a checkout or an installation): its
+files, their metadata and a RECORD of hashes, with the standard library (build_wheel).
+AUTOGRADER_ROOT (default /autograder) moves the whole layout, so that it can be tried locally;
+without it, outside a Gradescope image, run_autograder says so and writes nothing.
+AUTOGRADER_PYTHON (default python3) and AUTOGRADER_PIP_ARGS choose the interpreter and pip's
+options.  results.json is always written: no file, several none of which is named after the
+exercise, a file that cannot be read or does not import: every test at 0 of its points, saying
+why; a grader failure: 0, saying so.  The container is the instructor's boundary: the best tier
+the kernel offers is used, never refused, and the isolation line goes to run_autograder's
+stdout, which only instructors see.
 """
 from __future__ import annotations
 
@@ -31,7 +36,6 @@ import hashlib
 import io
 import json
 import os
-import secrets
 import stat
 import sys
 import traceback
@@ -42,6 +46,7 @@ from . import sandbox
 from .files import SUFFIXES
 from .report import VISIBILITY, block, clean
 from .sandbox import shown
+from .seed import SECRET_HEADER, SECRET_NAME, SecretError, secret_seed
 
 DEFAULT_ROOT = Path("/autograder")
 
@@ -57,6 +62,7 @@ if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
     apt-get update && apt-get install -y python3 python3-pip
 fi
 "$PYTHON" -m pip install ${AUTOGRADER_PIP_ARGS:-} "$HERE"/numpy_mamba-*.whl
+chmod 600 "$HERE/secret.seed"
 if [ "$HERE" = /autograder/source ] && [ -z "${AUTOGRADER_ROOT:-}" ]; then
     "$PYTHON" -m numpy_mamba.grader.gradescope prepare /autograder
 else
@@ -70,8 +76,20 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # (no /autograder/source/autograder.json) it says so and writes nothing unless AUTOGRADER_ROOT is set.
 # It runs from /: `python -m` imports from the current folder first, which may hold a submission.
 case "${AUTOGRADER_ROOT:-}" in ""|/*) ;; *) export AUTOGRADER_ROOT="$PWD/$AUTOGRADER_ROOT" ;; esac
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PYTHON="${AUTOGRADER_PYTHON:-python3}"
 cd /
-exec "${AUTOGRADER_PYTHON:-python3}" -m numpy_mamba.grader.gradescope run
+if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(u.find_spec('numpy_mamba') is None)" 2>/dev/null; then
+    ROOT="${AUTOGRADER_ROOT:-/autograder}"
+    SAY="numpy_mamba is not installed for $PYTHON: the autograder's setup.sh has not run. Run: bash $HERE/setup.sh"
+    echo "run_autograder: $SAY" >&2
+    if [ -n "${AUTOGRADER_ROOT:-}" ] || [ -f /autograder/source/autograder.json ]; then
+        mkdir -p "$ROOT/results"
+        printf '{"score": 0.0, "output": "The autograder is not set up (not your fault; tell your instructor): numpy_mamba is not installed, as the autograder setup.sh has not run.", "visibility": "visible", "stdout_visibility": "hidden", "tests": []}\\n' > "$ROOT/results/results.json"
+    fi
+    exit 0
+fi
+exec "$PYTHON" -m numpy_mamba.grader.gradescope run
 """
 
 
@@ -96,25 +114,39 @@ def project_root(start: Path | None = None) -> Path:
                      "(git clone ...; python -m numpy_mamba gradescope ...), or pass --wheel FILE.")
 
 
-def _requirements(root: Path) -> list:
+def _requirements() -> list:
+    """The package's run-time requirements: those of its installed metadata (this version), else
+    of the checkout's setup.cfg."""
+    from importlib import metadata
+
+    from .. import __version__
+    try:
+        if metadata.version("numpy_mamba") == __version__:
+            return [r for r in metadata.requires("numpy_mamba") or [] if "extra ==" not in r]
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        root = project_root()
+    except BuildError:
+        raise BuildError("cannot tell numpy_mamba's requirements: it is neither installed (pip install .) nor a "
+                         "source checkout; or pass --wheel FILE") from None
     parser = configparser.ConfigParser()
     parser.read(root / "setup.cfg")
     text = parser.get("options", "install_requires", fallback="numpy\nscipy")
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def build_wheel(root: Path, out_dir: Path) -> Path:
-    """A py3-none-any wheel of the package at ``root`` in ``out_dir`` (its path)."""
+def build_wheel(out_dir: Path) -> Path:
+    """A py3-none-any wheel of the package this code runs from (a checkout or an installation)
+    in ``out_dir`` (its path)."""
     from .. import __version__
-    name = f"numpy_mamba-{__version__}"
-    files = sorted(p for p in (root / "numpy_mamba").rglob("*.py") if "__pycache__" not in p.parts)
-    if not files:
-        raise BuildError(f"no numpy_mamba/*.py under {root}")
+    package = Path(__file__).resolve().parents[1]
+    files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
     dist = f"numpy_mamba-{__version__}.dist-info"
     metadata = "\n".join(["Metadata-Version: 2.1", "Name: numpy_mamba", f"Version: {__version__}",
-                          "Requires-Python: >=3.9"] + [f"Requires-Dist: {r}" for r in _requirements(root)]) + "\n"
+                          "Requires-Python: >=3.9"] + [f"Requires-Dist: {r}" for r in _requirements()]) + "\n"
     wheel = "Wheel-Version: 1.0\nGenerator: numpy_mamba.grader.gradescope\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    entries = [(p.relative_to(root).as_posix(), p.read_bytes()) for p in files]
+    entries = [(f"numpy_mamba/{p.relative_to(package).as_posix()}", p.read_bytes()) for p in files]
     entries += [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", wheel.encode())]
     record = io.StringIO()
     for path, data in entries:
@@ -122,29 +154,31 @@ def build_wheel(root: Path, out_dir: Path) -> Path:
         record.write(f"{path},sha256={digest},{len(data)}\n")
     record.write(f"{dist}/RECORD,,\n")
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"{name}-py3-none-any.whl"
+    target = out_dir / f"numpy_mamba-{__version__}-py3-none-any.whl"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for path, data in entries + [(f"{dist}/RECORD", record.getvalue().encode())]:
             z.writestr(zipfile.ZipInfo(path, (2020, 1, 1, 0, 0, 0)), data)
     return target
 
 
-def _script(z: zipfile.ZipFile, name: str, text: str) -> None:
+def _entry(z: zipfile.ZipFile, name: str, text: str, mode: int) -> None:
     info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))
-    info.external_attr = (stat.S_IFREG | 0o755) << 16            # executable once unzipped
+    info.external_attr = (stat.S_IFREG | mode) << 16              # its mode once unzipped
     z.writestr(info, text)
 
 
-def build(exercise: str, out: Path, settings: dict, wheel: Path | None = None) -> Path:
+def build(exercise: str, out: Path, settings: dict, seed: int, wheel: Path | None = None) -> Path:
     """Write the autograder zip for ``exercise`` to ``out`` (see the module docstring)."""
     import tempfile
+
     with tempfile.TemporaryDirectory(prefix="numpy_mamba_gradescope_") as tmp:
-        wheel = wheel or build_wheel(project_root(), Path(tmp))
+        wheel = wheel or build_wheel(Path(tmp))
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
-            _script(z, "setup.sh", SETUP_SH)
-            _script(z, "run_autograder", RUN_AUTOGRADER)
+            _entry(z, "setup.sh", SETUP_SH, 0o755)
+            _entry(z, "run_autograder", RUN_AUTOGRADER, 0o755)
+            _entry(z, "secret.seed", f"{SECRET_HEADER}{seed}\n", 0o600)
             z.writestr("autograder.json", json.dumps(dict(settings, exercise=exercise), indent=1))
             z.write(wheel, wheel.name)
         os.replace(partial, out)
@@ -182,29 +216,37 @@ def _nothing(message: str) -> dict:
 
 
 def grade_root(root: Path, config: dict, log=print) -> dict:
-    """results.json's content for the submission under ``root`` (never raises for the student).
+    """results.json's content for the submission under ``root`` (never raises for the student):
+    every test of the exercise at 0 of its points, saying why, when there is nothing to grade.
     The container is the instructor's boundary: the best tier the kernel offers is used, never
     refused, and what it is goes to ``log`` (run_autograder's stdout: instructors only)."""
-    from .grade import Limits, Session, grade_submission
+    from .grade import Limits, Session, Submission, grade_submission
+    from .registry import all_exercises
     from .report import gradescope
     from .similarity import flags
     isolation = sandbox.isolation([root])
     log(isolation.line)
-    folder = root / "submission"
-    path, message = _choose(_candidates(folder) if folder.is_dir() else [], folder, config["exercise"])
-    if path is None:
-        return _nothing(message)
-    session = Session(int(config.get("seed", 0)), Limits(float(config.get("time_limit", Limits.time)),
-                                                       int(config.get("memory_limit", Limits.memory_mb))),
+    visibility = config.get("hidden_visibility", "after_due_date")
+    try:
+        seed, _ = secret_seed(root / "source" / "secret.seed", make=False)
+    except SecretError as exc:
+        seed, missing = None, f"The autograder is incomplete (not your fault; tell your instructor): {exc}"
+    session = Session(seed, Limits(float(config.get("time_limit", Limits.time)),
+                                   int(config.get("memory_limit", Limits.memory_mb))),
                       config.get("points"), config.get("hidden"), False, isolation)
-    sub = grade_submission(path, session, config["exercise"], folder)
+    exercise = session.exercise(all_exercises()[config["exercise"]])
+    folder = root / "submission"
+    path, message = _choose(_candidates(folder) if folder.is_dir() else [], folder, exercise.name)
+    if path is None or seed is None:
+        log(missing if seed is None else f"nothing graded: {message}")
+        return gradescope(Submission(Path("submission"), problem=missing if seed is None else message,
+                                     assigned=exercise), hidden_visibility=visibility)
+    sub = grade_submission(path, session, exercise.name, folder)
     similar = flags([sub]).get(sub.path)
     log(f"graded {shown(path.relative_to(root))}: {sub.points:g} / {sub.max_points:g}"
         + (f"; similar code: {similar}" if similar else ""))
     sub.path = path.relative_to(folder)                      # what the student sees
-    if not sub.graded:
-        return _nothing(f"{path.name}: {sub.problem or sub.grader_error}")
-    return gradescope(sub, hidden_visibility=config.get("hidden_visibility", "after_due_date"))
+    return gradescope(sub, hidden_visibility=visibility)
 
 
 def _root() -> Path | None:
@@ -259,8 +301,9 @@ def main(argv=None) -> int:
     p.add_argument("exercise", choices=sorted(all_exercises()), help="the exercise this autograder grades")
     p.add_argument("--out", default="autograder.zip", help="the zip to write (default autograder.zip)")
     p.add_argument("--points", type=points_spec, default=None, help="points per graded function: NAME=N,... or a JSON file")
-    p.add_argument("--seed", type=bounded_number(int, 0, 2**63 - 1, "an integer >= 0"), default=None,
-                   help="seed of the problems (default: drawn at random, kept in the zip, never shown to students)")
+    p.add_argument("--secret", metavar="FILE", type=Path,
+                   help="the file keeping the course's secret seed, made on first use (default: "
+                        "numpy_mamba_secret.seed next to the zip); grade --secret FILE grades on the same problems")
     p.add_argument("--time-limit", type=bounded_number(float, 0.1, 3600, "seconds"), default=Limits.time)
     p.add_argument("--memory-limit", type=bounded_number(int, 64, 2**20, "megabytes"), default=Limits.memory_mb)
     p.add_argument("--hidden", metavar="PREFIXES", type=hidden_spec, default=None,
@@ -274,14 +317,15 @@ def main(argv=None) -> int:
     unknown = [n for n in (args.points or {}) if n not in exercise.function_names]
     if unknown:
         p.error(f"--points: {', '.join(unknown)} not graded in {args.exercise} ({', '.join(exercise.function_names)})")
-    seed = secrets.randbelow(2**63) if args.seed is None else args.seed
-    settings = {"points": args.points, "seed": seed, "time_limit": args.time_limit, "memory_limit": args.memory_limit,
+    settings = {"points": args.points, "time_limit": args.time_limit, "memory_limit": args.memory_limit,
                 "hidden": args.hidden, "hidden_visibility": args.hidden_visibility}
     try:
-        out = build(args.exercise, Path(args.out), settings, args.wheel)
-    except (BuildError, OSError) as exc:
+        seed, note = secret_seed(args.secret or Path(args.out).parent / SECRET_NAME)
+        out = build(args.exercise, Path(args.out), settings, seed, args.wheel)
+    except (BuildError, SecretError, OSError) as exc:
         print(f"gradescope: {exc}", file=sys.stderr)
         return 2
+    print(note)
     print(f"wrote {out}: upload it as the autograder of '{args.exercise}' (Gradescope: Configure Autograder, "
           "zip file upload).")
     return 0

@@ -5,11 +5,14 @@ difficulty: a plain batch, l = 1 with B = 1, m != d+1 (a transposed answer then 
 shape), saturated gates (|w^T p| between 30 and 50 on some columns), prompts on both sides of
 the hinge (z F > 1, and misclassified prompts with |F| > 1), prompts from the data model of
 Section 3.2, and prompts within 1e-11 of the hinge's kink, where only an analytic gradient is
-right (a finite difference of the loss crosses the kink or drowns in rounding).  A student's answer is compared with
+right (a finite difference of the loss crosses the kink or drowns in rounding).  The gradients
+exercise adds one large problem graded within a CPU budget (``budget_problem``; the budget's unit
+is one forward pass on it, ``forward``, timed by ``forward_seconds``).  A student's answer is
+compared with
   * the package: ``gradients.gradients`` (eqs (93), (118), (135)) or ``model.gating`` (eq (3));
-  * an independent check: central finite differences of the mean hinge loss with its active
-    set held fixed (gradients), or
-    F computed from the student's gates against the literal eq (1) scan (gates).
+  * an independent check: central differences of the mean hinge loss with its active set held
+    fixed, along three random directions (gradients, ``directional``), or F computed from the
+    student's gates against the literal eq (1) scan (gates).
 (see ``exercises/``).  The known mistakes that turn a failure into a hint live in ``mistakes.py``;
 ``PROBLEM_NOTES`` says what to check when an answer fails on one kind of problem only.
 """
@@ -20,12 +23,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import log_expit
 
 from ..data import SECTION4, make_world, training_batch
-from ..gradcheck import numerical_gradient
 from ..model import Params, init_params, log_gating, scores
-from .mistakes import backward
+from .hints import rel_error
 
 KINK_MARGIN = 1e-3      # random problems keep |1 - zF| above this (the kink problem is built on it)
 ON_KINK = 1e-11         # the kink problem's prompts: 1 - zF = +-ON_KINK (rounding in F: ~1e-15)
@@ -43,17 +44,21 @@ PROBLEM_NOTES = {       # problem-name prefix -> what to check when only that pr
 
 @dataclass(frozen=True)
 class Problem:
-    """One seeded grading problem: params (W_B, W_C: (m, d+1); w: (d+1,)), P (B, d+1, l+1),
-    z (B,), and ``numerical``: central differences of the mean hinge loss with the hinge's active
-    set held fixed (1 - zF > 0 at the problem), a smooth function whose gradient at the problem
-    is the hinge loss's, also for prompts within a step of the kink; for the paper-size problem,
-    the grader's own reading form of the gradients (``mistakes.backward``)."""
+    """One seeded grading problem: params (W_B, W_C: (m, d+1); w: (d+1,)), P (B, d+1, l+1), z (B,)."""
 
     name: str
     params: Params
     P: np.ndarray
     z: np.ndarray
-    numerical: Params
+
+
+def smooth_loss(pb: Problem, field: str):
+    """The mean hinge loss as a function of ``field`` of the params with the hinge's active set
+    held fixed (1 - zF > 0 at the problem): smooth, and its gradient at the problem is the hinge
+    loss's, also for prompts within a step of the kink."""
+    active = 1.0 - pb.z * outputs(pb.params, pb.P) > 0                    # the hinge's slope -z here
+    return lambda x: float(np.mean(np.where(active, 1.0 - pb.z * outputs(pb.params._replace(**{field: x}), pb.P),
+                                            0.0)))
 
 
 def random_prompts(rng, B, d, l):
@@ -70,7 +75,8 @@ def _random_params(rng, d, m, scale=1.0):
     return Params(W_B, W_C, rng.normal(0.0, 1.0 / np.sqrt(d + 1), d + 1))
 
 
-def _F(params, P):
+def outputs(params, P):
+    """F of eq (3) for a batch, from the package's gates and scores: (B,)."""
     G = np.exp(log_gating(params.w, P))
     return np.sum(G * P[:, -1, :] * scores(params, P), axis=1)
 
@@ -100,10 +106,10 @@ def _both_sides(rng, B=6, d=5, l=5):
     """Large outputs (|F| > 1.2); z = sign(F) on even prompts (inactive: z F > 1) and
     -sign(F) on odd ones (misclassified, |F| > 1: active, though F is not in (-1, 1))."""
     params, P, _ = _basic(rng, B, d, l)
-    F = _F(params, P)
+    F = outputs(params, P)
     c = 2.0 / max(np.min(np.abs(F)), 1e-3)
     params = Params(np.sqrt(c) * params.W_B, np.sqrt(c) * params.W_C, params.w)
-    F = _F(params, P)
+    F = outputs(params, P)
     z = np.where(np.arange(B) % 2 == 0, np.sign(F), -np.sign(F))
     return params, P, z
 
@@ -118,7 +124,7 @@ def _data_model(rng, B=4, l=6):
 
 
 def _acceptable(name, params, P, z):
-    F = _F(params, P)
+    F = outputs(params, P)
     if name.startswith("hinge's kink"):
         return bool(np.all(np.abs(np.abs(1.0 - z * F) - ON_KINK) < 1e-3 * ON_KINK))
     if np.any(np.abs(1.0 - z * F) < KINK_MARGIN):
@@ -143,7 +149,7 @@ def _on_kink(rng, B=4, d=5, l=5):
         def zF(t):
             Q = base.copy()
             Q[0, :-1, -1] *= t
-            return z[n] * _F(params, Q)[0]
+            return z[n] * outputs(params, Q)[0]
         z[n] = np.sign(zF(1.0)) or 1.0
         low, high = 0.0, 1.0
         while zF(high) < target and high < 1e6:
@@ -170,7 +176,7 @@ PROBLEM_RECIPES = (
 def make_problems(seed: int = 0) -> tuple:
     """The seeded grading problems, each redrawn (seed stream [seed, k, attempt]) until every
     prompt is at least KINK_MARGIN away from the hinge's kink (the kink problem: within
-    ON_KINK of it, by construction); computed once per seed."""
+    ON_KINK of it, by construction)."""
     problems = []
     for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
         for attempt in range(100):
@@ -179,47 +185,62 @@ def make_problems(seed: int = 0) -> tuple:
                 break
         else:
             raise RuntimeError(f"could not draw grading problem {name!r} (see _acceptable)")
-        active = 1.0 - z * _F(params, P) > 0                     # the hinge's slope -z here
-        numerical = numerical_gradient(lambda p: float(np.mean(np.where(active, 1.0 - z * _F(p, P), 0.0))), params)
-        problems.append(Problem(name, params, P, z, numerical))
+        problems.append(Problem(name, params, P, z))
     return tuple(problems)
 
 
-PAPER_NAME = f"paper size: d = {SECTION4.d}, B = 64, l = {SECTION4.l_tr} (CPU budget)"
+# The gradients' budget problem: large enough that a pass per coordinate of W_B or W_C (14,641 of
+# them) costs at least 5 times the budget however it is vectorised, while a derivation with Python
+# loops over prompts and tokens stays 5 times below it (``python -m numpy_mamba grade --margins
+# gradients`` measures both; tutorials/INSTRUCTORS.md).
+BUDGET_SIZE = {"d": 120, "B": 32, "l": 10}
+BUDGET_NAME = "largest: d = {d}, B = {B}, l = {l} (CPU budget)".format(**BUDGET_SIZE)
 
 
 @lru_cache(maxsize=8)
-def paper_problem(seed: int = 0) -> Problem:
-    """Section 4's size: d = 30, m = d+1 (1,953 parameters), a batch of B = 64 prompts of l = 20
-    examples from the data model, away from the kink; graded within a CPU budget."""
+def budget_problem(seed: int = 0) -> Problem:
+    """The problem graded within a CPU budget: ``BUDGET_SIZE``, prompts of the data model away
+    from the kink."""
+    d, B, l = BUDGET_SIZE["d"], BUDGET_SIZE["B"], BUDGET_SIZE["l"]
     for attempt in range(100):
         rng = np.random.default_rng([seed, 99, attempt])
-        world = make_world(rng=rng)
-        batch = training_batch(world, 64, SECTION4.l_tr, p_a=0.5, rng=rng)
+        world = make_world(d=d, rng=rng)
+        batch = training_batch(world, B, l, p_a=0.5, rng=rng)
         base, noise = init_params(world.d, delta=SECTION4.delta, rng=rng), _random_params(rng, world.d, world.d + 1)
         params = Params(base.W_B + noise.W_B, base.W_C + noise.W_C, base.w + noise.w)
-        if _acceptable(PAPER_NAME, params, batch.P, batch.z):
-            return Problem(PAPER_NAME, params, batch.P, batch.z, backward(params, batch.P, batch.z))
-    raise RuntimeError("could not draw the paper-size problem (see _acceptable)")
+        if _acceptable(BUDGET_NAME, params, batch.P, batch.z):
+            return Problem(BUDGET_NAME, params, batch.P, batch.z)
+    raise RuntimeError("could not draw the budget problem (see _acceptable)")
 
 
-def _yardstick(params, P):
-    """F of eq (3) for a batch, numpy and scipy alone: (B,)."""
-    a = np.einsum("d,bdl->bl", params.w, P)                                # w^T p_i: (B, l+1)
-    keep = log_expit(-a)
-    later = np.cumsum(keep[:, ::-1], axis=1)[:, ::-1] - keep               # sum_{j>i} log(1 - sigma_j)
-    s = np.einsum("bdi,bd->bi", P, (P[:, :, -1] @ params.W_C.T) @ params.W_B)
-    return np.sum(np.exp(log_expit(a) + later) * P[:, -1, :] * s, axis=1)
+def forward(pb: Problem) -> None:
+    """One forward pass of eq (3) on ``pb``: the gradients' budget is counted in these.  Its
+    products are einsums, which never start BLAS threads: the grader's multithreaded BLAS would
+    count its own waits in this thread's CPU time, and a child computes on one thread."""
+    W_B, W_C, w = pb.params
+    u = np.einsum("bm,md->bd", np.einsum("md,bd->bm", W_C, pb.P[:, :, -1]), W_B)   # W_B^T W_C p_query: (B, d+1)
+    s = np.einsum("bdl,bd->bl", pb.P, u)                                           # s_i: (B, l+1)
+    np.sum(np.exp(log_gating(w, pb.P)) * pb.P[:, -1, :] * s, axis=1)
 
 
-@lru_cache(maxsize=1)
-def forward_seconds() -> float:
-    """The budgets' unit: CPU seconds of one forward pass of eq (3) on the paper-size problem,
-    written here so that the package's own speed does not move it (best of 100, this thread's
-    CPU time, which a busy machine barely changes)."""
-    pb, best = paper_problem(0), float("inf")
-    for _ in range(100):
+def directional(f, x: np.ndarray, seed, count: int = 3, step: float = 1e-5):
+    """An independent check of a gradient of ``f`` at ``x`` that costs 2 ``count`` calls of f:
+    check(answer) -> the relative error of <answer, v> against central differences of f along
+    ``count`` random unit directions v (float64; rounding leaves about 1e-9 of it)."""
+    rng = np.random.default_rng(seed)
+    directions = [v / np.linalg.norm(v) for v in (rng.standard_normal(x.shape) for _ in range(count))]
+    slopes = np.array([(f(x + step * v) - f(x - step * v)) / (2 * step) for v in directions])
+    return lambda answer: rel_error(np.array([np.vdot(answer, v) for v in directions]), slopes)
+
+
+def forward_seconds(forward_pass, problem, runs: int = 30, seconds: float = 0.1) -> float:
+    """The budget's unit: CPU seconds of ``forward_pass(problem)``, the model's forward pass on
+    the budget problem, best of ``runs`` or of as many as fit in ``seconds`` (at least 5; this
+    thread's CPU time, which a busy machine barely changes), so that a budget reads as a number
+    of forward passes on any machine."""
+    times = []
+    while len(times) < 5 or len(times) < runs and sum(times) < seconds:
         start = time.thread_time()
-        _yardstick(pb.params, pb.P)
-        best = min(best, time.thread_time() - start)
-    return best
+        forward_pass(problem)
+        times.append(time.thread_time() - start)
+    return min(times)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 from .kit import KitError, build
+from .problems import forward_seconds
 from .sandbox import arguments
 from .syntax import parse
 
@@ -82,9 +83,11 @@ class Exercise:
     answer, reference value, problem) -> str or ""; part(function, answer) -> (piece, note): the
     piece of the entry's answer this function grades, or (None, why not); None: the whole answer.
     inputs is called with the entry's name (``Function.called``), the rest with the function's.
-    budget(seed) -> one problem at the paper's size, graded in a child of its own within
-    ``budget_units`` times the CPU time of ``problems.forward_seconds()`` and ``budget_memory_mb``
-    (None: no budget).  ``hidden``: name prefixes of the problems hidden from students by default.
+    budget(seed) -> the largest problem, graded in a child of its own per entry (None: none);
+    the entries of the functions named in ``budgeted`` within ``budget_units`` forward passes
+    of the model on it (``forward(problem)``, timed once per run: ``problems.forward_seconds``)
+    and ``budget_memory_mb``, the others within the usual limits.  ``hidden``: name prefixes of
+    the problems hidden from students by default.
     """
 
     name: str                                   # the hand-out's file stem: tutorials/exercises/NAME.py
@@ -103,6 +106,8 @@ class Exercise:
     tol_reference: float = 1e-8
     tol_independent: float = 1e-6
     budget: Callable | None = None
+    forward: Callable | None = None             # one forward pass on a problem: the budget's unit
+    budgeted: tuple = ()                        # the functions held to the budget
     budget_units: float = 0.0
     budget_memory_mb: int = 0
     hidden: tuple = ()
@@ -188,6 +193,7 @@ class Prepared:
     budget: int | None
     kit: Any                                    # kit.Kit: what the child may import
     references: dict                            # function -> [Reference per problem]
+    unit: float = float("nan")                  # CPU seconds of one forward pass on the budget problem
     _mistaken: dict = field(default_factory=dict)
 
     def mistaken(self, name: str, index: int) -> list:
@@ -219,6 +225,7 @@ def prepare(exercise: Exercise, seed: int, hidden=None) -> Prepared:
     prefixes = exercise.hidden if hidden is None else tuple(hidden)
     flags = [any(pb.name.startswith(p) for p in prefixes) for pb in problems]
     references = {f.name: [exercise.reference(f.name, pb) for pb in problems] for f in exercise.functions}
-    prepared = Prepared(exercise, seed, problems, flags, budget, build(exercise.imports), references)
+    unit = forward_seconds(exercise.forward, problems[budget]) if budget is not None else float("nan")
+    prepared = Prepared(exercise, seed, problems, flags, budget, build(exercise.imports), references, unit)
     prepared.calls(exercise.entries, range(len(problems)))             # every argument can be sent
     return prepared

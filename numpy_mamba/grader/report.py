@@ -5,6 +5,7 @@
     class_table(subs)   one line per submission, every failing function's hint, the similar files
     csv_text(...)       one row per submission: status, points, the error that stopped the file,
                         the similarity flag, per function status, max relative error, points, hint
+                        on the public problems, and the hidden problems' in columns of their own
     gradescope(sub)     Gradescope's results.json: one test per function and group of problems, each
                         with its points and visibility; every text in a code block
 
@@ -23,6 +24,7 @@ import re
 import textwrap
 
 from .compare import combine
+from .grade import Graded
 from .sandbox import shown
 
 OUTPUT_SHOWN = 1500             # characters of what a file printed shown in a report
@@ -114,8 +116,10 @@ def text_report(sub, seed, isolation: str = "", public_only: bool = False) -> st
     out.append(f"points: {_points(points)} / {_points(most)}")
     if sub.output_bytes:
         printed = clean(sub.output)
-        out += ["", f"your file printed {sub.output_bytes} bytes; the grader shows at most the first "
-                f"{min(len(printed), OUTPUT_SHOWN)} characters:", textwrap.indent(printed, "  | ")]
+        whole = len(sub.output.encode("utf-8", "surrogateescape")) == sub.output_bytes and len(printed) <= OUTPUT_SHOWN
+        out += ["", f"what your file printed ({sub.output_bytes} bytes, all of it):" if whole else
+                f"what your file printed ({sub.output_bytes} bytes; only the first {OUTPUT_SHOWN} characters "
+                "are shown):", textwrap.indent(printed, "  | ")]
     return "\n".join(out)
 
 
@@ -157,19 +161,25 @@ def class_table(subs, names: list, flags: dict | None = None) -> str:
 def csv_text(subs, names: list, flags: dict | None = None) -> str:
     """One row per submission; ``error`` is what stopped the whole file, ``similar`` the
     similarity flag; per function ``NAME_status``, ``NAME_max_rel_error``, ``NAME_points``,
-    ``NAME_hint`` (empty for a function of another exercise).  Every cell passes ``cell``."""
+    ``NAME_hint`` on the public problems (all of them when none is hidden), and, when some are
+    hidden, ``NAME_hidden_status``, ``NAME_hidden_points``, ``NAME_hidden_hint`` (empty for a
+    function of another exercise).  Every cell passes ``cell``."""
+    hidden = any(r.group == "hidden" for s in subs for r in s.results)
     columns = ["submission", "exercise", "status", "points", "max_points", "error", "similar"]
-    columns += [f"{n}_{what}" for n in names for what in ("status", "max_rel_error", "points", "hint")]
+    columns += [f"{n}_{what}" for n in names for what in ("status", "max_rel_error", "points", "hint")
+                + (("hidden_status", "hidden_points", "hidden_hint") if hidden else ())]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, columns)
     writer.writeheader()
     for s in subs:
-        row = {"submission": shown(s.path), "exercise": "+".join(g.exercise.name for g in s.graded),
-               "status": status(s), "points": _points(s.points), "max_points": _points(s.max_points),
-               "error": s.error, "similar": (flags or {}).get(s.path, "")}
-        for name, r in combine(s.results).items():
-            row.update({f"{name}_status": r.status, f"{name}_points": _points(r.points), f"{name}_hint": r.hint,
-                        f"{name}_max_rel_error": "" if math.isnan(r.max_rel) else f"{r.max_rel:.3e}"})
+        exercise = "+".join(g.exercise.name for g in s.graded) or (s.assigned.name if s.assigned else "")
+        row = {"submission": shown(s.path), "exercise": exercise, "status": status(s), "points": _points(s.points),
+               "max_points": _points(s.max_points), "error": s.error, "similar": (flags or {}).get(s.path, "")}
+        for r in s.results:
+            key = f"{r.name}_hidden" if r.group == "hidden" else r.name
+            row.update({f"{key}_status": r.status, f"{key}_points": _points(r.points), f"{key}_hint": r.hint})
+            if r.group != "hidden":
+                row[f"{r.name}_max_rel_error"] = "" if math.isnan(r.max_rel) else f"{r.max_rel:.3e}"
         for g in (g for g in s.graded if g.import_error):
             for f in g.exercise.functions:
                 row.update({f"{f.name}_status": "import error", f"{f.name}_points": "0", f"{f.name}_hint": g.import_error})
@@ -186,11 +196,12 @@ def block(text: str) -> str:
 
 def gradescope(sub, isolation: str = "", hidden_visibility: str = "after_due_date") -> dict:
     """Gradescope's results.json for one submission: a test per function and group of problems,
-    the hidden ones with ``hidden_visibility``; a file that did not import: every test at 0 of
-    its points, with the error; a file not graded at all: score 0 and why.  ``isolation`` goes
-    to nobody here: the caller prints it for the instructor."""
+    the hidden ones with ``hidden_visibility``; a file that did not import, or was not graded
+    as its assigned exercise: every test at 0 of its points, saying why; a file with no
+    exercise at all: score 0 and why.  ``isolation`` goes to nobody here: the caller prints it
+    for the instructor."""
     tests = []
-    for g in sub.graded:
+    for g in sub.graded or ([Graded(sub.assigned, import_error=sub.error)] if sub.assigned else []):
         functions = {f.name: f for f in g.exercise.functions}
         for r in g.results or [None]:
             for f in ([functions[r.name]] if r is not None else g.exercise.functions):
@@ -202,9 +213,9 @@ def gradescope(sub, isolation: str = "", hidden_visibility: str = "after_due_dat
 
 def _test(graded, f, r, hidden_visibility: str) -> dict:
     name = f"{f.signature}    {f.equation}"
-    if r is None:                                           # the file did not import
+    if r is None:                                           # the file did not import, or was not graded
         return {"name": name, "score": 0.0, "max_score": float(f.points), "status": "failed",
-                "output": block("could not import the file:\n\n" + graded.import_error), "output_format": "md",
+                "output": block("could not grade the file:\n\n" + graded.import_error), "output_format": "md",
                 "visibility": "visible"}
     table = "\n".join([f"{r.status} (max rel. error {_err(r.max_rel)})"] + function_table(r, f, graded.exercise)
                       + ([f"hint: {r.hint}"] if r.hint else []))

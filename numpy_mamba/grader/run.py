@@ -1,41 +1,51 @@
-"""``python -m numpy_mamba grade PATH...``: the autograder of tutorials/exercises/ (tutorials/README.md).
+"""python -m numpy_mamba grade PATH...: the autograder of tutorials/exercises/ (tutorials/README.md).
 
-A student grades one file or notebook, on the public problems (the report says how many hidden
-ones the course's autograder adds):
+A student grades one file or notebook, on the public problems of seed 0 or --seed N (the report
+says how many hidden ones the course's autograder adds):
 
     python -m numpy_mamba grade my_gradients.py          (or my_gradients.ipynb)
 
 An instructor grades a class (files, or folders searched recursively for *.py and *.ipynb;
 names starting with "_", and files that define no exercise function, are helpers), on every
-problem, with the similarity flag:
+problem, with the similarity flag, on problems drawn from a secret seed that no student has
+seen, kept in a file readable by the instructor only (made on first use; never a command-line
+number, which any process on the machine can read):
 
     python -m numpy_mamba grade submissions/ --exercise gradients --csv grades.csv
-    python -m numpy_mamba grade submission/ --json results.json      # one submission
+    python -m numpy_mamba grade submission/ --json results.json      (one submission)
 
-Each file is graded as one exercise: the one --exercise names, else the one its name says
-(gradients.py, gradients_anna.py), else the only one whose functions it defines.  Its functions
-run in child processes that hold no answer, confined at the best tier this machine offers
-(``sandbox``; tutorials/INSTRUCTORS.md): this process compares what they return.  Every run
-prints one line saying what is in force; a class run, --csv or --json refuses a weak sandbox
-unless --allow-weak-isolation is given.  No file stops a class run: whatever goes wrong with one
-fails that file with a message, and the CSV is always written.
+Without --secret FILE the seed is kept in numpy_mamba_secret.seed next to the --csv or --json
+file (a class table alone: a seed for this run only).  Each file is graded as one exercise: the
+one --exercise names, else the one its name says (gradients.py, gradients_anna.py), else the only
+one whose functions it defines.  Its functions run in child processes that hold no answer,
+confined at the best tier this machine offers (tutorials/INSTRUCTORS.md): this process compares
+what they return.  Every run prints one line saying what is in force; a class run, --csv or
+--json refuses a weak sandbox unless --allow-weak-isolation is given.  No file stops a class
+run: whatever goes wrong with one fails that file with a message, and the CSV is always written.
 
 Points per part: --points grad_W_C=3,grad_w=4 or --points points.json ({"grad_W_C": 3, ...}).
+
+How far each CPU budget is from the derivations and the shortcuts it stops (slowest derivation,
+budget, fastest stopped shortcut, the two ratios; exit 1 unless both are at least 5):
+
+    python -m numpy_mamba grade --margins gradients [PATH...]    (default: this checkout's files)
 
 Exit status, one file:   0 every function the file defines passes; 1 one fails, raises, times
                          out, is a stub, or the file defines none; 2 nothing was graded (usage
                          error, no such file, the file does not import); 3 the grader failed.
 Exit status, many files (or a folder):  0 every submission passes everything it defines; 1 at
                          least one does not (a file that does not import counts here); 2 usage
-                         error, a path that does not exist, an output that cannot be written, or
-                         a weak sandbox without --allow-weak-isolation; 3 the grader failed on a
-                         file (every row still written).
+                         error, a path that does not exist, an output that cannot be written, a
+                         secret seed that cannot be read, or a weak sandbox without
+                         --allow-weak-isolation; 3 the grader failed on a file (every row still
+                         written).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -46,6 +56,7 @@ from .grade import GraderError, Limits, Session, grade_many
 from .registry import all_exercises
 from .report import class_table, clean, csv_text, gradescope, text_report
 from .sandbox import shown
+from .seed import SECRET_NAME, SecretError, secret_seed
 
 
 def bounded_number(kind, low, high, what):
@@ -68,9 +79,12 @@ def _cores() -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m numpy_mamba grade", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a student's .py file, several, or folders of them")
-    p.add_argument("--seed", type=bounded_number(int, 0, 2**63 - 1, "an integer >= 0"), default=0,
-                   help="seed of the grading problems (default 0)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="a student's .py file, several, or folders of them")
+    p.add_argument("--seed", type=bounded_number(int, 0, 2**63 - 1, "an integer >= 0"), default=None,
+                   help="seed of one file's problems (default 0); a class run uses --secret instead")
+    p.add_argument("--secret", metavar="FILE", type=Path,
+                   help="the file keeping the class's secret seed, made on first use (default: "
+                        f"{SECRET_NAME} next to --csv or --json)")
     p.add_argument("--csv", metavar="FILE", help="write one row per submission to FILE")
     p.add_argument("--json", metavar="FILE", help="write Gradescope's results.json for ONE submission to FILE")
     p.add_argument("--exercise", choices=sorted(all_exercises()), help="grade every file as this exercise")
@@ -89,7 +103,25 @@ def parser() -> argparse.ArgumentParser:
                    help="grade a class or write --json even where the sandbox is incomplete")
     p.add_argument("--jobs", type=bounded_number(int, 1, _cores(), "a number of processes (at most the cores)"),
                    default=None, help=f"submissions graded at once (default: the cores, {_cores()})")
+    p.add_argument("--margins", metavar="EXERCISE", choices=sorted(e for e, x in all_exercises().items() if x.budget),
+                   help="measure how far EXERCISE's CPU budget is from the derivations and the shortcuts among "
+                        "PATHs (default: this checkout's tests/solutions and tests/student_files)")
     return p
+
+
+def _seed(args, single: bool) -> tuple:
+    """(the seed of this run's problems, shown to students or not, what to tell the instructor)."""
+    if single and not (args.csv or args.json) and args.secret is None:
+        return (args.seed or 0), True, ""
+    if args.seed is not None:
+        raise SecretError("a class run, --csv or --json draws its problems from a secret seed kept in a file "
+                          "(--secret FILE), never from --seed, which every process on this machine can read")
+    outputs = [Path(o) for o in (args.csv, args.json) if o]
+    if args.secret is None and not outputs:
+        return secrets.randbelow(2**63), False, "problems drawn from a secret seed made for this run only " \
+                                                "(--secret FILE or --csv keeps one)"
+    seed, note = secret_seed(args.secret or outputs[0].parent / SECRET_NAME)
+    return seed, False, note
 
 
 def points_spec(text: str) -> dict:
@@ -177,6 +209,11 @@ def _refusal(args, single: bool, isolation) -> str:
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.margins:
+        from .margins import main as margins
+        return margins(args, p)
+    if not args.paths:
+        p.error("give the files or folders to grade (PATH)")
     missing = [s for s in args.paths if not Path(s).exists() and not Path(s).is_symlink()]
     if missing:
         print(f"grade: no such file or folder: {', '.join(map(shown, missing))}", file=sys.stderr)
@@ -196,6 +233,7 @@ def main(argv=None) -> int:
             return 2
     try:
         isolation = sandbox.isolation([] if single else [Path(x).absolute() for x in args.paths])
+        seed, shown_seed, note = _seed(args, single)
     except ValueError as exc:
         print(f"grade: {exc}", file=sys.stderr)
         return 2
@@ -205,8 +243,10 @@ def main(argv=None) -> int:
         return 2
     if not single:                                  # one file: the line heads its report
         print(isolation.line, file=sys.stderr)
+    if note:
+        print(note, file=sys.stderr)
     public_only = single and not (args.json or args.csv or args.all_problems)
-    session = Session(args.seed, Limits(args.time_limit, args.memory_limit), args.points, args.hidden,
+    session = Session(seed, Limits(args.time_limit, args.memory_limit), args.points, args.hidden,
                       public_only, isolation)
     jobs = min(args.jobs or _cores(), len(files))
     helpers = [helpers_of(f, s) for f, s in zip(files, shared)]
@@ -215,10 +255,10 @@ def main(argv=None) -> int:
     except GraderError as exc:
         print(f"grade: internal error: {exc}", file=sys.stderr)
         return 3
-    return _finish(args, subs, skipped, single, isolation)
+    return _finish(args, subs, skipped, single, isolation, seed if shown_seed else None)
 
 
-def _finish(args, subs: list, skipped: list, single: bool, isolation) -> int:
+def _finish(args, subs: list, skipped: list, single: bool, isolation, seed) -> int:
     """Write the outputs, print the report or the class table; the exit status."""
     names = [n for e in all_exercises().values() for n in e.function_names
              if any(g.exercise.name == e.name for s in subs for g in s.graded)]
@@ -231,7 +271,7 @@ def _finish(args, subs: list, skipped: list, single: bool, isolation) -> int:
         print(f"wrote {shown(args.json)}", file=sys.stderr)
     try:
         if single:
-            return _single(subs[0], args.seed, isolation.line)
+            return _single(subs[0], seed, isolation.line)
         print(class_table(subs, names, found))
         for path in skipped:
             print(f"skipped {clean(shown(path))}: defines no exercise function")
@@ -246,7 +286,7 @@ def _finish(args, subs: list, skipped: list, single: bool, isolation) -> int:
 NOT_GRADED = ("no such", "could not", "not graded")
 
 
-def _single(sub, seed: int, isolation: str) -> int:
+def _single(sub, seed, isolation: str) -> int:
     """Print one student's report; the exit status of one file."""
     if sub.grader_error:
         print(f"grade: {clean(sub.grader_error)}", file=sys.stderr)

@@ -1,7 +1,7 @@
-"""Shortcut the budget does not stop: the hinge's slope derived, then dF/dW_C and dF/dW_B by
-differences with a large step (exact: F is linear in each), every coordinate at once, by pushing
-all the perturbed matrices through the forward pass as one batch.  It costs about what an
-analytic solution with loops over the batch costs (tutorials/INSTRUCTORS.md)."""
+"""Shortcut: the hinge's slope derived, then dF/dW_C and dF/dW_B by differences with a large step
+(exact: F is linear in each), every coordinate at once, by pushing all the perturbed matrices
+through the forward pass as one batch: on the budget problem that batch passes the memory budget
+(hostile_chunked_differences.py fits in memory, and passes the CPU budget instead)."""
 import numpy as np
 
 from numpy_mamba import gating

@@ -5,9 +5,9 @@ its known mistakes, reference and points are here."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit
 
-from ...model import gate_logits, gating, scores
+from ...model import gate_logits, gating, log_gating, scores
 from ...scan import recurrent_forward
 from ..compare import compare_array
 from ..hints import rel_error
@@ -36,34 +36,28 @@ def _reference(name, pb) -> Reference:
 
 
 def _gate_variant(kind, w, P):
-    sigma = expit(gate_logits(w, P))                          # (B, l+1)
-    keep = 1.0 - sigma
-    after = np.cumprod(keep[:, ::-1], axis=1)[:, ::-1]        # prod_{j>=i}(1 - sigma_j)
-    if kind == "inclusive":
-        return sigma * after
-    exclusive = np.ones_like(after)
-    exclusive[:, :-1] = after[:, 1:]                          # prod_{j>i}
-    if kind == "no_sigma_i":
-        return exclusive
-    if kind == "prefix":
-        before = np.cumprod(np.concatenate([np.ones_like(keep[:, :1]), keep[:, :-1]], axis=1), axis=1)
-        return sigma * before
-    if kind == "swapped_sigma":
-        s_after = np.ones_like(sigma)
-        s_after[:, :-1] = np.cumprod(sigma[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        return keep * s_after
-    if kind == "no_query_factor":
-        keep_context = keep.copy()
-        keep_context[:, -1] = 1.0                             # product stops at j = l
-        out = np.ones_like(sigma)
-        out[:, :-1] = np.cumprod(keep_context[:, ::-1], axis=1)[:, ::-1][:, 1:]
-        return sigma * out
-    if kind == "query_one":
-        out = gating(w, P)
-        out[:, -1] = 1.0
+    """Gates with one mistake, made from the package's gates of eq (3) (``model.gating``,
+    ``model.log_gating``): G_i = sigma_i prod_{j>i} (1 - sigma_j) with a factor added, dropped or
+    taken from the wrong side."""
+    a = gate_logits(w, P)                                     # (B, l+1)
+    G = gating(w, P)
+    if kind == "inclusive":                                   # times its own (1 - sigma_i)
+        return G * expit(-a)
+    if kind == "no_sigma_i":                                  # divided by sigma_i, in log space
+        return np.exp(log_gating(w, P) - log_expit(a))
+    if kind == "prefix":                                      # the earlier tokens: the reversed sequence's gates
+        return np.exp(log_gating(w, P[:, :, ::-1]))[:, ::-1]
+    if kind == "swapped_sigma":                               # sigma(-a) = 1 - sigma(a)
+        return np.exp(log_gating(-w, P))
+    if kind == "no_query_factor":                             # the context's gates without (1 - sigma_query)
+        out = np.exp(log_gating(w, P) - log_expit(-a[:, -1:]))
+        out[:, -1] = G[:, -1]
         return out
+    if kind == "query_one":
+        G[:, -1] = 1.0
+        return G
     if kind == "reversed":
-        return gating(w, P)[:, ::-1]
+        return G[:, ::-1]
     raise ValueError(f"unknown gate mistake {kind!r}")
 
 

@@ -2,11 +2,12 @@
 LayerParams(dW_B, dW_C, dW))`` of one Mamba layer of the stack (Section 4.2, tutorial 08).
 
 The four pieces of the answer are graded as four functions (dH, dW_B, dW_C, dW), each against
-``layer.layer_backward`` and, independently, against central finite differences of
-sum(dO * layer_forward(H, layer)[0]).  ``layer_backward`` is called once per problem.  The
-problems are layers of random three-layer stacks at each position (layer 1: H = P; layer 2:
-the query's label slot holds F; layer 3: dO in one entry), l = 1 with B = 1, m != d+1 and
-saturated gates.  The solution is the Mamba layer only, so every problem is "mamba".
+``layer.layer_backward`` and, independently, against central differences of
+sum(dO * layer_forward(H, layer)[0]) along three random directions (``problems.directional``).
+``layer_backward`` is called once per problem.  The problems are layers of random three-layer
+stacks at each position (layer 1: H = P; layer 2: the query's label slot holds F; layer 3: dO in
+one entry), l = 1 with B = 1, m != d+1 and saturated gates, and the paper-size problem within a
+CPU budget.  The solution is the Mamba layer only, so every problem is "mamba".
 """
 from __future__ import annotations
 
@@ -16,24 +17,21 @@ from functools import lru_cache
 import numpy as np
 
 from ...data import SECTION4, make_world, training_batch
-from ...gradcheck import numerical_gradient
 from ...layer import LayerCache, LayerParams, layer_backward, layer_forward
 from ..compare import compare_array, describe
-from ..hints import rel_error
 from ..layer_mistakes import LAYER_MISTAKES, mistaken_parts
-from ..layer_mistakes import backward as layer_mistakes_backward
-from ..problems import random_prompts
+from ..problems import directional, random_prompts
 from ..registry import Exercise, Function, Reference, register
 
 PARTS = ("dH", "dW_B", "dW_C", "dW")
 # A backward pass meets this with room (within 4e-16 on every problem of 25 seeds); differencing
 # the layer is 4e-12 off at best for dH and 7e-12 for dW (tests/test_grader_shortcuts.py).
 TOL_REFERENCE = 1e-13
-# The paper-size problem's CPU budget, in forward passes of eq (3) (``problems.forward_seconds``):
-# a backward pass takes at most ~500 (tests/test_grader_sandbox.py prints them); any
-# per-coordinate method (finite differences, complex step, dual numbers) one forward pass of the
-# layer per coordinate, ~100 of these units each, for 41,664 coordinates of dH alone.
-BUDGET_UNITS = 2000
+# layer_backward on the paper-size problem within this many forward passes of the layer on it: a
+# backward pass takes 5 to 11 of them as the grader counts its CPU time, Python loops included,
+# and any per-coordinate method (finite differences, complex step, dual numbers) one per
+# coordinate, of which dW alone has 961 and dH 41,664 (``python -m numpy_mamba grade --margins stack``).
+BUDGET_UNITS = 80
 EXPECTED = "not (dH, LayerParams(dW_B, dW_C, dW))"
 
 # The forward pass of one layer, nothing that differentiates it (``kit.py``).
@@ -43,14 +41,12 @@ IMPORTS = ("numpy_mamba.stack:LayerParams", "numpy_mamba.stack:layer_forward", "
 
 @dataclass(frozen=True)
 class LayerProblem:
-    """One grading problem: the upstream gradient dO (B, D, N), the LayerCache of
-    ``layer_forward(H, layer, "mamba")`` and the central-difference gradients ``numerical``
-    (dH, dW_B, dW_C, dW) of sum(dO * O)."""
+    """One grading problem: the upstream gradient dO (B, D, N) and the LayerCache of
+    ``layer_forward(H, layer, "mamba")``."""
 
     name: str
     dO: np.ndarray
     cache: LayerCache
-    numerical: tuple
 
 
 def _layer(rng, D, m=None, scale=0.6):
@@ -114,37 +110,38 @@ PROBLEM_NOTES = {
 }
 
 
-def _numerical(dO, cache) -> tuple:
-    """Central differences of sum(dO * O) w.r.t. H and the layer's parameters."""
-    def f(H, layer):
-        return float(np.sum(dO * layer_forward(H, layer)[0]))
-    dH = numerical_gradient(lambda H: f(H, cache.layer), cache.H)
-    return (dH,) + tuple(numerical_gradient(lambda layer: f(cache.H, layer), cache.layer))
+def _part_loss(pb, k: int):
+    """sum(dO * O) as a function of part ``k`` (H, W_B, W_C, W) of the layer's input."""
+    def loss(x):
+        H, layer = pb.cache.H, pb.cache.layer
+        if k == 0:
+            return float(np.sum(pb.dO * layer_forward(x, layer)[0]))
+        return float(np.sum(pb.dO * layer_forward(H, layer._replace(**{layer._fields[k - 1]: x}))[0]))
+    return loss
+
+
+def forward(pb) -> None:
+    """One forward pass of the layer on ``pb``: the stack's budget is counted in these."""
+    layer_forward(pb.cache.H, pb.cache.layer)
 
 
 @lru_cache(maxsize=8)
 def make_problems(seed: int = 0) -> tuple:
-    """The seeded layer problems of PROBLEM_RECIPES with their differences, computed once per seed."""
-    problems = []
-    for k, (name, recipe) in enumerate(PROBLEM_RECIPES):
-        dO, cache = recipe(np.random.default_rng([seed, 100 + k]))
-        problems.append(LayerProblem(name, dO, cache, _numerical(dO, cache)))
-    return tuple(problems)
+    """The seeded layer problems of PROBLEM_RECIPES."""
+    return tuple(LayerProblem(name, *recipe(np.random.default_rng([seed, 100 + k])))
+                 for k, (name, recipe) in enumerate(PROBLEM_RECIPES))
 
 
 @lru_cache(maxsize=8)
 def paper_problem(seed: int = 0) -> LayerProblem:
     """Layer 2 of a three-layer stack at Section 4's size (D = d+1 = 31, B = 64 prompts of l = 20
-    examples from the data model), graded within a CPU budget; the independent check is the
-    grader's own reading form of the backward pass (``layer_mistakes.backward``)."""
+    examples from the data model), graded within a CPU budget."""
     rng = np.random.default_rng([seed, 199])
     world = make_world(rng=rng)
     H = training_batch(world, 64, SECTION4.l_tr, p_a=0.5, rng=rng).P
     O, _ = layer_forward(H, _layer(rng, world.d + 1))
     dO, cache = rng.standard_normal(H.shape), layer_forward(H + O, _layer(rng, world.d + 1))[1]
-    dH, grads = layer_mistakes_backward(dO, cache)
-    return LayerProblem(f"paper size: D = {world.d + 1}, B = 64, N = {SECTION4.l_tr + 1} (CPU budget)", dO, cache,
-                        (dH,) + tuple(grads))
+    return LayerProblem(f"paper size: D = {world.d + 1}, B = 64, N = {SECTION4.l_tr + 1} (CPU budget)", dO, cache)
 
 
 def _inputs(name, pb):
@@ -154,8 +151,8 @@ def _inputs(name, pb):
 def _reference(name, pb) -> Reference:
     dH, grads = layer_backward(pb.dO, pb.cache)
     k = PARTS.index(name)
-    numerical = pb.numerical[k]
-    return Reference(((dH,) + tuple(grads))[k], lambda S: rel_error(S, numerical))
+    return Reference(((dH,) + tuple(grads))[k],
+                     directional(_part_loss(pb, k), ((pb.cache.H,) + tuple(pb.cache.layer))[k], [4, k]))
 
 
 def part(name, answer):
@@ -202,4 +199,5 @@ STACK = register(Exercise(
     independent_check="vs finite diff.",
     problems=make_problems, inputs=_inputs, reference=_reference, compare=compare_array, part=part,
     mistakes=_mistakes, shape_hint=_shape_hint, problem_notes=PROBLEM_NOTES, tol_reference=TOL_REFERENCE,
-    budget=paper_problem, budget_units=BUDGET_UNITS, budget_memory_mb=512, hidden=("saturated",), sources=("numpy_mamba.layer",)))
+    budget=paper_problem, forward=forward, budgeted=PARTS, budget_units=BUDGET_UNITS, budget_memory_mb=512,
+    hidden=("saturated",), sources=("numpy_mamba.layer",)))

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from numpy_mamba.grader.seed import SECRET_HEADER
+
 from numpy_mamba.grader import sandbox
 from test_grader_attacks import HELPERS, SECRET, container_image
 
@@ -170,17 +172,20 @@ def test_links_next_to_a_submission_are_refused_with_a_row_that_says_so(replays,
 
 
 def test_the_gradescope_runner_refuses_links_to_its_own_files(tmp_path):
-    """On Gradescope the submission folder sits next to source/autograder.json (the secret seed)
-    and submission_metadata.json: helpers linking to them refuse the submission, and
-    results.json shows neither."""
+    """On Gradescope the submission folder sits next to source/secret.seed (the secret seed),
+    source/autograder.json and submission_metadata.json: helpers linking to them refuse the
+    submission, and results.json shows none of them."""
     from numpy_mamba.grader import gradescope
     root = tmp_path / "autograder"
     (root / "source").mkdir(parents=True)
     (root / "submission").mkdir()
-    (root / "source" / "autograder.json").write_text(json.dumps({"exercise": "gradients", "seed": 918273645}))
+    (root / "source" / "autograder.json").write_text(json.dumps({"exercise": "gradients"}))
+    (root / "source" / "secret.seed").write_text(f"{SECRET_HEADER}918273645\n")
+    (root / "source" / "secret.seed").chmod(0o600)
     (root / "submission_metadata.json").write_text(json.dumps({"previous_submissions": ["SCORE-77"]}))
     shutil.copy(STUDENTS / "attack_linked_secrets.py", root / "submission" / "gradients.py")
-    (root / "submission" / "_leak_seed.py").symlink_to("../source/autograder.json")
+    (root / "submission" / "_leak_seed.py").symlink_to("../source/secret.seed")
+    (root / "submission" / "_leak_settings.py").symlink_to("../source/autograder.json")
     (root / "submission" / "_leak_metadata.py").symlink_to("../submission_metadata.json")
     data = gradescope.grade_root(root, json.loads((root / "source" / "autograder.json").read_text()),
                                  log=lambda line: None)

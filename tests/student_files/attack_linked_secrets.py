@@ -1,6 +1,6 @@
 """Secrets: helper modules that are links to what the grader can read and the student cannot
 (_leak_*.py: the grader's own environment through /proc/self/environ, a root-only key, a hard link
-to another; on Gradescope ../source/autograder.json, the secret seed; the tests make them).  A
+to another; on Gradescope ../source/secret.seed, the secret seed, and ../source/autograder.json; the tests make them).  A
 grader that opens what the student names copies them into the sandbox, where this file reads
 them and sends them back in its error message."""
 from pathlib import Path

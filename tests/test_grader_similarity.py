@@ -47,11 +47,10 @@ def _share(source, exercise: str = "gradients") -> float:
 
 def pasted() -> str:
     """The reference module pasted whole, its relative imports dropped, the three functions
-    calling its batched reading form."""
+    calling its ``gradients`` (eqs (93), (118), (135))."""
     text = inspect.getsource(importlib.import_module("numpy_mamba.gradients"))
     text = re.sub(r"^from (\.|__future__).*$", "", text, flags=re.MULTILINE)
-    return text + "".join(f"\n\ndef {name}(params, P, z):\n    return eq3_value_and_gradients(\"mamba\", params, P, z)"
-                          f"[1].{name[5:]}\n" for name in ENTRIES)
+    return text + "".join(f"\n\ndef {name}(params, P, z):\n    return gradients(params, P, z).{name[5:]}\n" for name in ENTRIES)
 
 
 def _padded(source: str) -> str:

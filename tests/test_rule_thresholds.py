@@ -466,8 +466,8 @@ def test_step_size_divergence_either_side_of_its_threshold(loss, kept):
 @pytest.mark.parametrize("gap, tied", [(TIE * IN, True), (TIE * OUT, False)])
 def test_step_size_tie_either_side_of_its_threshold(gap, tied):
     """If this fails, the step-size rule's tie decides elsewhere than its text says: mean losses 1 %
-    less than TIE apart are tied (the larger margin wins), 1 % more apart are not (the lower loss
-    wins)."""
-    score = {0.1: (0.5, 1.0), 0.2: (0.5 + gap, 9.0)}
+    less than TIE apart are tied (the smaller eta wins, whatever its margin), 1 % more apart are not
+    (the lower loss wins)."""
+    score = {0.1: (0.5 + gap, 1.0), 0.2: (0.5, 9.0)}
     r = choose({"eta": (0.1, 0.2)}, lambda f, s: score[f["eta"]], seeds=[0])
-    assert r["chosen"] == ({"eta": 0.2} if tied else {"eta": 0.1})
+    assert r["chosen"] == ({"eta": 0.1} if tied else {"eta": 0.2})

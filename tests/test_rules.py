@@ -319,19 +319,21 @@ def test_theorem4_reaches_each_level():
 
 
 # ------------------------------------------------------------------ step-size ties
-def test_step_size_tie_goes_to_the_papers_delta_then_the_larger_margin():
-    """Three candidates fit the training data perfectly (loss 0): delta = 0.2 wins over an earlier
-    delta = 0.05 with a larger margin; without delta on the grid the larger margin wins."""
+def test_step_size_tie_goes_to_the_papers_delta_then_the_smaller_eta():
+    """If this fails, the step-size rule's tie-break rewards scale again: three candidates fit the
+    training data perfectly (loss 0), and their margins z F grow with eta, as they do when the weights
+    grow with the step.  delta = 0.2 wins over an earlier delta = 0.05; among those at delta = 0.2 and
+    without delta on the grid the smaller eta wins, whatever the margins."""
     score = {(0.05, 0.1): (0.0, 9.0), (0.2, 0.1): (0.0, 2.0), (0.2, 0.3): (0.0, 4.0), (0.05, 0.3): (0.1, 30.0)}
     r = choose({"delta": (0.05, 0.2), "eta": (0.1, 0.3)}, lambda f, s: score[(f["delta"], f["eta"])], seeds=[0, 1])
-    assert r["chosen"] == {"delta": PAPER_DELTA, "eta": 0.3} and len(r["tied"]) == 3
-    eta_only = {0.1: (0.0, 2.0), 0.2: (0.0, 5.0), 0.5: (0.0, 3.0)}
-    assert choose({"eta": (0.1, 0.2, 0.5)}, lambda f, s: eta_only[f["eta"]], seeds=[0])["chosen"] == {"eta": 0.2}
+    assert r["chosen"] == {"delta": PAPER_DELTA, "eta": 0.1} and len(r["tied"]) == 3
+    eta_only = {0.1: (0.0, 2.0), 0.2: (0.0, 5.0), 0.5: (0.0, 9.0)}
+    assert choose({"eta": (0.5, 0.2, 0.1)}, lambda f, s: eta_only[f["eta"]], seeds=[0])["chosen"] == {"eta": 0.1}
 
 
 def test_step_size_tie_break_never_overrides_a_lower_loss():
     score = {0.1: (0.01, 0.5), 0.2: (0.0, 0.1)}
     r = choose({"eta": (0.1, 0.2)}, lambda f, s: score[f["eta"]], seeds=[0])
     assert r["chosen"] == {"eta": 0.2} and r["tied"] == [{"eta": 0.2}]
-    plain = choose({"eta": (0.1, 0.2)}, lambda f, s: 0.0, seeds=[0])       # bare losses: grid order
+    plain = choose({"eta": (0.2, 0.1)}, lambda f, s: 0.0, seeds=[0])       # bare losses tied: the smaller eta
     assert plain["chosen"] == {"eta": 0.1}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..measure.verdicts import case, claim_row, judge_cases
 from ..model import PAPER_MODELS as MODELS
-from ..runs.step_size import RULE as STEP_RULE
+from ..runs.step_size import RULES as STEP_RULES
 from .settings import FACTOR_LABEL, MODEL_TEXT, TESTS
 
 CLOSE = 0.01
@@ -19,7 +19,7 @@ GAP = ("the gap: distance-2 accuracy against the lowest of the other task groups
        "seed means on the prompts of every task; closed when within 1 point. Cases: model x depth x test prompts "
        "(FQ, R, CQ at alpha = 0.5, clean)")
 ABLATION_RULES = {
-    "step-size": STEP_RULE,
+    **STEP_RULES,
     "ab-untrained": "training on the cycle creates the gap: the untrained model (initialisation) has no gap and its "
                     "distance-2 accuracy exceeds the trained baseline's (95% t-interval of the paired change above 0) "
                     "holds; the untrained model better at distance 2 (seed mean) holds in trend; otherwise fails. "

@@ -110,7 +110,8 @@ def _step_sizes(result: dict) -> list:
             note = f" (every eta diverged at delta = {', '.join(failed)})" if failed else ""
             final = v["tried"][-1]
             ties = final.get("tied", [])
-            tie = (f"; {len(ties)} candidates tied at the lowest held-out loss, the larger mean margin z F chose"
+            etas = ", ".join(f"{t['eta']:g}" for t in ties)
+            tie = (f"; {len(ties)} candidates tied at the lowest held-out loss (eta = {etas}), the smaller eta chosen"
                    if len(ties) > 1 else "")
             lines.append(f"  - {MODEL_TEXT[m]}, {a.replace('_', ' ')}: delta = {v['delta']:g}, eta = {v['eta']:g}"
                          f"{note}{tie}")

@@ -10,8 +10,8 @@ one-layer measurements (``mechanism.score_sums``, ``measure.gates.gate_profile``
 tests/test_reproduce_depth3.py checks them against a literal loop over ``stack.forward_with_caches``.
 
 Delta and eta are chosen per model by the rule of runs/step_size.py over delta x eta grids on
-selection worlds (never the test settings; ties go to the paper's delta = 0.2, then the larger
-held-out margin).  This part runs its own number of seeds and steps (``SETTINGS``).
+selection worlds (never the test settings; ties go to the paper's delta = 0.2, then the smaller
+eta).  This part runs its own number of seeds and steps (``SETTINGS``).
 """
 from __future__ import annotations
 

@@ -20,10 +20,10 @@ from . import registry
 from ..measure.rates import TIE_RULE
 from ..runs.output import SMOKE
 from ..runs.results import details, opening
-from ..runs.step_size import RULE as STEP_RULE
+from ..runs.step_size import RULES as STEP_RULES
 from .tables import SHORT, main_setting_note, step_size_table
 
-RULES = {**FIG2_RULES, **MECHANISM_RULES, "step-size": STEP_RULE, "tie": TIE_RULE}
+RULES = {**FIG2_RULES, **MECHANISM_RULES, **STEP_RULES, "tie": TIE_RULE}
 
 
 def own_results(experiment, results: dict) -> dict:

@@ -244,9 +244,9 @@ DIVERGENCE_RULE = (
 def divergence(F, loss: float, params) -> str:
     """Why Psi^(t) has diverged (``DIVERGENCE_RULE``), or "" if it has not: F (B,) the outputs on the
     minibatch, ``loss`` their mean hinge loss, ``params`` Psi^(t)."""
-    with np.errstate(invalid="ignore"):
-        largest = max(float(np.max(np.abs(a), initial=0.0)) for a in leaves(params))
-        output = float(np.max(np.abs(F), initial=0.0))
+    with np.errstate(invalid="ignore"):                     # a NaN makes the largest NaN: not finite below
+        largest = max(float(abs(a).max()) for a in leaves(params) if a.size)
+        output = float(abs(F).max()) if F.size else 0.0
     if not (np.isfinite(loss) and np.isfinite(largest) and np.isfinite(output)):
         return f"loss = {loss}, parameters finite = {bool(np.isfinite(largest))}"
     if output > DIVERGENCE_BOUND or largest > DIVERGENCE_BOUND:

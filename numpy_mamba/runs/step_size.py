@@ -7,8 +7,8 @@ The rule (``choose``), written before any run it is applied to:
    candidate.
 2. For each selection seed, every candidate trains from the same initialisation on the same
    minibatch stream (the seed's own streams, disjoint from those of the experiments), and is
-   scored by the hinge loss (eq (4)) on a held-out batch of training prompts (Definition 1,
-   tasks T_tr) drawn from the seed's own stream.
+   scored by the hinge loss (eq (4)) on a held-out batch of training prompts (Definition 1, from
+   the tasks it trains on: T_tr, or every pair) drawn from the seed's own stream.
 3. A candidate whose run diverges in any seed is excluded: it passed the divergence bound of
    ``sgd.DIVERGENCE_RULE`` at some step (an output or parameter beyond 1e6, or not finite), or
    its held-out loss is above ``DIVERGED_ABOVE`` (the hinge loss at initialisation is about 1; a
@@ -58,6 +58,7 @@ RULE = ("for each candidate, train from the same initialisation on the same mini
         "(Section 4) where delta is on the grid, then to the smaller eta, then to the earlier candidate in grid "
         f"order ({TIE_BREAK_WHY}); no test setting is looked at")
 RULES = {"step-size": RULE, "divergence": DIVERGENCE_RULE}      # the rules a command using this one cites
+TRAINING_SETS = {"cycle": lambda world: None, "all": lambda world: world.all_tasks()}   # TrainConfig.tasks -> tasks
 
 
 def candidates(grid: Mapping[str, Sequence]) -> list[dict]:
@@ -149,8 +150,8 @@ def heldout_losses(world_for_seed: Callable, config: TrainConfig, net: Network, 
     configs = [replace(config, **fields) for fields in candidates]
     runs = train_together(world, configs, net, rng=np.random.default_rng([seed, *stream, 1]))
     cfg = configs[0]                                        # the prompt fields are every candidate's
-    held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,
-                          rng=np.random.default_rng([seed, *stream, 2]))
+    held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,    # its training tasks
+                          rng=np.random.default_rng([seed, *stream, 2]), tasks=TRAINING_SETS[cfg.tasks](world))
     scores = []
     for run in runs:
         if isinstance(run, DivergenceError):                # CollapseError included

@@ -160,7 +160,9 @@ def _convergence(results: dict, files: dict) -> list:
         f"![convergence]({files['convergence'].name})", "",
         f"Steps until the hinge loss on a fixed held-out batch of 128 training prompts first falls below "
         f"eps = {sp['eps']} (checked before every step), eta = {sp['eta']}, delta = {sp['delta']}, B = {sp['B']}, "
-        f"{len(sp['seeds'])} seeds. delta is smaller than Section 4's 0.2 because with delta = 0.2 the linear "
+        f"{len(sp['seeds'])} seeds; a run stops at T_max = {sp['T_max']['mamba']} steps (Mamba) or "
+        f"{sp['T_max']['linear_transformer']} (linear Transformer) if it has not reached eps by then (T = null). "
+        "delta is smaller than Section 4's 0.2 because with delta = 0.2 the linear "
         "Transformer starts below eps (its sum over l examples is already > 1), which leaves nothing to count.", "",
         "Rule [slope](#rule-slope): each seed's slope against the claimed exponent; a p_a at which no seed reaches "
         "eps is a failing case (T = Theta((1-p_a)^-1) claims it finite there).", "",

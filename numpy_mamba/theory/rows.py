@@ -6,6 +6,7 @@ import numpy as np
 
 from ..measure.error_verdicts import THEOREM4_RULE
 from ..measure.mechanism_verdicts import COROLLARY1_RULE
+from ..measure.rates import SD_RULE
 from ..measure.verdicts import EXPONENT_TOL, claim_row
 from ..runs.step_size import RULES as STEP_RULES
 from .claims import ALPHA_RULES, SLOPE_RULE, THM4D_TOL
@@ -14,7 +15,7 @@ from .verdicts import GATE_RULES, TRAJECTORY_RULES
 RULES = {"slope": SLOPE_RULE.format(tol=EXPONENT_TOL) + f". Theorem 4 (d): within {THM4D_TOL:g}, its l_ts grid being "
                                                          "coarser",
          **ALPHA_RULES, "thm4": THEOREM4_RULE.format(eps="0.25 and 0.1"), "cor1": COROLLARY1_RULE.format(r=0.1),
-         **GATE_RULES, **TRAJECTORY_RULES, **STEP_RULES}
+         **GATE_RULES, **TRAJECTORY_RULES, **STEP_RULES, "sd": SD_RULE}
 SECTIONS = {"convergence": "#theorems-1-and-3-iterations-to-converge", "alpha": "#theorems-2-and-4-tolerated-outlier-fraction",
             "cor1": "#corollary-1-attention-concentrates-on-same-pattern-examples",
             "gates": "#corollary-2-and-lemma-5-gates", "lemmas": "#lemmas-4-6-along-training"}

@@ -18,8 +18,10 @@ from .tables import PAPER_TABLE1, TABLE1_HEADING
 
 CLOSE = 0.01
 GAP = ("the gap: distance-2 accuracy against the lowest of the other task groups (training, reversed, distance 3), "
-       "seed means on the prompts of every task; closed when within 1 point. Cases: model x depth x test prompts "
-       "(FQ, R, CQ at alpha = 0.5, clean)")
+       "seed means on the prompts of every task; closed when within 1 point. Means and paired changes are over the "
+       "healthy runs only: a run past the divergence bound (rule divergence) is left out from the step it passed it, "
+       "and the seeds left are counted wherever they are fewer. Cases: model x depth x test prompts (FQ, R, CQ at "
+       "alpha = 0.5, clean)")
 ABLATION_RULES = {
     **STEP_RULES,
     "ab-untrained": "training on the cycle creates the gap: the untrained model (initialisation) has no gap and its "

@@ -96,7 +96,7 @@ def claim_link(row: dict) -> str:
     return anchor(row["claim"]) if row.get("detail") else row["see"][0][1]
 
 
-def short_title(title: str, width: int = 48) -> str:
+def short_title(title: str, width: int = 42) -> str:
     """A claim's title cut at a word boundary to about ``width`` characters, for the summary."""
     title = title.replace(" (SMOKE RUN)", "")
     return title if len(title) <= width else title[:title.rfind(" ", 0, width - 3)] + "..."

@@ -59,6 +59,15 @@ def _corr(x) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
 
 
+def _corr_words(x) -> str:
+    """What a correlation of alpha* with Theorem 2's bound says (|r| < 0.3: nothing)."""
+    if x is None:
+        return ""
+    if abs(x) < 0.3:
+        return ": the bound does not predict where Mamba's error rises"
+    return ": alpha* rises with the bound" if x > 0 else ": alpha* falls where the bound rises"
+
+
 def _pct(x) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
@@ -208,7 +217,7 @@ def _tolerance(results: dict, files: dict) -> list:
         f"Largest Mamba alpha*: {a['mamba_alpha_star_max']:.2f}. Mean Mamba alpha* by l_ts "
         f"{_d(a['mamba_alpha_star_by_l_ts'])}: the bound falls like 1/l_ts, the measured alpha* "
         f"{_trend(a['mamba_alpha_star_by_l_ts'])}; over every (case, seed), alpha* and the bound correlate at "
-        f"{_corr(a.get('mamba_alpha_star_vs_predicted_corr'))}: the bound does not predict where Mamba's error rises.",
+        f"{_corr(a.get('mamba_alpha_star_vs_predicted_corr'))}{_corr_words(a.get('mamba_alpha_star_vs_predicted_corr'))}.",
         f"- Remark 5 (rule [remark5-alpha](#rule-remark5-alpha)): Mamba's alpha* larger than the linear Transformer's in "
         f"{_pct(a['fraction_mamba_above_lt'])} of matched (case, seed) pairs -> **{a['verdict'].get('remark5', 'n/a')}**"
         f": {a.get('verdict_detail', {}).get('remark5', '')}. Figure 2's version of this claim (error against alpha) "

@@ -60,11 +60,11 @@ def compute(settings, only=None, jobs: int = 1, progress=True) -> tuple[dict, di
     asked = {e: tuple(n for n in e.json_names if n in only) for e in reversed(registry.EXPERIMENTS)}   # slowest first
     asked = {e: names for e, names in asked.items() if names}
     selections = {e: e.selection(e.settings(settings)) for e in asked}
-    owner = {}                                  # a selection two experiments share runs once, as the first one's
+    owner, selection_plans = {}, {}             # a selection two experiments share runs once, as the first one's
     for e in (e for e in registry.EXPERIMENTS if e in selections):
-        for key in selections[e]:
+        for key, plan in selections[e].items():
             owner.setdefault(key, e.name)
-    selection_plans = {key: plan for plans in reversed(list(selections.values())) for key, plan in plans.items()}
+            selection_plans.setdefault(key, plan)
     chosen, seconds = run_plans(selection_plans, jobs=jobs, name="reproduce: step sizes", progress=progress)
     plans = {e.name: e.plan(e.settings(settings), {key: chosen[key] for key in selections[e]}, names)
              for e, names in asked.items()}

@@ -87,7 +87,9 @@ def table(claims: dict) -> list:
         for r in found["rows"]:
             verdict = f"**{r['verdict']}**" + (f" ([{r['rule']}](#rule-{r['rule']}))" if r["rule"] else "")
             cells = [f"{r['claim']}{smoke}", r["paper"], r["ours"], verdict, r["where"], _see(r)]
-            lines.append("| " + " | ".join(_cell(c, f"{command}/{r['key']}") for c in cells) + " |")
+            lines.append("| " + " | ".join(_cell(c, f"{command}/{r['key']} of claims_{command}.json; a file an older "
+                                                  f"version wrote is rewritten by running `{command}` again")
+                                           for c in cells) + " |")
     return lines
 
 

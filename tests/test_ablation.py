@@ -15,7 +15,6 @@ import pytest
 
 from numpy_mamba import TrainConfig, network, train
 from numpy_mamba.cli import COMMANDS
-from numpy_mamba.ablation import run as ablation
 from numpy_mamba.ablation.report import change_verdict, report_section
 from numpy_mamba.ablation.results import PAPER, spread
 from numpy_mamba.ablation.settings import HELD_OUT, QUICK, STREAM, TESTS, AblationSettings

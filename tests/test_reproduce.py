@@ -20,8 +20,8 @@ from numpy_mamba.reproduce import depth3
 from tests.helpers import broken_links
 
 PNGS = ["fig2.png", "fig2_kappa8.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
-        "table1.png", "fig3_L3.png", "fig4_L3.png", "fig5.png", "fig6.png", "table1_L3.png"]
-JSONS = ["fig2.json", "fig3.json", "fig4.json", "table1.json", "depth3.json"]
+        "table1.png", "fig3_L3.png", "fig4_L3.png", "fig5.png", "fig6.png", "table1_L3.png", "factorial.png"]
+JSONS = ["fig2.json", "factorial.json", "fig3.json", "fig4.json", "table1.json", "depth3.json"]
 # keys whose values (scalars or nested lists) are rates or gate values and must lie in [0, 1]
 RATE_KEYS = {"rate", "ci95", "ci95_low", "ci95_high", "seed_ci95", "seed_ci95_low", "seed_ci95_high", "seed_mean",
              "seed_min", "seed_max", "error_train_tasks",
@@ -94,7 +94,7 @@ def test_report_has_a_verdict_per_claim(quick_run):
     keys = {r["key"] for r in rows}
     assert {"fig2_small", "thm2_inside", "lt_rise", "remark5", "unseen", "cor1_1", "growth_1", "gate_ratio_1", "decay_1",
             "table1_numbers_1", "table1_pattern_1", "cor1_3", "growth_3", "gate_ratio_3", "decay_3", "table1_numbers_3",
-            "table1_pattern_3"} == keys
+            "table1_pattern_3", "factorial_reached", "breakeven"} == keys
     words = ("holds", "holds in part", "holds in trend", "does not hold here")
     assert all(r["verdict"].removesuffix(" (borderline)") in words for r in rows), [r["verdict"] for r in rows]
     for r in rows:
@@ -102,22 +102,35 @@ def test_report_has_a_verdict_per_claim(quick_run):
     assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in the section header"
 
 
-def test_report_opens_with_the_results_table(quick_run):
-    """If this fails, REPORT.md's first screen is not the results table (one row per claim, no cell
-    over 300 characters, each row linking its figure), or the main-setting argument and the rules
-    are not written once below it."""
+def test_report_opens_with_the_summary_then_the_results_table(quick_run):
+    """If this fails, REPORT.md's first screen is not a summary of at most 15 lines (the verdicts,
+    why Figure 2 misses, where its size is reached, each linked to a heading of the report) and then
+    the results table (one row per claim, no cell a reader sees as over 200 characters, each row
+    linking its figure), or the main-setting argument and the rules are not written once in the
+    appendix below the results."""
+    from numpy_mamba.runs.results import MAX_CELL, anchor, visible
     text = (quick_run.out / "REPORT.md").read_text()
-    first = text.splitlines()[:60]
-    table = [line for line in first if line.startswith("| ") and not line.startswith("| claim")]
+    head = text.split("<!-- END results -->")[0]
+    lines = head.splitlines()
+    assert lines[3] == "## Summary", "the summary is the first thing after the title"
+    summary = head.split("## Summary")[1].split("## Results")[0]
+    items = [line for line in summary.splitlines() if line.startswith("- ")]
+    assert 3 <= len(items) <= 15 and any("Why Figure 2 misses" in line for line in items)
+    anchors = {anchor(line) for line in text.splitlines() if line.startswith("#")}
+    for target in re.findall(r"\]\((#[^)]+)\)", summary):
+        assert target in anchors, f"the summary links {target}, a heading the report does not have"
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| claim")]
     rows = json.loads((quick_run.out / "claims_reproduce.json").read_text())["rows"]
     assert len(table) == len(rows), "every reproduce claim has its row on the first screen"
     for line in table:
         cells = [c.strip() for c in line.strip("|").split(" | ")]
-        assert len(cells) == 6 and max(map(len, cells)) <= 300, line[:120]
+        assert len(cells) == 6 and max(len(visible(c)) for c in cells) <= MAX_CELL == 200, line[:120]
         assert ".png)" in cells[5] or "#" in cells[5], "a row links its figure or section"
-    head = text.split("<!-- END results -->")[0]
-    assert head.count("### Main setting") == 1 and head.count("### Rules") == 1
-    assert {f"#rule-{r['rule']}" for r in rows if r["rule"]} <= set(re.findall(r"\]\((#rule-[\w-]+)\)", head))
+    appendix = text.split("<!-- BEGIN appendix -->")[1]
+    assert text.rstrip().endswith("<!-- END appendix -->"), "the appendix closes the report"
+    assert appendix.count("### Main setting") == 1 and appendix.count("### Rules") == 1 and "### Rules" not in head
+    assert "kappa_a' = kappa_a = 2" in appendix and "targeted" in appendix and "rule-rise" in appendix
+    assert {f"#rule-{r['rule']}" for r in rows if r["rule"]} <= set(re.findall(r"\]\((#rule-[\w-]+)\)", text))
     assert not [link for link in broken_links(quick_run.out / "REPORT.md") if link.startswith("#rule-")
                 or not link.startswith("#")], "a row's rule or figure link leads nowhere"
 

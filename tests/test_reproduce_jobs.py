@@ -45,7 +45,7 @@ def test_jobs_2_gives_the_same_numbers_as_jobs_1():
 def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     """If this fails, running the step-size rule as units changed what it picks (units looked up
     under the wrong candidate or seed)."""
-    from numpy_mamba.reproduce.common import eta_selection
+    from numpy_mamba.reproduce.common import chosen_records, eta_selection
     from numpy_mamba.runs.worlds import selection_world
     from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
     from numpy_mamba.runs.jobs import run_plans
@@ -53,6 +53,7 @@ def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     s = replace(TINY, eta_grid=(0.01, 0.5, 2000.0), select_seeds=2)     # 2000 diverges: excluded
     plans = eta_selection(s, 0.4, "t")
     found, _ = run_plans(plans, jobs=1, progress=False)
+    found = chosen_records(found, s, 0.4)
     for m, model in enumerate(("mamba", "linear_transformer")):
         direct = choose({"eta": s.eta_grid}, heldout_loss_after_training(
             selection_world, s.train_config(0.4, s.eta_grid[0]), network(model), s.n_heldout, (8, 40, m + 1)), range(2))

@@ -34,7 +34,7 @@ def test_the_registry_gives_the_only_names_and_json_files():
     experiments write the same file."""
     names = registry.json_names()
     assert len(names) == len(set(names)) and len({e.name for e in registry.EXPERIMENTS}) == len(registry.EXPERIMENTS)
-    assert names == ("fig2", "fig3", "fig4", "table1", "depth3")
+    assert names == ("fig2", "factorial", "fig3", "fig4", "table1", "depth3")
     assert run.parse_only(None) == names
 
 
@@ -65,13 +65,13 @@ def toy_unit(seed: int, value: float) -> float:
 
 
 def toy_selection(settings):
-    return {m: Plan([Unit(0, "toy step size", toy_unit, (0, 0.5))], lambda f: {"chosen": {"eta": f[0]}})
+    return {("toy", m): Plan([Unit(0, "toy step size", toy_unit, (0, 0.5))], lambda f: {"chosen": {"eta": f[0]}})
             for m in common.MODELS}
 
 
 def toy_plan(settings, selection, names=("toy",)):
-    units = [Unit(s, f"toy seed {s}", toy_unit, (s, selection["mamba"]["chosen"]["eta"])) for s in range(2)]
-    return Plan(units, lambda f: {"toy": {"settings": settings.to_dict(), "values": [f[0], f[1]]}})
+    units = [Unit(s, f"toy seed {s}", toy_unit, (s, selection[("toy", "mamba")]["chosen"]["eta"])) for s in range(2)]
+    return Plan(units, lambda f: {names[0]: {"settings": settings.to_dict(), "values": [f[0], f[1]]}})
 
 
 def toy_draw(results, out):
@@ -83,9 +83,11 @@ def toy_draw(results, out):
 TOY = Experiment("toy", ("toy",), "toy                 a toy -> toy.json, toy.txt", toy_selection, toy_plan,
                  claims=lambda results: [claim_row("toy", "toy claim", "paper", str(results["toy"]["values"]),
                                                    {"level": "full", "holds_in": ["a"], "part_in": [], "trend_in": [],
-                                                    "fails_in": []}, "", [("toy.txt", "toy.txt")])]
+                                                    "fails_in": []}, "toy-rule", [("toy.txt", "toy.txt")])]
                  if results else [],
-                 draw=toy_draw, report=lambda results: "### Toy section" if results else "")
+                 draw=toy_draw, report=lambda results: "### Toy section" if results else "",
+                 rules={"toy-rule": "a toy holds when its values are 0.5 and 1.5"},
+                 summary=lambda results: ["- The toy: [toy.txt](toy.txt)."] if results else [])
 
 
 def test_a_new_experiment_is_one_module_plus_one_registry_entry(tmp_path, monkeypatch):
@@ -100,8 +102,21 @@ def test_a_new_experiment_is_one_module_plus_one_registry_entry(tmp_path, monkey
     assert {p.name for p in written} == {"toy.json", "toy.txt", "REPORT.md", "claims_reproduce.json"}
     assert json.loads((tmp_path / "toy.json").read_text())["values"] == [0.5, 1.5]
     text = report_path.read_text()
-    assert "| toy claim | paper | [0.5, 1.5] | **holds** | holds: everywhere | [toy.txt](toy.txt) |" in text
+    assert "| toy claim | paper | [0.5, 1.5] | **holds** ([toy-rule](#rule-toy-rule)) | holds: everywhere | [toy.txt](toy.txt) |" in text
     assert "### Toy section" in text and "#### toy claim" in text
+    claims = json.loads((tmp_path / "claims_reproduce.json").read_text())
+    assert claims["rules"]["toy-rule"] == TOY.rules["toy-rule"], "the experiment's own rules reach the report"
+    assert claims["summary"] == ["- The toy: [toy.txt](toy.txt)."], "and its line of the first screen"
     assert run.load_results(tmp_path).keys() == {"toy"}
-    assert np.isclose(results["toy"]["seconds"], timings["toy"] + timings["step size (toy, mamba)"]
-                      + timings["step size (toy, linear_transformer)"])
+    assert np.isclose(results["toy"]["seconds"], timings["toy"] + timings["step sizes (toy)"])
+
+
+def test_two_experiments_asking_for_one_step_size_selection_share_one_run(monkeypatch):
+    """If this fails, an experiment that trains like another runs the step-size rule a second time
+    (or gets another's record): the second toy asks for the first one's selection keys."""
+    second = Experiment("toy2", ("toy2",), "toy2 -> toy2.json", toy_selection, toy_plan, claims=lambda r: [],
+                        draw=toy_draw, report=lambda r: "")
+    monkeypatch.setattr(registry, "EXPERIMENTS", (TOY, second))
+    results, timings = run.compute(common.QUICK, ("toy", "toy2"), progress=False)
+    assert results["toy"]["values"] == results["toy2"]["values"] == [0.5, 1.5]
+    assert "step sizes (toy)" in timings and "step sizes (toy2)" not in timings

@@ -11,7 +11,7 @@ from numpy_mamba.ablation.claims import CLOSE, factor_cases, heldout_cases
 from numpy_mamba.gates.claims import gates_claim
 from numpy_mamba.measure.error_verdicts import (below_at_every_alpha, rise_after_half, table1_numbers, table1_pattern,
                                                 theorem4_context, theorem4_sufficient)
-from numpy_mamba.measure.mechanism_verdicts import clean_gate_decay, corollary1, gate_ratio, grows_after_start
+from numpy_mamba.measure.mechanism_verdicts import clean_gate_decay, corollary1, gate_ratio, grows_in_training
 from numpy_mamba.measure.rates import seed_interval
 from numpy_mamba.measure.verdicts import EXPONENT_TOL, ROUNDING, at_most, below, bound_case
 from numpy_mamba.runs.step_size import DIVERGED_ABOVE, TIE, choose
@@ -141,21 +141,23 @@ def test_slope_rule_either_side_of_its_thresholds(slope, level):
     assert claims.slope_verdict([-slope], -1.0)["level"] == level, "a claimed exponent of -1 is judged alike"
 
 
-def _alpha(mamba_stars, lt_stars=(0.3, 0.3), alphas=(0.0, 0.05, 0.1)) -> dict:
-    """A tolerated_alpha result at p_a = 0.6, l_ts = 20 (bound 0.6, grid step 0.05) with the seeds' alpha*."""
+def _alpha(mamba_stars, lt_stars=(0.3, 0.3), alphas=(0.0, 0.05, 0.6), added=(0.0, 0.0)) -> dict:
+    """A tolerated_alpha result at p_a = 0.6, l_ts = 20 (bound 0.6) with the seeds' alpha* and the
+    error Mamba's outliers add (``added``, per seed) at alpha = 0.05; alpha = 0.6 sits on the bound."""
     runs = [{"model": model, "p_a": 0.6, "kappa_a_prime": 2.0, "l_ts": 20, "seed": seed, "alpha_star": star,
-             "predicted": 0.6} for model, stars in (("mamba", mamba_stars), ("lt", lt_stars))
-            for seed, star in enumerate(stars)]
+             "predicted": 0.6, "errors": [0.07, 0.07 + added[seed], 0.9] if model == "mamba" else None}
+            for model, stars in (("mamba", mamba_stars), ("lt", lt_stars)) for seed, star in enumerate(stars)]
     return claims.judge_tolerated({"settings": {"alphas": list(alphas)}, "runs": runs})["judged"]
 
 
-@pytest.mark.parametrize("star, level", [(0.55 + 0.006, "full"), (0.55 - 0.006, "trend"), (0.5 + 0.006, "trend"),
-                                         (0.5 - 0.006, "none")])
-def test_theorem2_alpha_either_side_of_its_thresholds(star, level):
-    """If this fails, the thm2-alpha rule decides elsewhere than its text says: alpha* 1 % of the
-    alpha range above the bound less one grid step (0.6 - 0.05) holds, below it holds in trend;
-    above 1/2 holds in trend, below 1/2 fails."""
-    assert _alpha([star, 0.7])["mamba"]["level"] == level
+@pytest.mark.parametrize("added, level", [(0.01 * IN, "full"), (0.01 * OUT, "trend"), (0.1 * IN, "trend"),
+                                          (0.1 * OUT, "none")])
+def test_theorem2_alpha_either_side_of_its_thresholds(added, level):
+    """If this fails, the thm2-alpha rule decides elsewhere than its text says: outliers adding 1 %
+    less than eps = 0.01 to the error (mean over seeds) where Theorem 2 covers the cell hold, 1 % more
+    hold in trend; 1 % either side of 10 eps holds in trend / fails.  The error of 0.9 at alpha =
+    0.6, on the bound, is not judged (the exact tie of a grid point with the bound)."""
+    assert _alpha([0.7, 0.7], added=(added - 0.002, added + 0.002))["mamba"]["level"] == level
 
 
 @pytest.mark.parametrize("stars, level", [((0.505, 0.505), "full"), ((0.495, 0.525), "trend"),
@@ -253,22 +255,23 @@ def test_clean_gate_decay_either_side_of_its_thresholds(gates, level):
     assert d["level"] == level
 
 
-def _ramp(early: float, step_slope: float) -> tuple:
-    """A gap rising linearly: mean ``early`` over the first window after the start, slope per step."""
-    steps = np.arange(0, 501, 10, dtype=float)                          # 51 records: start at 6, windows of 5
-    t_early = steps[6:11].mean()
-    return (early + step_slope * (steps - t_early))[None], steps
+@pytest.mark.parametrize("start, level", [(1600 / OUT, "full"), (1600 / IN, "trend")])
+def test_growth_either_side_of_its_margin(start, level):
+    """If this fails, the growth rule (Figure 3) decides elsewhere than its text says: a gap that
+    ends 400 above its value at step 0 holds from a start 1 % below 1600 (400 is then more than 25 %
+    of it) and holds in trend from 1 % above."""
+    steps = np.arange(0, 501, 10, dtype=float)
+    values = np.where(steps < 440, start, start + 400.0)[None]        # the last 10 % of the records at +400
+    assert grows_in_training(values, steps)["level"] == level
 
 
-@pytest.mark.parametrize("early, slope, level", [(1600 / OUT, 1.0, "full"), (1600 / IN, 1.0, "trend"),
-                                                 (100.0, 0.0025, "trend"), (100.0, -0.0025, "none")])
-def test_growth_either_side_of_its_thresholds(early, slope, level):
-    """If this fails, the growth rule (Figure 3) decides elsewhere than its text says: a gap rising
-    by 400 over the run from an early mean 1 % below 1600 (400 is then more than 25 % of it) holds,
-    from 1 % above holds in trend; a rise of 1 % of the early mean holds in trend, a fall of as much
-    fails."""
-    values, steps = _ramp(early, slope)
-    assert grows_after_start(values, steps)["level"] == level
+@pytest.mark.parametrize("change, level", [(0.01, "trend"), (-0.01, "none")])
+def test_growth_either_side_of_no_change(change, level):
+    """If this fails, the growth rule's direction decides elsewhere than its text says: a gap ending
+    1 % of its start above it holds in trend, 1 % below fails."""
+    steps = np.arange(0, 501, 10, dtype=float)
+    values = np.where(steps < 440, 100.0, 100.0 * (1 + change))[None]
+    assert grows_in_training(values, steps)["level"] == level
 
 
 # ------------------------------------------------------------------ error rates: Figure 2, Remark 5, Table 1
@@ -466,8 +469,8 @@ def test_step_size_divergence_either_side_of_its_threshold(loss, kept):
 @pytest.mark.parametrize("gap, tied", [(TIE * IN, True), (TIE * OUT, False)])
 def test_step_size_tie_either_side_of_its_threshold(gap, tied):
     """If this fails, the step-size rule's tie decides elsewhere than its text says: mean losses 1 %
-    less than TIE apart are tied (the larger margin wins), 1 % more apart are not (the lower loss
-    wins)."""
-    score = {0.1: (0.5, 1.0), 0.2: (0.5 + gap, 9.0)}
+    less than TIE apart are tied (the smaller eta wins, whatever its margin), 1 % more apart are not
+    (the lower loss wins)."""
+    score = {0.1: (0.5 + gap, 1.0), 0.2: (0.5, 9.0)}
     r = choose({"eta": (0.1, 0.2)}, lambda f, s: score[f["eta"]], seeds=[0])
-    assert r["chosen"] == ({"eta": 0.2} if tied else {"eta": 0.1})
+    assert r["chosen"] == ({"eta": 0.1} if tied else {"eta": 0.2})

@@ -522,8 +522,12 @@ def test_the_results_table_opens_the_report_and_links_every_row(tmp_path):
     save_claims(tmp_path, "theory", [_row("t1", "Thm 1: a claim", headline=("slope", "1", "1.03"))], {"r": "a rule"}, False)
     save_claims(tmp_path, "gates", [_row("g1", "Ours: gates")], {"r": "a rule"}, True, headlines=[("x", "n/a", "0.5")])
     write_results(report, tmp_path)
+    write_section(report, "gates", "## Gates\nbody")                     # a section written after the appendix
     text = report.read_text()
     assert text.index("<!-- BEGIN results -->") < text.index("<!-- BEGIN theory -->"), "the table comes first"
+    assert text.index("<!-- BEGIN gates -->") < text.index("<!-- BEGIN appendix -->"), "the appendix stays last"
+    assert text.index("## Summary") < text.index("| Thm 1: a claim") < text.index('name="rule-r"'), \
+        "summary, then the table; the rules below the results"
     assert "| Thm 1: a claim | p | o | **holds** ([r](#rule-r)) | holds: everywhere | [fig.png](fig.png), [detail]" \
            "(#thm-1-a-claim) |" in text
     assert "Ours: gates (SMOKE RUN)" in text and text.count('name="rule-r"') == 1
@@ -533,16 +537,18 @@ def test_the_results_table_opens_the_report_and_links_every_row(tmp_path):
 
 
 def test_the_results_table_refuses_long_cells_and_unknown_rules(tmp_path):
-    """If this fails, a cell longer than 300 characters reaches the first screen, or a row cites a rule
-    that is written nowhere."""
+    """If this fails, a cell a reader sees as longer than 200 characters reaches the first screen (a
+    link counts by its text, not its target), or a row cites a rule that is written nowhere."""
     from numpy_mamba.runs.results import save_claims, section
     with pytest.raises(ValueError, match="cite rules"):
         save_claims(tmp_path, "theory", [_row("t1", rule="nowhere")], {"r": "a rule"}, False)
     with pytest.raises(ValueError, match="command must be one of"):
         save_claims(tmp_path, "nothing", [], {}, False)
-    long = {"theory": {"quick": False, "rows": [_row("t1", where="x" * 301)], "rules": {"r": "a rule"}, "notes": {}}}
-    with pytest.raises(ValueError, match="301 characters"):
+    long = {"theory": {"quick": False, "rows": [_row("t1", where="x" * 201)], "rules": {"r": "a rule"}, "notes": {}}}
+    with pytest.raises(ValueError, match="201 characters"):
         section(long)
+    links = {"theory": {"quick": False, "rows": [_row("t1", where=f"[{'x' * 150}](#{'y' * 200})")], "rules": {}, "notes": {}}}
+    assert "x" * 150 in section(links)
 
 
 def test_headline_numbers_end_a_command_above_its_verdict_counts(tmp_path, capsys):

@@ -1,5 +1,6 @@
 """Algorithm 1: determinism, the loss falling, divergence and collapse reported, eq (5) error."""
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from numpy_mamba import (CollapseError, DivergenceError, Params, TrainConfig, forward, gradients, init_params,
                          make_world, network, train, training_batch, zero_one_error)
 from numpy_mamba.loss import hinge
-from numpy_mamba.sgd import train_together
+from numpy_mamba.sgd import DIVERGENCE_BOUND, divergence, train_together
 
 
 def test_same_seed_gives_the_same_run_and_another_seed_another():
@@ -51,13 +52,48 @@ def test_divergence_names_the_step_and_suggests_smaller_eta():
         train(world, TrainConfig(T=200, B=8, eta=1e150), rng=0)
 
 
-def test_a_divergence_from_a_huge_initial_loss_suggests_a_smaller_delta():
-    """A three-layer linear Transformer at Algorithm 1's delta = 0.2 starts with a loss of about 1e6
-    and diverges at step 2 for any eta down to 1e-6: a smaller step size is the wrong advice there."""
+def test_a_divergence_from_a_huge_initial_output_suggests_a_smaller_delta():
+    """A three-layer linear Transformer at Algorithm 1's delta = 0.2 starts with outputs of about
+    1e8, beyond the divergence bound: a smaller step size is the wrong advice there."""
     world = make_world(rng=0)
-    with pytest.raises(DivergenceError, match=r"loss at step 0 was already .*smaller delta than 0\.2") as info:
+    with pytest.raises(DivergenceError, match=r"diverged at step 0: an output reached .*smaller delta than 0\.2") as info:
         train(world, TrainConfig(T=20, eta=1e-6), network("linear_transformer", n_layers=3), rng=1)
-    assert info.value.history["loss"][0] > 1e5
+    assert info.value.step == 0 and info.value.params is None
+
+
+@pytest.mark.parametrize("model", ["mamba", "linear_transformer"])
+def test_a_run_past_the_divergence_bound_has_diverged_though_its_numbers_are_finite(model):
+    """If this fails, a run whose outputs are astronomically large but finite counts as healthy (as
+    the pre-norm arm's weights of 1e92-1e125 did): training from weights 1e4 times too large (F ~
+    1e9, every number finite) must stop at step 0 with a DivergenceError naming the bound."""
+    world = make_world(rng=0)
+    huge = init_params(world.d, rng=0, delta=1e4)
+    with pytest.raises(DivergenceError, match=re.escape(f"beyond the divergence bound {DIVERGENCE_BOUND:g}")) as info:
+        train(world, TrainConfig(T=3, B=8, eta=1e-12), model, rng=0, params=huge)
+    assert info.value.step == 0
+
+
+@pytest.mark.parametrize("factor, diverged", [(0.99, False), (1.01, True)])
+def test_divergence_either_side_of_its_bound(factor, diverged):
+    """If this fails, the divergence rule decides elsewhere than its text says: an output or a
+    parameter 1 % below DIVERGENCE_BOUND is healthy, 1 % beyond it (or a NaN) has diverged."""
+    params = init_params(4, rng=0)
+    big = Params(params.W_B, params.W_C, params.w.copy())
+    big.w[0] = factor * DIVERGENCE_BOUND
+    assert bool(divergence(np.array([factor * DIVERGENCE_BOUND, 1.0]), 1.0, params)) is diverged
+    assert bool(divergence(np.array([1.0]), 0.0, big)) is diverged
+    assert divergence(np.array([np.nan]), float("nan"), params) and divergence(np.array([1.0]), 0.0, params) == ""
+
+
+def test_the_step_size_rule_never_trains_past_the_bound():
+    """If this fails, a step size whose run passed the divergence bound (here: started from weights
+    1e4 times too large, every number finite) could still be chosen: train_together must hand back
+    a DivergenceError for it while the healthy run goes on."""
+    world = make_world(rng=0)
+    configs = [TrainConfig(T=5, B=8, eta=1e-12, delta=1e4), TrainConfig(T=5, B=8, eta=0.01)]
+    runs = train_together(world, configs, "mamba", rng=0)
+    assert isinstance(runs[0], DivergenceError) and "divergence bound" in str(runs[0])
+    assert not isinstance(runs[1], DivergenceError)
 
 
 def test_zero_one_error_counts_nan_inf_and_ties_as_errors():
@@ -85,19 +121,19 @@ def test_divergence_error_keeps_the_last_good_state():
     # If this fails, a diverged run throws away what it learned: its error must carry Psi^(t-1),
     # the step, eta and the history so far.
     world = make_world(rng=0)
-    cfg = TrainConfig(T=200, B=8, eta=1e3)
-    with pytest.raises(DivergenceError, match="diverged at step \\d+: loss = nan.*smaller step size than eta = 1000") as info:
-        train(world, cfg, "linear_transformer", rng=0, record_every=3)
+    cfg = TrainConfig(T=200, B=8, eta=30.0)
+    with pytest.raises(DivergenceError, match="diverged at step \\d+: an output reached .*smaller step size than eta = 30") as info:
+        train(world, cfg, "linear_transformer", rng=0, record_every=2)
     e = info.value
     assert type(e) is DivergenceError and set(vars(e)) == {"params", "step", "eta", "history"}
-    assert e.eta == 1e3 and f"step {e.step}:" in str(e) and e.step > 3
+    assert e.eta == 30.0 and f"step {e.step}:" in str(e) and e.step >= 3
     # e.params is Psi^(step-1): exactly where an identical run stopped one step earlier lands
-    p_before, h_before = train(world, TrainConfig(T=e.step - 1, B=8, eta=1e3), "linear_transformer",
-                               rng=0, record_every=3)
+    p_before, h_before = train(world, TrainConfig(T=e.step - 1, B=8, eta=30.0), "linear_transformer",
+                               rng=0, record_every=2)
     for kept, ref in zip(e.params, p_before):
         np.testing.assert_array_equal(kept, ref)
     assert set(e.history) == {"step", "loss", "error"} and isinstance(e.history["loss"], np.ndarray)
-    np.testing.assert_array_equal(e.history["step"], np.arange(0, e.step, 3))
+    np.testing.assert_array_equal(e.history["step"], np.arange(0, e.step, 2))
     np.testing.assert_array_equal(e.history["loss"], h_before["loss"][: len(e.history["loss"])])
     assert np.all(np.isfinite(e.history["loss"]))
     again = pickle.loads(pickle.dumps(e))            # e.g. sent back from a worker process
@@ -141,9 +177,11 @@ def test_collapse_needs_a_zero_gradient_and_names_zero_scores_at_step_0():
 @pytest.mark.parametrize("B,l_tr", [(1, 1), (1, 20), (64, 20)])
 def test_healthy_runs_never_report_a_collapse(model, B, l_tr):
     # A healthy run never outputs an exact 0, so the collapse check must stay silent even on
-    # one-prompt minibatches of one-example prompts (if this fails, the check is too eager).
+    # one-prompt minibatches of one-example prompts (if this fails, the check is too eager).  eta =
+    # 0.01: one-prompt minibatches of 20 examples drive the linear Transformer past the divergence
+    # bound at eta = 0.03 and above.
     for world in (make_world(rng=0), make_world(d=4, M1=2, M2=1, V=1, rng=1)):
-        _, h = train(world, TrainConfig(T=300, B=B, l_tr=l_tr), model, rng=2, record_every=100)
+        _, h = train(world, TrainConfig(T=300, B=B, l_tr=l_tr, eta=0.01), model, rng=2, record_every=100)
         assert h["step"][-1] == 300
 
 

@@ -161,16 +161,20 @@ def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
 
 
 def test_lemma6_verdict_says_what_happens_outside_its_window():
+    """If this fails, Lemma 6 is judged over another range than Lemma 4's first phase (up to the
+    steepest fall of v*^T w, t* = 50 here), or claims something after it: the sums grow past 3
+    after t* (l = 40 ends at 7.1), which is no verdict's business."""
     from numpy_mamba.theory.mechanism import analyse_trajectory
     steps = np.arange(0, 201, 10)
     grow = {10: np.linspace(0.7, 2.5, steps.size), 40: np.linspace(0.7, 7.1, steps.size)}
-    hist = {"step": steps, **{f"proj_{k}": -np.outer(steps, np.ones(3)) * 1e-3 for k in ("v_star", "mu")},
+    fall = 1 / (1 + np.exp(-(steps - 50) / 10.0))               # v*^T w falls fastest at t* = 50
+    hist = {"step": steps, **{f"proj_{k}": -np.outer(fall, np.ones(3)) for k in ("v_star", "mu")},
             "proj_nu": np.zeros((steps.size, 3)), "wp_outlier": -np.ones(steps.size), "wp_clean": -np.ones(steps.size)}
     for l, v in grow.items():
         hist[f"lemma6_mean_l{l}"] = v
     s = {"eta": 0.02, "p_a": 0.6, "kappa_a": 2.0, "lemma6_l_grid": [10, 40]}
     out = analyse_trajectory({"settings": s, "history": hist}, M1=6)
-    assert out["verdict"]["lemma6_in_window"] == "holds"
+    assert out["lemma6"]["window_t"] == 50 and out["verdict"]["lemma6_in_window"] == "holds"
     assert "lemma6_outside_window" not in out["verdict"], "outside its window the lemma claims nothing: no verdict"
     assert out["lemma6"]["outside_window"].startswith("not claimed there; grows with l")
     assert out["lemma6"]["checked_steps"] < out["lemma6"]["total_steps"]

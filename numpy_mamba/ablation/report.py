@@ -10,7 +10,7 @@ from ..runs.output import SMOKE
 from ..runs.results import details, opening
 from .claims import claims, gap
 from .settings import FACTOR_LABEL, MODEL_TEXT, TESTS
-from .tables import accuracy_table, mean_over, mechanism_tables
+from .tables import accuracy_table, mean_over, mechanism_tables, seeds_behind, table1_table
 
 
 HEADING = "## Ablation: the distance-2 gap (`python -m numpy_mamba ablation`)"
@@ -42,7 +42,8 @@ def findings(result: dict, test: str = "FQ") -> list:
                 layers = "; ".join(
                     f"layer {k}: S(2)/S(0) {_ratio(t['S'], classes)}, s(2)/s(0) {_ratio(sc, classes)}"
                     for k, (t, sc) in enumerate(zip(mech["terms"], mech["scores"]), start=1))
-                out.append(f"- {MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}, {FACTOR_LABEL[f]}: distance 2 "
+                out.append(f"- {MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}, {FACTOR_LABEL[f]}"
+                           f"{seeds_behind(result, m, L, f, test=test)}: distance 2 "
                            f"{100 * g[0]:.1f}% vs lowest other group {100 * g[1]:.1f}%, "
                            f"{'no gap' if g[0] >= g[1] - 0.01 else 'a gap'};{change} {layers}.")
     return out
@@ -64,6 +65,7 @@ def report_section(result: dict) -> str:
         lines += [f"**{SMOKE}**", ""]
     lines += _question(result) + _step_sizes(result)
     lines += ["", "### Claims in detail"] + details(rows)
+    lines += [""] + table1_table(result)
     lines += ["", "### What the numbers say", "", "Per model, depth and factor on Table 1's FQ prompts (gap and "
               "changes by the rules [ab-closes](#rule-ab-closes); S(2)/S(0): layer k's weight-space score at distance 2 "
               "over its score at distance 0; s(2)/s(0): the same ratio of the scores measured on the layer's own input, "
@@ -92,7 +94,9 @@ def _question(result: dict) -> list:
         "never trained on by the held-out arm, so its accuracy on them measures generalisation to tasks it never saw. "
         f"{s['seeds']} seeds, each its own world, the same initialisation and minibatch stream for every depth and "
         "factor and the same test prompts for every model (paired). Tests: Table 1's FQ, R and CQ prompts (alpha = "
-        "0.5) and clean prompts, from every task and from the held-out pairs only. Code: numpy_mamba/ablation/; "
+        "0.5: FQ and CQ with exactly 10 of the 20 examples outliers, R with each example an outlier with probability "
+        "1/2, a varying count) and clean prompts, from every task and from the held-out pairs only. Code: "
+        "numpy_mamba/ablation/; "
         "figure: ablation.png; numbers: ablation.json.", ""]
 
 
@@ -110,7 +114,8 @@ def _step_sizes(result: dict) -> list:
             note = f" (every eta diverged at delta = {', '.join(failed)})" if failed else ""
             final = v["tried"][-1]
             ties = final.get("tied", [])
-            tie = (f"; {len(ties)} candidates tied at the lowest held-out loss, the larger mean margin z F chose"
+            etas = ", ".join(f"{t['eta']:g}" for t in ties)
+            tie = (f"; {len(ties)} candidates tied at the lowest held-out loss (eta = {etas}), the smaller eta chosen"
                    if len(ties) > 1 else "")
             lines.append(f"  - {MODEL_TEXT[m]}, {a.replace('_', ' ')}: delta = {v['delta']:g}, eta = {v['eta']:g}"
                          f"{note}{tie}")

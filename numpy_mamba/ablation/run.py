@@ -40,7 +40,7 @@ from ..runs.output import save_compact_json, write_section
 from ..runs.results import save_claims, write_results
 from ..runs.staging import run_staged
 from ..runs.summary import print_claims_summary
-from .claims import ABLATION_RULES, claims
+from .claims import ABLATION_RULES, claims, summary
 from .report import HEADING
 from .settings import FULL, QUICK, AblationSettings
 from .units import choose_steps, plan
@@ -90,7 +90,8 @@ def main(argv=None) -> int:
             save_compact_json(stage.dir / "ablation.json", result)
         figure(result, stage.dir / "ablation.png")
         write_section(stage.report, "ablation", report_section(result))
-        save_claims(stage.dir, "ablation", claims(result), ABLATION_RULES, result["settings"]["quick"], heading=HEADING)
+        save_claims(stage.dir, "ablation", claims(result), ABLATION_RULES, result["settings"]["quick"], heading=HEADING,
+                    summary=summary(result))
         write_results(stage.report, out, stage.dir)
         elapsed["seconds"] = result["seconds"]
 

@@ -54,6 +54,47 @@ def accuracy_table(result: dict, test: str, which: str = "all") -> list:
     return lines
 
 
+TABLE1_FACTORS = ("untrained", "baseline", "all_pairs", "all_pairs_long")
+PAPER_TABLE1 = {"mamba": (99.84, 99.04, 73.28), "linear_transformer": (78.52, 78.28, 78.60)}    # Table 1, 3 layers
+TABLE1_HEADING = "### Table 1 under both training sets"
+
+
+def _pct1(cell) -> str:
+    return "n/a" if cell is None or cell["mean"] is None else f"{100 * cell['mean']:.1f}"
+
+
+def seeds_behind(result: dict, m: str, L: str, f: str, which: str = "all", test: str = "FQ") -> str:
+    """' (5 of 8 seeds)' where runs of a factor diverged and are left out of its means, else ''."""
+    cell = result["table"][which][test][m].get(L, {}).get(f, {}).get("all")
+    n, seeds = (cell or {}).get("n_seeds"), result["settings"]["seeds"]
+    return "" if n is None or n == seeds else f" ({n} of {seeds} seeds)"
+
+
+def table1_table(result: dict) -> list:
+    """Table 1's accuracy on all tasks (FQ / R / CQ, seed means) per model, depth and training set,
+    the untrained model beside them and the paper's three-layer numbers on top."""
+    tests = ("FQ", "R", "CQ")
+    rows = [f"| {MODEL_TEXT[m]} (paper) | 3 | trained (tasks not stated) | " + " | ".join(f"{x:.2f}" for x in
+                                                                                      PAPER_TABLE1[m]) + " | |"
+            for m in MODELS]
+    for m in MODELS:
+        for L in ("1", "3"):
+            for f in TABLE1_FACTORS:
+                cells = [result["table"]["all"][t][m].get(L, {}).get(f, {}).get("all") for t in tests]
+                if any(c is None for c in cells):
+                    continue
+                cells.append(result["table"]["all"]["FQ"][m][L][f].get("distance_2"))
+                rows.append(f"| {MODEL_TEXT[m]} | {L} | {FACTOR_LABEL[f]}{seeds_behind(result, m, L, f)} | "
+                            + " | ".join(_pct1(c) for c in cells) + " |")
+    t = result["tests"]["FQ"]
+    return [TABLE1_HEADING, "", f"Accuracy (%) on all tasks of T at alpha = {t['alpha']:g} (labels targeted to +1, "
+            f"kappa_a' = {t['kappa_a_prime']:g}, K' = {t['K_prime']:g}), mean over seeds; training at p_a = "
+            f"{result['settings']['p_a']:g} (Table 1's), on Condition 1's cycle (baseline) or every ordered pair, for "
+            f"T = {result['settings']['T_short']} or {result['settings']['T_long']} steps; untrained: Algorithm 1's "
+            "initialisation of the same runs. Last column: the pairs two steps apart on the cycle, FQ.", "",
+            "| model | layers | training | FQ | R | CQ | distance 2, FQ |", "|---|---|---|---|---|---|---|"] + rows
+
+
 def mean_over(cells: list, classes: list, k: int):
     """Mean of the seed means of the signed steps +k and -k (None if any is missing)."""
     values = [c["mean"] for c, step in zip(cells, classes) if abs(step) == k]
@@ -94,7 +135,7 @@ def mechanism_tables(result: dict) -> list:
         for L, factors in result["mechanism"][m].items():
             for f, mech in factors.items():
                 for k, (terms, sc) in enumerate(zip(mech["terms"], mech["scores"]), start=1):
-                    row = f"| {MODEL_TEXT[m]} | {L} | {FACTOR_LABEL[f]} | {k} | "
+                    row = f"| {MODEL_TEXT[m]} | {L} | {FACTOR_LABEL[f]}{seeds_behind(result, m, L, f)} | {k} | "
                     S0, S2 = terms["S"][0]["mean"], mean_over(terms["S"], classes, 2)
                     ratio = None if S0 in (None, 0) or S2 is None else S2 / S0
                     lines.append(row + " | ".join(_fmt(c["mean"]) for c in terms["S"]) + f" | {_fmt(ratio)} | "

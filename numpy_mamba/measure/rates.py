@@ -38,6 +38,18 @@ def clopper_pearson(k, n, level: float = 0.95):
     return low, high
 
 
+SD_RULE = ("every sd printed in this report (a mean ± sd over seeds or runs) is the sample standard deviation, n - 1 "
+           "in the denominator (numpy.std(..., ddof=1)), the one the t intervals use; 0 for a single value")
+
+
+def sample_sd(values) -> float:
+    """The standard deviation of ``SD_RULE``: ddof = 1, 0.0 for a single value; values (n,)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"sample_sd needs a non-empty 1-d array of values; got shape {v.shape}.")
+    return float(np.std(v, ddof=1)) if v.size > 1 else 0.0
+
+
 SEED_INTERVAL_RULE = ("95% interval over seeds: the Student t interval of the per-seed rates (mean +- "
                       "t_(0.975, S-1) sd / sqrt(S), scipy.stats.t), widened where needed to contain the Clopper-"
                       "Pearson interval of the prompts pooled over seeds (the only interval when S = 1), clipped "

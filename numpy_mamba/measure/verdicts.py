@@ -155,7 +155,7 @@ def _join(pairs: list) -> str:
     return f"{dim} = {values}" if dim else values
 
 
-WHERE_LIMIT = 280               # a longer description is cut to counts (the detail keeps every case)
+WHERE_LIMIT = 200               # a longer description is cut to counts (the detail keeps every case)
 
 
 def where_text(result: dict, limit: int | None = None) -> str:

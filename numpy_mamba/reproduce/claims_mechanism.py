@@ -17,10 +17,10 @@ from .results import view
 from ..measure.error_verdicts import (PLACES, TABLE1_NUMBERS_RULE, TABLE1_PATTERN_RULE, table1_numbers,
                                       table1_pattern)
 from ..measure.mechanism_verdicts import (COROLLARY1_RULE, DECAY_RULE, GATE_RATIO_RULE, GROWTH_RULE, clean_gate_decay,
-                                          corollary1, gate_ratio, grows_after_start)
+                                          corollary1, gate_ratio, grows_in_training)
 from ..measure.verdicts import case, case_name, claim_row, combine, judge_cases
 
-MECHANISM_RULES = {"cor1": COROLLARY1_RULE.format(r=0.1), "growth": GROWTH_RULE.format(skip=0.1, tail=0.1, margin=0.25),
+MECHANISM_RULES = {"cor1": COROLLARY1_RULE.format(r=0.1), "growth": GROWTH_RULE.format(tail=0.1, margin=0.25, early=0.1),
                    "gate-ratio": GATE_RATIO_RULE, "decay": DECAY_RULE,
                    "table1-numbers": TABLE1_NUMBERS_RULE.format(close=2, loose=5), "table1-pattern": TABLE1_PATTERN_RULE}
 
@@ -38,11 +38,11 @@ def corollary1_at(res: dict, key: str) -> dict:
 
 
 def gap_growth(runs: list) -> dict:
-    """The shared growth rule (``grows_after_start``) on the gap between the same- and different-
+    """The shared growth rule (``grows_in_training``) on the gap between the same- and different-
     pattern sums, per seed; a "none" verdict naming the reason if there are too few records."""
     gap = np.array([np.subtract(r["score_same"], r["score_diff"]) for r in runs], dtype=float)   # (S, records)
     try:
-        return grows_after_start(gap, np.asarray(runs[0]["step"], dtype=float))
+        return grows_in_training(gap, np.asarray(runs[0]["step"], dtype=float))
     except ValueError as e:
         return {**judge_cases({"too few records": "none"}), "error": str(e), "per_seed": []}
 
@@ -89,8 +89,10 @@ def growth_row(layers: list, key: str, title: str, see: list) -> dict:
         same, diff = np.array([r["score_same"] for r in runs]), np.array([r["score_diff"] for r in runs])
         lt = res["per_seed"]["linear_transformer"]
         growth = ("not judged: " + g["error"]) if "error" in g else (
-            f"gap after the first {g['skip']:.0%} of the records -> at the end, per seed: "
-            + ", ".join(f"{x['early']:.1f} -> {x['late']:.1f} ({x['level']})" for x in g["per_seed"]))
+            f"gap at step 0 -> at the end (share of that growth reached by {g['early']:.0%} of the steps), per seed: "
+            + ", ".join(f"{x['start']:.1f} -> {x['late']:.1f} ("
+                        + ("n/a" if x["early_share"] is None else f"{x['early_share']:.0%}") + f", {x['level']})"
+                        for x in g["per_seed"]))
         parts.append(f"{'layer ' + str(layer) + ': ' if layer else ''}step 0 -> {runs[0]['step'][-1]}: same "
                      f"{same[:, 0].mean():.2f} -> {same[:, -1].mean():.2f}, different {diff[:, 0].mean():.2f} -> "
                      f"{diff[:, -1].mean():.2f}; {growth}; LT at the end: same "

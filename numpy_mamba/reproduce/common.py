@@ -23,7 +23,7 @@ from ..fused import network
 from ..network import Network
 from ..runs.step_size import selection_plan
 from ..runs.worlds import selection_world
-from ..sgd import TrainConfig, train
+from ..sgd import TRAINING_TASKS, TrainConfig, train
 
 MODELS = PAPER_MODELS
 MODEL_LABEL = {"mamba": "Mamba (eq (3))", "linear_transformer": "linear Transformer (G = 1)"}
@@ -112,14 +112,29 @@ def settings_for(quick: bool, seeds: int | None = None) -> Settings:
     return replace(base, seeds=int(seeds))
 
 
-def eta_selection(settings: Settings, p_a: float, label: str) -> dict:
-    """The rule of ``step_size.py`` for each model at training outlier fraction ``p_a``, as plans
-    of independent units: {model: Plan} whose results are selection records with the chosen
-    fields under "chosen" (here {"eta": ...})."""
-    return {model: selection_plan({"eta": settings.eta_grid}, range(settings.select_seeds), selection_world,
-                                  settings.train_config(p_a, settings.eta_grid[0]), network(model), settings.n_heldout,
-                                  (8, round(100 * p_a), m + 1), f"{label} step size, {model}")
+def selection_key(settings: Settings, model: str, p_a: float, tasks: str = "cycle") -> tuple:
+    """What the step-size rule of ``eta_selection`` depends on, as a key: the model, Algorithm 1's
+    settings at p_a on the training tasks ``tasks`` ("cycle" or "all"), the eta grid, the selection
+    seeds and held-out prompts.  Experiments that ask for the same key share one run of the rule."""
+    config = replace(settings.train_config(p_a, settings.eta_grid[0]), tasks=tasks)
+    return ("eta", model, config, tuple(settings.eta_grid), settings.select_seeds, settings.n_heldout)
+
+
+def eta_selection(settings: Settings, p_a: float, label: str, tasks: str = "cycle") -> dict:
+    """The rule of ``step_size.py`` for each model at training outlier fraction ``p_a`` on the
+    training tasks ``tasks``, as plans of independent units: {``selection_key``: Plan} whose results
+    are selection records with the chosen fields under "chosen" (here {"eta": ...})."""
+    stream = (8, round(100 * p_a)) + (() if tasks == "cycle" else (TRAINING_TASKS.index(tasks),))
+    return {selection_key(settings, model, p_a, tasks):
+            selection_plan({"eta": settings.eta_grid}, range(settings.select_seeds), selection_world,
+                           replace(settings.train_config(p_a, settings.eta_grid[0]), tasks=tasks), network(model),
+                           settings.n_heldout, stream + (m + 1,), f"{label} step size, {model}")
             for m, model in enumerate(MODELS)}
+
+
+def chosen_records(selection: dict, settings: Settings, p_a: float, tasks: str = "cycle") -> dict:
+    """{model: the step-size rule's record} out of the records an experiment's ``plan`` receives."""
+    return {model: selection[selection_key(settings, model, p_a, tasks)] for model in MODELS}
 
 
 def heldout_check(world, params, net: Network, config: TrainConfig, n: int, rng) -> dict:

@@ -10,8 +10,8 @@ one-layer measurements (``mechanism.score_sums``, ``measure.gates.gate_profile``
 tests/test_reproduce_depth3.py checks them against a literal loop over ``stack.forward_with_caches``.
 
 Delta and eta are chosen per model by the rule of runs/step_size.py over delta x eta grids on
-selection worlds (never the test settings; ties go to the paper's delta = 0.2, then the larger
-held-out margin).  This part runs its own number of seeds and steps (``SETTINGS``).
+selection worlds (never the test settings; ties go to the paper's delta = 0.2, then the smaller
+eta).  This part runs its own number of seeds and steps (``SETTINGS``).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ..fused import network, stack_forward
 from ..sgd import TrainConfig, train
 from . import common, figures_depth3, report_depth3
 from .experiment import Experiment
-from .claims_mechanism import depth3_claims, depth3_not_run
+from .claims_mechanism import MECHANISM_RULES, depth3_claims, depth3_not_run
 from .common import MODELS, PAPER, Settings, heldout_check
 from ..runs.worlds import selection_world, world_for
 from .results import GROUPS
@@ -112,9 +112,9 @@ def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
 
 
 def selection(settings: Depth3Settings) -> dict:
-    """{model: Plan} of the step-size rule over delta x eta for the three-layer models at p_a = 0.4."""
+    """{("depth3", model): Plan} of the step-size rule over delta x eta for the three-layer models at p_a = 0.4."""
     grid = {"delta": settings.delta_grid, "eta": settings.eta_grid}
-    return {model: selection_plan(grid, range(settings.select_seeds), selection_world,
+    return {("depth3", model): selection_plan(grid, range(settings.select_seeds), selection_world,
                                   settings.train_config(settings.p_a_mechanism, settings.eta_grid[0]),
                                   network(model, settings.n_layers),
                                   settings.n_heldout, (8, round(100 * settings.p_a_mechanism), m + 1, settings.n_layers),
@@ -125,6 +125,7 @@ def selection(settings: Depth3Settings) -> dict:
 def plan(settings: Depth3Settings, selection: dict, names=("depth3",)) -> Plan:
     """The three-layer experiments as units (one per seed); assembles to {"depth3": JSON-ready result}:
     per layer k, "layers"[k-1] = {"scores": {model: [per seed]}, "gates": [per seed]}, and "table1"."""
+    selection = {m: selection[("depth3", m)] for m in MODELS}
     chosen = {m: dict(selection[m]["chosen"]) for m in MODELS}
     units = [Unit(seed, f"three-layer seed {seed + 1}/{settings.seeds}", seed_unit, (settings, seed, chosen))
              for seed in range(settings.seeds)]
@@ -171,4 +172,4 @@ EXPERIMENT = Experiment(
 depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
                     Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
                     fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md""",
-    selection, plan, claims, draw, report, settings=settings)
+    selection, plan, claims, draw, report, rules=MECHANISM_RULES, settings=settings)

@@ -17,8 +17,8 @@ from ..measure.tasks import task_groups
 from ..fused import network
 from ..runs.jobs import Plan, Unit
 from . import plots
-from .claims import fig2_claims
-from .common import MODELS, PAPER, Settings, eta_selection, train_logged
+from .claims import FIG2_RULES, fig2_claims
+from .common import MODELS, PAPER, Settings, chosen_records, eta_selection, train_logged
 from ..runs.worlds import world_for
 from .experiment import Experiment
 from .results import GROUPS, SUBSETS, summarise
@@ -78,17 +78,18 @@ def seed_unit(settings: Settings, seed: int, eta: dict) -> dict:
 
 
 def selection(settings: Settings) -> dict:
-    """{model: Plan} of the step-size rule at Figure 2's training outlier fraction p_a = 0.6."""
+    """{key: Plan} of the step-size rule at Figure 2's training outlier fraction p_a = 0.6 (``common.eta_selection``)."""
     return eta_selection(settings, settings.p_a_fig2, "fig2")
 
 
 def plan(settings: Settings, selection: dict, names=("fig2",)) -> Plan:
-    """Figure 2 as units (one per training seed) for ``runs.jobs.run_plans``; ``selection`` is the
+    """Figure 2 as units (one per training seed) for ``runs.jobs.run_plans``; ``selection`` holds the
     step-size rule's record per model (``common.eta_selection`` at p_a = 0.6).
 
     Assembles to {"fig2": result}, JSON-ready: settings, the step-size selection, per-seed wrong counts
     and prompt counts, training summaries, and pooled rates (95% Clopper-Pearson intervals) per subset.
     """
+    selection = chosen_records(selection, settings, settings.p_a_fig2)
     eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
     units = [Unit(seed, f"fig2 seed {seed + 1}/{settings.seeds}", seed_unit, (settings, seed, eta))
              for seed in range(settings.seeds)]
@@ -144,4 +145,4 @@ def report(results: dict) -> str:
 EXPERIMENT = Experiment(
     "fig2", ("fig2",),
     "Figure 2 (A, B, C)  test error against the outlier fraction alpha     -> fig2*.png, fig2.json",
-    selection, plan, claims, draw, report, runs_label=("Fig 2", "Figure 2"))
+    selection, plan, claims, draw, report, rules=FIG2_RULES, runs_label=("Fig 2", "Figure 2"))

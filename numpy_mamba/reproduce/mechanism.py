@@ -18,8 +18,8 @@ import numpy as np
 from ..data import LABEL_RULES, testing_batch
 from ..runs.jobs import Plan, Unit
 from . import figures, figures_table1
-from .claims_mechanism import fig3_claims, fig4_claims, table1_claims
-from .common import MODELS, PAPER, Settings, eta_selection, train_logged
+from .claims_mechanism import MECHANISM_RULES, fig3_claims, fig4_claims, table1_claims
+from .common import MODELS, PAPER, Settings, chosen_records, eta_selection, train_logged
 from .experiment import Experiment
 from ..runs.worlds import world_for
 from ..measure.attention import score_sums as prompt_score_sums
@@ -177,7 +177,7 @@ def seed_unit(settings: Settings, parts: tuple, seed: int, eta: dict) -> dict:
 
 
 def selection(settings: Settings) -> dict:
-    """{model: Plan} of the step-size rule at the training outlier fraction p_a = 0.4 of Section 4.2."""
+    """{key: Plan} of the step-size rule at the training outlier fraction p_a = 0.4 of Section 4.2."""
     return eta_selection(settings, settings.p_a_mechanism, "fig3/4,table1")
 
 
@@ -189,6 +189,7 @@ def plan(settings: Settings, selection: dict, names: tuple = PARTS) -> Plan:
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise ValueError(f"parts must be among {PARTS}; got {sorted(unknown)}.")
+    selection = chosen_records(selection, settings, settings.p_a_mechanism)
     eta = {m: selection[m]["chosen"]["eta"] for m in MODELS}
     units = [Unit(seed, f"{'/'.join(parts)} seed {seed + 1}/{settings.seeds}", seed_unit, (settings, tuple(parts), seed, eta))
              for seed in range(settings.seeds)]
@@ -281,7 +282,7 @@ EXPERIMENT = Experiment(
 Figure 3            attention scores during training (Corollary 1)    -> fig3.png, fig3.json
 Figure 4            gate values on outlier / clean examples (Cor. 2)  -> fig4.png, fig4.json
 Table 1             accuracy with outliers farthest / random / closest -> table1.png/.md/.json""",
-    selection, plan, claims, draw, report, runs_label=("Figs 3-4, Table 1", "Figures 3-4, Table 1"))
+    selection, plan, claims, draw, report, rules=MECHANISM_RULES, runs_label=("Figs 3-4, Table 1", "Figures 3-4, Table 1"))
 
 
 def _as_accuracy(e: dict) -> dict:

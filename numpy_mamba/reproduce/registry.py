@@ -6,9 +6,9 @@ Order: the ``--only`` names, the claims table and the report follow this tuple; 
 units run in the reverse order, so the slowest experiment (listed last) starts first and no
 worker idles at the end of a ``--jobs`` run.
 """
-from . import depth3, fig2, mechanism
+from . import depth3, factorial, fig2, mechanism
 
-EXPERIMENTS = (fig2.EXPERIMENT, mechanism.EXPERIMENT, depth3.EXPERIMENT)
+EXPERIMENTS = (fig2.EXPERIMENT, factorial.EXPERIMENT, mechanism.EXPERIMENT, depth3.EXPERIMENT)
 
 
 def json_names() -> tuple:

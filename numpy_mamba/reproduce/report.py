@@ -13,17 +13,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import SECTION4_TEST_OUTLIERS
-from .claims import FIG2_RULES
-from .claims_mechanism import MECHANISM_RULES
 from .common import MAIN_SETTING_RULE, MODELS, PAPER
 from . import registry
-from ..measure.rates import TIE_RULE
+from ..measure.rates import SD_RULE, TIE_RULE
+from ..measure.verdicts import VOCABULARY_RULE
 from ..runs.output import SMOKE
 from ..runs.results import details, opening
-from ..runs.step_size import RULE as STEP_RULE
+from ..runs.step_size import RULES as STEP_RULES
 from .tables import SHORT, main_setting_note, step_size_table
 
-RULES = {**FIG2_RULES, **MECHANISM_RULES, "step-size": STEP_RULE, "tie": TIE_RULE}
+SHARED_RULES = {"vocabulary": VOCABULARY_RULE, **STEP_RULES, "tie": TIE_RULE, "sd": SD_RULE}
+
+
+def rules() -> dict:
+    """Every rule the section cites: the shared ones, then each registered experiment's own."""
+    return {**SHARED_RULES, **{name: text for e in registry.EXPERIMENTS for name, text in e.rules.items()}}
 
 
 def own_results(experiment, results: dict) -> dict:
@@ -128,6 +132,10 @@ def _test_bullets(s: dict) -> list:
         "the same test prompts. Tasks: all M1 (M1 - 1) = 30 ordered pairs; 6 are the training tasks T_tr "
         "of Condition 1 (\"seen\"), 24 are never seen in training (\"unseen\": 6 reversed training pairs, 12 "
         "pairs two steps apart on the task cycle, 6 three steps apart).",
+        f"- Outlier placement: Figure 2's prompts, and Table 1's R, mark each context example an outlier on its own "
+        f"with probability alpha (eq (7)), so a prompt's count of outliers varies (binomial, alpha l_ts on average: "
+        f"{s['alpha_table1'] * PAPER['l_ts']:g} in Table 1); Table 1's FQ and CQ put exactly round(alpha l_ts) = "
+        f"{round(s['alpha_table1'] * PAPER['l_ts'])} outlier examples farthest from or closest to the query.",
         "- Uncertainty: error rates and accuracies are pooled over seeds (equal numbers of prompts per seed). "
         "The interval in brackets, and every interval a verdict rule uses, is the 95% interval over seeds (rule "
         "[seed-interval](#rule-seed-interval); numpy_mamba/measure/rates.py, seed_interval), so it includes seed-to-seed variation: different "
@@ -169,7 +177,8 @@ def training_table(results: dict) -> str:
 def claims_file(results: dict) -> dict:
     """What ``runs.results.save_claims`` writes for this command: rows, rules, notes, section heading."""
     note = (main_setting_note(results["table1"]) if "table1" in results else MAIN_SETTING_RULE + ".")
-    return {"rows": claim_rows(results), "rules": RULES, "notes": {"Main setting": note}, "heading": heading(results)}
+    return {"rows": claim_rows(results), "rules": rules(), "notes": {"Main setting": note}, "heading": heading(results),
+            "summary": [line for e in registry.EXPERIMENTS for line in e.summary(own_results(e, results))]}
 
 
 def heading(results: dict) -> str:

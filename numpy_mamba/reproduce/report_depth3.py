@@ -46,7 +46,7 @@ def tie_text(sel: dict) -> str:
                      + ("n/a" if margins.get(tuple(f.items())) is None else f"{margins[tuple(f.items())]:.2f}")
                      for f in sel["tied"])
     why = ("delta = 0.2 first" if "delta" in sel["chosen"] and sel["chosen"]["delta"] == PAPER_DELTA
-           and any(f.get("delta") != PAPER_DELTA for f in sel["tied"]) else "the larger margin")
+           and any(f.get("delta") != PAPER_DELTA for f in sel["tied"]) else "the smaller eta")
     return (f" (tied with {len(sel['tied']) - 1} other candidate(s) at held-out loss {best:.2e}, mean held-out margin "
             f"z F: {tied}; the tie-break decided by {why})")
 
@@ -85,7 +85,8 @@ def section(res: dict) -> str:
              f"worlds, T = {s['T']}, {s['n_heldout']} held-out training prompts (p_a = {res['p_a']}); never on test "
              f"settings. Candidates that fit the held-out training prompts equally well (typically all at loss 0) are "
              f"told apart by the rule's tie-break: the paper's delta = {PAPER_DELTA:g} (Section 4: \"Let delta = "
-             f"0.2\") first, then the larger mean held-out margin z F, then grid order. Chosen: {chosen_text(res)}"
+             f"0.2\") first, then the smaller eta, then grid order (rule [step-size](#rule-step-size) says why). Chosen: "
+             f"{chosen_text(res)}"
              f"{delta_text(res)}.",
              f"- Run size: {s['seeds']} seeds, T = {s['T']} steps, B = {s['B']}, {s['n_test']} test prompts per seed "
              f"and cell, {s['n_probe']} fixed probe prompts for the score curves. Same worlds (seed s) and test "

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from . import registry, report as report_text
-from .common import FULL, MODELS, QUICK, settings_for
+from .common import FULL, QUICK, settings_for
 from ..runs.args import help_text, positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_compact_json, write_section
@@ -59,18 +59,22 @@ def compute(settings, only=None, jobs: int = 1, progress=True) -> tuple[dict, di
     only = registry.json_names() if only is None else only
     asked = {e: tuple(n for n in e.json_names if n in only) for e in reversed(registry.EXPERIMENTS)}   # slowest first
     asked = {e: names for e, names in asked.items() if names}
-    chosen_settings = {e: e.settings(settings) for e in asked}
-    selection_plans = {(e.name, m): plan for e in asked for m, plan in e.selection(chosen_settings[e]).items()}
+    selections = {e: e.selection(e.settings(settings)) for e in asked}
+    owner, selection_plans = {}, {}             # a selection two experiments share runs once, as the first one's
+    for e in (e for e in registry.EXPERIMENTS if e in selections):
+        for key, plan in selections[e].items():
+            owner.setdefault(key, e.name)
+            selection_plans.setdefault(key, plan)
     chosen, seconds = run_plans(selection_plans, jobs=jobs, name="reproduce: step sizes", progress=progress)
-    plans = {e.name: e.plan(chosen_settings[e], {m: chosen[(e.name, m)] for m in MODELS}, names)
+    plans = {e.name: e.plan(e.settings(settings), {key: chosen[key] for key in selections[e]}, names)
              for e, names in asked.items()}
     found, trained = run_plans(plans, jobs=jobs, name="reproduce: training seeds", progress=progress)
     results = {}
     for name, written in found.items():
         for key, value in written.items():
-            value["seconds"] = trained[name] + sum(t for (n, _), t in seconds.items() if n == name)
+            value["seconds"] = trained[name] + sum(t for k, t in seconds.items() if owner[k] == name)
             results[key] = value
-    timings = {f"step size ({n}, {m})": t for (n, m), t in seconds.items()}
+    timings = {f"step sizes ({name})": sum(t for k, t in seconds.items() if owner[k] == name) for name in set(owner.values())}
     timings.update(trained)
     return results, timings
 

@@ -66,11 +66,13 @@ def save_compact_json(path, obj) -> Path:
 
 SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)\n<!-- END \1 -->\n?", re.S)
 LEADING = ("results",)          # sections that open the report (right after its title) when first written
+TRAILING = "appendix"           # the section that closes it: other sections are added before it
 
 
 def merge_section(text: str, name: str, markdown: str) -> str:
-    """``text`` (a report) with its section ``name`` replaced by ``markdown``, or added: at the end,
-    or right after the title for a section of LEADING (the results table every command feeds)."""
+    """``text`` (a report) with its section ``name`` replaced by ``markdown``, or added: at the end
+    (before the TRAILING section, if there is one), or right after the title for a section of
+    LEADING (the results table every command feeds)."""
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     block = f"{begin}\n{markdown.strip()}\n{end}\n"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
@@ -80,6 +82,10 @@ def merge_section(text: str, name: str, markdown: str) -> str:
         title, _, rest = text.partition("\n")
         if title.startswith("# "):
             return f"{title}\n\n{block}\n{rest.lstrip(chr(10))}".rstrip("\n") + "\n"
+    last = f"<!-- BEGIN {TRAILING} -->"
+    if name != TRAILING and last in text:
+        head, _, tail = text.partition(last)
+        return head.rstrip("\n") + "\n\n" + block + "\n" + last + tail
     return text.rstrip("\n") + "\n\n" + block
 
 

@@ -1,12 +1,15 @@
-"""The results table at the top of figures/REPORT.md: one row per claim of every command.
+"""The first screen of figures/REPORT.md (a summary, then one row per claim of every command) and
+its appendix (the main-setting argument and every rule once).
 
-Each command judges its claims where it computes them and writes them, with the rules they cite
-and its headline numbers, to ``claims_<command>.json`` beside its other files (``save_claims``).
-``write_results`` reads every such file of the output folder (the running command's from its
-staging folder) and writes the "results" section, which ``output.merge_section`` keeps first in
-the report: the table (no cell longer than ``MAX_CELL`` characters), then the notes the commands
-give (the main-setting argument), then every rule once, by name.  Rendering never changes a
-verdict: the rows carry their verdicts as judged.
+Each command judges its claims where it computes them and writes them, with the rules they cite,
+its headline numbers and its lines of the summary (the measured reason of a miss), to
+``claims_<command>.json`` beside its other files (``save_claims``).  ``write_results`` reads every
+such file of the output folder (the running command's from its staging folder) and writes the
+"results" section, which ``output.merge_section`` keeps first in the report: the summary (at most
+``SUMMARY_LINES`` lines: what holds, what does not, why, each with a link), then the table (no
+cell longer than ``MAX_CELL`` characters as read), and the "appendix" section, which it keeps
+last: the notes the commands give (the main-setting argument), then every rule once, by name.
+Rendering never changes a verdict: the rows carry their verdicts as judged.
 """
 from __future__ import annotations
 
@@ -17,8 +20,10 @@ from pathlib import Path
 from .output import SMOKE, save_json, write_section
 
 COMMANDS = ("reproduce", "theory", "gates", "ablation")          # the order of the rows and sections
-MAX_CELL = 300
-SECTION = "results"
+MAX_CELL = 200                  # characters a reader sees in a cell (a link shows its text, not its target)
+SUMMARY_LINES = 15
+SECTION, APPENDIX = "results", "appendix"
+LEVEL_ORDER = ("none", "trend", "part", "full")     # the summary names the misses first
 HEADER = ("claim", "paper", "ours (main setting, 95% interval over seeds)", "verdict", "where it holds, where not", "see")
 
 
@@ -30,10 +35,10 @@ def anchor(heading: str) -> str:
 
 
 def save_claims(folder, command: str, rows: list, rules: dict, quick: bool, notes: dict | None = None,
-                headlines: list | None = None, heading: str = "") -> Path:
+                headlines: list | None = None, heading: str = "", summary: list | None = None) -> Path:
     """``claims_<command>.json``: the command's rows, the rules they cite {name: text}, its notes, its
-    headline numbers [(what, paper, ours)] (default: those its rows carry) and the heading of its
-    REPORT.md section (the results section links it)."""
+    headline numbers [(what, paper, ours)] (default: those its rows carry), the heading of its
+    REPORT.md section (the results section links it) and its lines of the report's summary."""
     if command not in COMMANDS:
         raise ValueError(f"command must be one of {COMMANDS}; got {command!r}.")
     missing = sorted({r["rule"] for r in rows if r["rule"]} - set(rules))
@@ -41,7 +46,7 @@ def save_claims(folder, command: str, rows: list, rules: dict, quick: bool, note
         raise ValueError(f"{command}: rows cite rules {missing} that are not in its rules {sorted(rules)}.")
     return save_json(Path(folder) / f"claims_{command}.json",
                      {"command": command, "quick": bool(quick), "heading": heading, "rows": rows, "rules": rules,
-                      "notes": notes or {},
+                      "notes": notes or {}, "summary": list(summary or []),
                       "headlines": [list(h) for h in (headlines if headlines is not None else headline_numbers(rows))]})
 
 
@@ -56,10 +61,16 @@ def load_claims(*folders) -> dict:
     return {c: found[c] for c in COMMANDS if c in found}
 
 
+def visible(markdown: str) -> str:
+    """What a reader sees of a Markdown cell: links as their text, no bold markers."""
+    return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown).replace("**", "").replace("\\|", "|")
+
+
 def _cell(text: str, where: str) -> str:
     text = " ".join(str(text).split()).replace("|", "\\|")
-    if len(text) > MAX_CELL:
-        raise ValueError(f"a results-table cell ({where}) has {len(text)} characters, more than {MAX_CELL}: {text[:80]}...")
+    if len(visible(text)) > MAX_CELL:
+        raise ValueError(f"a results-table cell ({where}) has {len(visible(text))} characters, more than {MAX_CELL}: "
+                         f"{text[:80]}...")
     return text
 
 
@@ -76,22 +87,63 @@ def table(claims: dict) -> list:
         for r in found["rows"]:
             verdict = f"**{r['verdict']}**" + (f" ([{r['rule']}](#rule-{r['rule']}))" if r["rule"] else "")
             cells = [f"{r['claim']}{smoke}", r["paper"], r["ours"], verdict, r["where"], _see(r)]
-            lines.append("| " + " | ".join(_cell(c, f"{command}/{r['key']}") for c in cells) + " |")
+            lines.append("| " + " | ".join(_cell(c, f"{command}/{r['key']} of claims_{command}.json; a file an older "
+                                                  f"version wrote is rewritten by running `{command}` again")
+                                           for c in cells) + " |")
+    return lines
+
+
+def claim_link(row: dict) -> str:
+    """Where a row's claim is detailed: its "claims in detail" heading, else its first link."""
+    return anchor(row["claim"]) if row.get("detail") else row["see"][0][1]
+
+
+def short_title(title: str, width: int = 42) -> str:
+    """A claim's title cut at a word boundary to about ``width`` characters, for the summary."""
+    title = title.replace(" (SMOKE RUN)", "")
+    return title if len(title) <= width else title[:title.rfind(" ", 0, width - 3)] + "..."
+
+
+def summary(claims: dict) -> list:
+    """The report's opening lines: per verdict, how many claims and (but for "holds in part") which,
+    each linked; then every command's own lines (the measured reason of a miss, where the paper's
+    numbers are reached).  At most SUMMARY_LINES lines."""
+    rows = [r for found in claims.values() for r in found["rows"] if r["level"] in LEVEL_ORDER]
+    lines = []
+    for level in LEVEL_ORDER:
+        mine = [r for r in rows if r["level"] == level]
+        if mine:
+            word = mine[0]["verdict"].removesuffix(" (borderline)")           # the vocabulary's word for the level
+            names = "; ".join(f"[{short_title(r['claim'])}]({claim_link(r)})" for r in mine)
+            lines.append(f"- **{word}** ({len(mine)} of {len(rows)} claims): {names}.")
+    lines += [line for found in claims.values() for line in found.get("summary", [])]
+    if len(lines) > SUMMARY_LINES:
+        raise ValueError(f"the report's summary has {len(lines)} lines, more than {SUMMARY_LINES}: shorten the "
+                         "commands' summary lines.")
     return lines
 
 
 def section(claims: dict) -> str:
-    """The whole "results" section: table, notes, rules (each rule once, with an anchor per name)."""
+    """The "results" section: the summary, then the table (rules and notes are in the appendix)."""
     quick = [c for c, found in claims.items() if found["quick"]]
-    lines = ["## Results: every claim, paper against ours", ""]
+    lines = ["## Summary", ""]
     if quick:
-        lines += [f"**{SMOKE}** (from: {', '.join(quick)}): do not read these rows as results.", ""]
-    lines += ["Verdicts: **holds** (in every case of the claim's grid), **holds in part** (in the cases named), "
+        lines += [f"**{SMOKE}** (from: {', '.join(quick)}): do not read these lines or rows as results.", ""]
+    lines += summary(claims)
+    lines += ["", "## Results: every claim, paper against ours", "",
+              "Verdicts: **holds** (in every case of the claim's grid), **holds in part** (in the cases named), "
               "**holds in trend** (the direction, not the size), **does not hold here**; \"borderline\" where a "
-              "margin is within 10 % of its threshold. Each rule is written once under [Rules](#rules); the "
-              "main setting is argued once under [Main setting](#main-setting). Sections: " + ", ".join(
-                  f"[{c}]({anchor(found['heading'])})" for c, found in claims.items() if found.get("heading")) + ".", ""]
+              "margin is within 10 % of its threshold. Each rule is written once under [Rules](#rules), the main "
+              "setting argued once under [Main setting](#main-setting), both in the appendix at the end. Sections: "
+              + ", ".join(f"[{c}]({anchor(found['heading'])})" for c, found in claims.items() if found.get("heading"))
+              + ".", ""]
     lines += table(claims)
+    return "\n".join(lines)
+
+
+def appendix(claims: dict) -> str:
+    """The "appendix" section: the notes the commands give (the main setting), then every rule once."""
+    lines = ["## Appendix: main setting and rules"]
     notes = {name: text for found in claims.values() for name, text in found.get("notes", {}).items()}
     for name, text in notes.items():
         lines += ["", f"### {name}", "", text]
@@ -104,9 +156,12 @@ def section(claims: dict) -> str:
 
 
 def write_results(report, *folders) -> Path:
-    """Write the "results" section into ``report`` from the claims files of ``folders`` (the output
-    folder first, then the running command's staging folder, whose file wins)."""
-    return write_section(report, SECTION, section(load_claims(*folders)))
+    """Write the "results" section (first) and the "appendix" section (last) into ``report`` from
+    the claims files of ``folders`` (the output folder first, then the running command's staging
+    folder, whose file wins)."""
+    claims = load_claims(*folders)
+    write_section(report, SECTION, section(claims))
+    return write_section(report, APPENDIX, appendix(claims))
 
 
 def details(rows: list) -> list:

@@ -7,17 +7,21 @@ The rule (``choose``), written before any run it is applied to:
    candidate.
 2. For each selection seed, every candidate trains from the same initialisation on the same
    minibatch stream (the seed's own streams, disjoint from those of the experiments), and is
-   scored by the hinge loss (eq (4)) on a held-out batch of training prompts (Definition 1,
-   tasks T_tr) drawn from the seed's own stream.
-3. A candidate whose run diverges in any seed is excluded: non-finite loss or parameters, or a
-   held-out loss above ``DIVERGED_ABOVE`` (the hinge loss at initialisation is about 1; a run
-   that ends 100 times above it has blown up even if its numbers are still finite).
+   scored by the hinge loss (eq (4)) on a held-out batch of training prompts (Definition 1, from
+   the tasks it trains on: T_tr, or every pair) drawn from the seed's own stream.
+3. A candidate whose run diverges in any seed is excluded: it passed the divergence bound of
+   ``sgd.DIVERGENCE_RULE`` at some step (an output or parameter beyond 1e6, or not finite), or
+   its held-out loss is above ``DIVERGED_ABOVE`` (the hinge loss at initialisation is about 1; a
+   run that ends 100 times above it has blown up even if its numbers are still finite).
 4. The candidate with the lowest mean held-out loss over the selection seeds is chosen.
 5. Ties (several candidates at the lowest mean loss, typically 0 when they all fit the training
    distribution perfectly) are broken without looking at any test setting: first the paper's
-   delta = 0.2 (Section 4) where delta is a field of the grid, then the larger mean held-out
-   margin (z F averaged over the held-out prompts and selection seeds: how far the outputs are
-   from the hinge's kink), then the earlier candidate in grid order.
+   delta = 0.2 (Section 4) where delta is a field of the grid, then the smaller step size eta,
+   then the earlier candidate in grid order.  Why the smaller eta (``TIE_BREAK_WHY``): tied
+   candidates fit the held-out prompts equally; what else tells them apart grows with the scale
+   of the weights, which grows with eta (the mean margin z F), so a tie-break on it rewards scale,
+   not fit; the smaller step reaches the same fit by smaller updates, further from divergence.
+   The mean held-out margin stays in the record (``mean_margin``), as information.
 
 ``choose`` takes the training-and-scoring step as a callable, so the same rule serves any model
 (e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
@@ -38,17 +42,23 @@ from .jobs import Plan, Unit
 from ..data import SECTION4, training_batch
 from ..loss import hinge
 from ..network import Network, as_network
-from ..sgd import DivergenceError, TrainConfig, train_together
+from ..sgd import DIVERGENCE_RULE, DivergenceError, TrainConfig, train_together
 
 DIVERGED_ABOVE = 100.0
 PAPER_DELTA = SECTION4.delta    # Section 4: "Let delta = 0.2"
 TIE = 1e-12                 # mean losses this close count as equal (in practice: both exactly 0)
+TIE_BREAK_WHY = ("tied candidates fit the held-out training prompts equally well; the mean margin z F that would "
+                 "tell them apart grows with the scale of the weights, which grows with eta, so it would reward scale, "
+                 "not fit; the smaller step reaches the same fit by smaller updates, further from divergence")
 RULE = ("for each candidate, train from the same initialisation on the same minibatch stream for every "
         "selection seed; score by the hinge loss (eq (4)) on held-out training prompts (Definition 1, own seed "
-        "stream) at the end of training; exclude candidates that diverge in any seed (non-finite, or held-out "
-        f"loss above {DIVERGED_ABOVE:g}); choose the lowest mean held-out loss; ties (means within {TIE:g}, e.g. "
-        f"all 0) go to delta = {PAPER_DELTA:g} (Section 4) where delta is on the grid, then to the larger mean "
-        "held-out margin z F, then to the earlier candidate in grid order; no test setting is looked at")
+        "stream) at the end of training; exclude candidates that diverge in any seed (past the divergence bound "
+        f"of rule [divergence](#rule-divergence) at any step, or a held-out loss above {DIVERGED_ABOVE:g}); choose "
+        f"the lowest mean held-out loss; ties (means within {TIE:g}, e.g. all 0) go to delta = {PAPER_DELTA:g} "
+        "(Section 4) where delta is on the grid, then to the smaller eta, then to the earlier candidate in grid "
+        f"order ({TIE_BREAK_WHY}); no test setting is looked at")
+RULES = {"step-size": RULE, "divergence": DIVERGENCE_RULE}      # the rules a command using this one cites
+TRAINING_SETS = {"cycle": lambda world: None, "all": lambda world: world.all_tasks()}   # TrainConfig.tasks -> tasks
 
 
 def candidates(grid: Mapping[str, Sequence]) -> list[dict]:
@@ -64,7 +74,7 @@ def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], flo
 
     grid : field -> candidate values.  heldout_loss(fields, seed) trains with ``fields`` on selection
     seed ``seed`` and returns the held-out hinge loss, or (loss, margin) with the mean held-out
-    margin z F for the tie-break (a bare loss counts as margin 0); it may raise ``DivergenceError``
+    margin z F, recorded as information (a bare loss counts as margin 0); it may raise ``DivergenceError``
     (or return a non-finite loss, or one above DIVERGED_ABOVE) for a diverged run.
     seeds : the selection seeds.
 
@@ -102,14 +112,13 @@ def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], flo
 
 
 def break_tie(tied: Sequence[dict], delta_on_grid: bool) -> dict:
-    """Step 5 of the rule: among candidate rows of ``choose`` at the lowest mean loss, the first at
-    delta = PAPER_DELTA (if delta is on the grid and one of them has it), then the larger
-    "mean_margin" (None counts as -inf), then the earliest in grid order."""
+    """Step 5 of the rule: among candidate rows of ``choose`` at the lowest mean loss, those at
+    delta = PAPER_DELTA (if delta is on the grid and one of them has it), then the smallest "eta"
+    (a grid without eta: every candidate), then the earliest in grid order."""
     if delta_on_grid:
         paper = [r for r in tied if np.isclose(r["fields"].get("delta", np.nan), PAPER_DELTA)]
         tied = paper or tied
-    margin = lambda r: -np.inf if r["mean_margin"] is None else r["mean_margin"]  # noqa: E731
-    return max(tied, key=margin)                          # max keeps the first of equal margins
+    return min(tied, key=lambda r: r["fields"].get("eta", 0.0))      # min keeps the first of equal etas
 
 
 def _loss_and_margin(value) -> tuple[float, float]:
@@ -141,8 +150,8 @@ def heldout_losses(world_for_seed: Callable, config: TrainConfig, net: Network, 
     configs = [replace(config, **fields) for fields in candidates]
     runs = train_together(world, configs, net, rng=np.random.default_rng([seed, *stream, 1]))
     cfg = configs[0]                                        # the prompt fields are every candidate's
-    held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,
-                          rng=np.random.default_rng([seed, *stream, 2]))
+    held = training_batch(world, n_heldout, cfg.l_tr, p_a=cfg.p_a, K=cfg.K, kappa_a=cfg.kappa_a,    # its training tasks
+                          rng=np.random.default_rng([seed, *stream, 2]), tasks=TRAINING_SETS[cfg.tasks](world))
     scores = []
     for run in runs:
         if isinstance(run, DivergenceError):                # CollapseError included

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..data import SECTION4
 from ..measure.error_verdicts import THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient
-from ..measure.verdicts import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, case, combine, judge_cases, near,
-                                verdict_text, where_text)
+from ..measure.verdicts import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, case, case_name, combine,
+                                judge_cases, near, verdict_text, where_text)
 from .mechanism import judge_attention
 from .verdicts import judge_gates
 
@@ -65,25 +65,27 @@ def judge_tolerated(out: dict, lt_context: dict | None = None) -> dict:
     at the linear Transformer's p_a; Theorem 4 by ``judge_theorem4`` on the linear Transformer's
     error curves (and ``lt_context``'s).  Adds out["verdict"], out["verdict_detail"], out["judged"]."""
     s = out["settings"]
-    step = float(np.min(np.diff(s["alphas"])))
+    M1 = out.get("theorem4_constants", {}).get("M1", SECTION4.M1)
     mamba = [r for r in out["runs"] if r["model"] == "mamba" and r["alpha_star"] is not None]
     lt = {(r["p_a"], r["kappa_a_prime"], r["l_ts"], r["seed"]): r["alpha_star"]
           for r in out["runs"] if r["model"] != "mamba" and r["alpha_star"] is not None}
     by_case = {}
     for r in mamba:
         by_case.setdefault((r["p_a"], r["kappa_a_prime"], r["l_ts"]), []).append(r)
-    thm2, rem5, border = {}, {}, []
+    thm2, rem5, border, excess = {}, {}, [], {}
     for (p_a, kappa, l_ts), runs in by_case.items():
         name = case(("p_a", p_a), ("kappa_a'", kappa), ("l_ts", l_ts))
-        star, bound = [r["alpha_star"] for r in runs], runs[0]["predicted"]
-        thm2[name] = ("full" if min(star) >= bound - step else "trend" if min(star) > 0.5 else "none")
-        if near(min(star) - (bound - step), bound):
+        excess[case_name(name)] = e = theorem2_excess(s["alphas"], [r["errors"] for r in runs], runs[0]["predicted"],
+                                                      l_ts, M1)
+        thm2[name] = "full" if at_most(e["worst"], THM2_EPS) else "trend" if at_most(e["worst"], 10 * THM2_EPS) else "none"
+        if near(e["worst"] - THM2_EPS, THM2_EPS):
             border.append(name)
         pairs = [(r["alpha_star"], lt[(p_a, kappa, l_ts, r["seed"])]) for r in runs if (p_a, kappa, l_ts, r["seed"]) in lt]
         if pairs:
             rem5[name] = ("full" if all(m > t for m, t in pairs) else
                           "trend" if np.mean([m for m, _ in pairs]) > np.mean([t for _, t in pairs]) else "none")
     out["verdict"], out["verdict_detail"], out["judged"] = {}, {}, {}
+    out["theorem2_excess"] = excess
     for claim, cases, bl in (("mamba", thm2, border), ("remark5", rem5, [])):
         if cases:
             v = judge_cases(cases, bl)
@@ -93,10 +95,32 @@ def judge_tolerated(out: dict, lt_context: dict | None = None) -> dict:
     return judge_theorem4(out, lt_context)
 
 
+THM2_EPS = 0.01            # Theorem 2's eps: that of rule thm2-inside, Figure 2's claimed error
+
+
+def theorem2_excess(alphas, errors_by_seed, bound: float, l_ts: int, M1: int) -> dict:
+    """Theorem 2 (c)-(d) in one (p_a, kappa_a', l_ts) case (``ALPHA_RULES["thm2-alpha"]``): the error the
+    outliers add, err(alpha) - err(0) (mean over seeds, equal prompts each), at every grid alpha the
+    theorem covers: (c) alpha < bound = min(1, p_a l_tr / l_ts) (within ``ROUNDING`` of the bound is on
+    it, not below) and (d) l_ts >= (1 - alpha)^-1 log M1 (constant 1).  errors_by_seed : per seed the
+    error at each alpha of ``alphas`` (None for a diverged run, left out).  Returns {"alphas": the
+    covered alphas, "excess": [per covered alpha], "worst": the largest}."""
+    errs = np.array([e for e in errors_by_seed if e is not None], dtype=float)          # (S, n_alpha)
+    mean = errs.mean(axis=0)
+    covered = [k for k, a in enumerate(alphas) if below(a, bound) and at_most(np.log(M1) / (1 - a), l_ts)]
+    ex = [float(mean[k] - mean[0]) for k in covered]
+    return {"alphas": [float(alphas[k]) for k in covered], "excess": ex, "worst": max(ex)}
+
+
 ALPHA_RULES = {
-    "thm2-alpha": "per (p_a, kappa_a', l_ts): alpha* (the largest alpha before the test error passes the threshold) >= "
-                  "min(1, p_a l_tr / l_ts) less one grid step in every seed holds; alpha* > 1/2 in every seed (beyond "
-                  "the linear Transformer's limit, short of the bound) holds in trend; otherwise fails",
+    "thm2-alpha": "Theorem 2 (c)-(d) as the sufficient condition it is, per (p_a, kappa_a', l_ts): at every grid alpha "
+                  "it covers, (c) alpha < min(1, p_a l_tr / l_ts) and (d) l_ts >= (1-alpha)^-1 log M1 (constant 1; "
+                  "(d)'s upper end, poly(M1^kappa_a) without a degree, is not checked), the error the outliers add, "
+                  f"err(alpha) - err(0) (mean over seeds), <= eps = {THM2_EPS:g} (the eps of rule thm2-inside) holds; "
+                  f"<= {10 * THM2_EPS:g} (10 times the claimed size) holds in trend; otherwise fails. The excess, not "
+                  "the error itself: at alpha = 0 the error here is above eps already (K' = 1.5 and the unseen "
+                  "distance-2 tasks, judged by rule unseen), which is no outlier's doing; a grid alpha within rounding of "
+                  "the bound is on it, not below it",
     "remark5-alpha": "per (p_a, kappa_a', l_ts) trained at the linear Transformer's p_a: Mamba's alpha* above the linear "
                      "Transformer's in every seed holds; above it in the seed mean holds in trend; otherwise fails"}
 

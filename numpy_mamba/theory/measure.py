@@ -12,9 +12,9 @@ import numpy as np
 from .._checks import check_positive, check_positive_int, check_probability
 from ..data import World, testing_batch, training_batch
 from ..loss import hinge
-from ..model import Params, log_gating
+from ..model import log_gating
 from ..network import Network, as_network
-from ..sgd import sgd_update
+from ..sgd import divergence, sgd_update
 
 
 def steps_to_epsilon(world: World, net: Network | str, *, p_a: float, l_tr: int, eta: float, delta: float,
@@ -24,7 +24,8 @@ def steps_to_epsilon(world: World, net: Network | str, *, p_a: float, l_tr: int,
 
     The held-out batch (B_held prompts, drawn once from seed stream [seed, 2]) is scored before
     every update, so the count has one-step resolution.  Returns {"T": int or None (not reached
-    within T_max, or diverged), "diverged": bool, "loss0": float, "loss_end": float}.
+    within T_max, or diverged: ``sgd.divergence`` on the held-out outputs), "diverged": bool, "loss0":
+    float, "loss_end": float}.
     """
     net = as_network(net)
     p_a = check_probability(p_a, "p_a")
@@ -35,8 +36,10 @@ def steps_to_epsilon(world: World, net: Network | str, *, p_a: float, l_tr: int,
     held = training_batch(world, B_held, l_tr, p_a=p_a, rng=np.random.default_rng([seed, 2]))
     loss0 = loss = None
     for t in range(T_max + 1):
-        loss = float(np.mean(hinge(net.F(params, held.P), held.z)))
-        if not np.isfinite(loss):
+        with np.errstate(over="ignore", invalid="ignore"):
+            F = net.F(params, held.P)
+            loss = float(np.mean(hinge(F, held.z)))
+        if divergence(F, loss, params):                     # sgd.DIVERGENCE_RULE
             return {"T": None, "diverged": True, "loss0": loss0, "loss_end": None}
         loss0 = loss if loss0 is None else loss0
         if loss < eps:

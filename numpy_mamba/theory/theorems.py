@@ -15,6 +15,7 @@ import numpy as np
 from ..data import SECTION4, SECTION4_TEST_OUTLIERS, World
 from ..model import PAPER_MODELS as MODELS
 from ..fused import network
+from ..measure.rates import sample_sd
 from ..runs.jobs import Plan, Unit
 from ..sgd import DivergenceError, TrainConfig, train
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon
@@ -33,7 +34,7 @@ def _per_seed_slopes(x, T_by_seed) -> list:
 def _summary(slopes):
     if not slopes:
         return None, None
-    return float(np.mean(slopes)), float(np.std(slopes, ddof=1)) if len(slopes) > 1 else 0.0
+    return float(np.mean(slopes)), sample_sd(slopes)
 
 
 def _steps_units(world: World, s: ConvergenceVsPa | ConvergenceVsLtr, grid_key: str) -> list:

@@ -35,9 +35,12 @@ TRAJECTORY_RULES = {
     "phases": "Lemmas 4-5, per curve (v*^T w and mu^T w): before the steepest step t* a fit a t + b t^3 with b < 0 "
               "and R^2 > 0.9, and after 2 t* a falling log t fit better than a straight line, holds; one of the two "
               "phases holds in trend; otherwise fails",
-    "lemma6": "eq (39) in the lemma's time window (its range of t with every constant 1), per context length l: the "
-              "largest mean sum_i G_i (l - i + 1) <= 3 (Theta(1) with constant 3) holds; <= 6 holds in trend; "
-              "otherwise fails"}
+    "lemma6": "eq (39) over the lemma's range of t, per context length l: the largest mean sum_i G_i (l - i + 1) <= 3 "
+              "(Theta(1) with constant 3) holds; <= 6 holds in trend; otherwise fails. The range: Lemma 6's is Lemma "
+              "4's (the same expression in t), the first phase of training, in which v*^T w falls slowly; it ends at "
+              "the steepest fall of v*^T w, t*, measured on the same run (rule phases). With every constant 1 the "
+              "expression would end it within the first few dozen steps, a small fraction of the phase it describes: "
+              "that reading checks the initialisation only"}
 
 
 def judge_gates(g: dict) -> dict:

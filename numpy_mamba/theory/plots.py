@@ -281,14 +281,14 @@ def trajectory(res, path: Path) -> Path:
         ax.plot(t, h[f"lemma6_p95_l{l}"], color=c, ls=":", lw=0.8)
     if "lemma6" in res:
         ax.axvspan(0, res["lemma6"]["window_t"], color="grey", alpha=0.2, lw=0,
-                   label=f"Lemma 6's range (Lemma 4's first phase): t <= t* = {res['lemma6']['window_t']:.0f}")
+                   label=f"Lemma 6's range: t <= t* = {res['lemma6']['window_t']:.0f}\n(Lemma 4's first phase)")
         if "window_constants_1" in res["lemma6"]:
-            ax.axvspan(0, res["lemma6"]["window_constants_1"], color="grey", alpha=0.25, lw=0,
-                       label=f"the same with every constant 1: t <= {res['lemma6']['window_constants_1']:.0f}")
+            ax.axvspan(0, res["lemma6"]["window_constants_1"], facecolor="none", edgecolor="grey", hatch="//", lw=0,
+                       label=f"with every constant 1:\nt <= {res['lemma6']['window_constants_1']:.0f}")
     ax.set_xscale("symlog", linthresh=10)                           # so the lemma's short range is visible
     ax.set(xlabel="SGD step t (linear up to 10, log beyond)", ylabel=r"$G_1 l + G_2 (l-1) + \ldots + G_l$ (Lemma 6 sum)",
            title="Lemma 6 (dotted: 95th percentile)")
-    ax.legend(fontsize=8.5, loc="upper left")
+    ax.legend(fontsize=8.5, loc="center left")                     # where only the shading is: no curve behind it
     footer = (f"One Mamba run: seed {s['seed']}, p_a = {s['p_a']}, kappa_a = {s.get('kappa_a', 2.0):g}, T = {s['T']}, "
               f"eta = {s['eta']}, delta = {s['delta']}, B = {s['B']}, l_tr = {s['l_tr']}; recorded every "
               f"{s['record_every']} steps on {s['B_held']} fixed training prompts (Lemma 6: {s['B_held']} prompts per l).")

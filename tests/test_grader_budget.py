@@ -43,3 +43,18 @@ def test_the_budget_holds_only_the_functions_a_budget_can_decide():
     budget = prepared.problems[prepared.budget]
     assert budget.params.W_C.size >= 25 * gradients.budget_units, "a pass per coordinate of W_C is not 25x the budget"
     assert set(all_exercises()["stack"].budgeted) == {"dH", "dW_B", "dW_C", "dW"}
+
+
+def test_importing_scipy_at_the_top_of_a_file_costs_no_budget(tmp_path, capsys):
+    """The hand-out allows scipy; importing its big modules at the top of a file costs about a
+    second of CPU (here more than the budget of grad_W_C itself), which the budget, a count of
+    forward passes of the call, must not charge: the import has its own limit, every child's.
+    A failure here means an honest file loses the budget problem's points for an import line."""
+    source = (STUDENTS / "correct_naive.py").read_text()
+    heavy = "import scipy.optimize, scipy.stats, scipy.signal, scipy.interpolate, scipy.integrate  # noqa: E401\n"
+    (tmp_path / "gradients.py").write_text(source.replace("import numpy as np\n", "import numpy as np\n" + heavy, 1))
+    status = main([str(tmp_path / "gradients.py")])
+    out = capsys.readouterr().out
+    budget_lines = [line for line in out.splitlines() if "(CPU budget)" in line]
+    assert status == 0 and "points: 7.5 / 7.5" in out, out
+    assert len(budget_lines) == 3 and all(" ok (CPU " in line for line in budget_lines), out

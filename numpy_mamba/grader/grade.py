@@ -136,9 +136,11 @@ class Session:
             return self._prepared[exercise.name]
 
     def budget_limits(self, prepared) -> sandbox.Limits:
-        """The budget problem's child: ``budget_units`` forward passes of CPU, the budget's memory."""
+        """The budget problem's child: ``budget_units`` forward passes of CPU for the call, the
+        budget's memory; importing the file first has the time limit of every child."""
         cpu = prepared.exercise.budget_units * prepared.unit * self.budget_scale
-        return sandbox.Limits(cpu, prepared.exercise.budget_memory_mb, wall=10 * cpu + 30)
+        return sandbox.Limits(cpu, prepared.exercise.budget_memory_mb, wall=10 * cpu + 30 + self.limits.time,
+                              import_cpu=self.limits.time)
 
 
 def syntax_message(exc: SyntaxError, source: bytes = b"", notebook: bool = False) -> str:

@@ -99,7 +99,7 @@ def run(job: Job, folder: Folder, found: Isolation, limits: Limits) -> ChildRun:
                "allowed": job.allowed, "kit": job.kit, "modules": job.modules, "functions": list(job.functions),
                "calls": job.calls, "readable": list(readable) + [str(folder.src)], "listable": list(listable),
                "writable": [workdir], "tier": tier, "memory_bytes": limits.memory_mb * 2**20,
-               "cpu_seconds": int(limits.cpu) + 5}
+               "cpu_seconds": limits.kernel_cpu}
     try:
         return run_child(request, job.arrays, limits)
     finally:

@@ -44,12 +44,19 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 
 @dataclass(frozen=True)
 class Limits:
-    """One child's limits: ``cpu`` seconds of its own CPU time for importing the file and every
-    call, ``memory_mb`` of address space beyond what it maps when confined, ``wall`` seconds."""
+    """One child's limits: ``cpu`` seconds of its own CPU time for its calls (all of them),
+    ``import_cpu`` seconds for importing the file first (None: ``cpu``), ``memory_mb`` of address
+    space beyond what it maps when confined, ``wall`` seconds."""
 
     cpu: float
     memory_mb: int
     wall: float
+    import_cpu: float | None = None
+
+    @property
+    def kernel_cpu(self) -> int:
+        """The kernel's backstop (RLIMIT_CPU) over the child's whole life: import, calls, 5 s."""
+        return int(self.cpu) + int(self.import_cpu or 0) + 5
 
 
 def _environment() -> dict:
@@ -188,6 +195,17 @@ class _Watch:
         cpu = cpu_seconds(self.run.pid) if self.run.pid else float("nan")
         self.ready_cpu = self.last_cpu = self.before_ready if math.isnan(cpu) else cpu
 
+    def imported(self) -> None:
+        """The submission is imported: the clock starts again for the calls, so a module-level
+        import (scipy.optimize and scipy.stats: ~0.7 s of CPU) is never charged to a budget that
+        counts forward passes of the calls; the import had its own limit, from "ready".  Without
+        ``import_cpu`` one limit covers the import and the calls together."""
+        if self.limits.import_cpu is None:
+            return
+        cpu = cpu_seconds(self.run.pid) if self.run.pid else float("nan")
+        if not math.isnan(cpu):
+            self.ready_cpu = self.last_cpu = cpu
+
     def over(self) -> str:
         """Why the child must stop now ("" while it is within its limits)."""
         run, limits = self.run, self.limits
@@ -195,7 +213,7 @@ class _Watch:
             return ""
         now = time.monotonic()
         cpu = cpu_seconds(run.pid) if run.pid else float("nan")
-        if cpu - self.ready_cpu > limits.cpu:
+        if cpu - self.ready_cpu > (limits.cpu if run.imported or limits.import_cpu is None else limits.import_cpu):
             return "time limit"
         if not cpu <= self.last_cpu:                      # it computed (or its CPU time is unknown)
             self.last_cpu, self.last_tick = cpu, now
@@ -295,10 +313,12 @@ def _follow(watch: _Watch, reader: Reader, capture_r: int, results_r: int) -> No
                 elif key.data == "output":
                     _take_output(run, data)
                 else:
-                    was_ready = run.ready
+                    was_ready, was_imported = run.ready, run.imported
                     reader.feed(data)
                     if run.ready and not was_ready:
                         watch.became_ready()
+                    if run.imported and not was_imported:
+                        watch.imported()
         for fd, take in ((capture_r, lambda d: _take_output(run, d)), (results_r, reader.feed)):
             os.set_blocking(fd, False)
             while True:
@@ -316,7 +336,8 @@ def _follow(watch: _Watch, reader: Reader, capture_r: int, results_r: int) -> No
 
 
 def _conclude(watch: _Watch) -> None:
-    """The child's CPU time since ready, and why it ended if it did not finish."""
+    """The child's CPU time since ready (since its submission was imported, with an import limit
+    of its own), and why it ended if it did not finish."""
     run = watch.run
     if run.ready:
         run.cpu = watch.total_cpu - watch.ready_cpu

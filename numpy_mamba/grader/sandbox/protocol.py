@@ -85,7 +85,7 @@ class ChildRun:
     pid: int | None = None
     output: bytes = b""
     output_bytes: int = 0
-    cpu: float = float("nan")                       # CPU seconds from "ready" to the end (all threads)
+    cpu: float = float("nan")                       # CPU seconds from "ready" ("imported" with an import limit) to the end
 
 
 # ---- the child's side -------------------------------------------------------------------------

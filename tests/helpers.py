@@ -50,20 +50,27 @@ def stack_problem(kind, model, n_layers, seed=0, d=3, B=6):
 
 def broken_links(report):
     """The links of a Markdown report that lead nowhere: '](#x)' with no heading whose anchor is #x
-    (``runs.results.anchor``) and no <a name="x">, and '](file)' with no such file beside it."""
+    (``runs.results.anchor``) and no <a name="x">, '](file)' with no such file beside it, and
+    '](file.md#x)' with no such file or no such anchor in it."""
     import re
     from pathlib import Path
 
     from numpy_mamba.runs.results import anchor
+
+    def targets(text):
+        found = {anchor(line) for line in text.splitlines() if line.startswith("#")}
+        return found | {"#" + name for name in re.findall(r'<a name="([^"]+)"></a>', text)}
+
     text = Path(report).read_text()
-    targets = {anchor(line) for line in text.splitlines() if line.startswith("#")}
-    targets |= {"#" + name for name in re.findall(r'<a name="([^"]+)"></a>', text)}
     broken = []
     for link in re.findall(r"\]\(([^)\s]+)\)", text):
-        if link.startswith("#"):
-            if link not in targets:
-                broken.append(link)
-        elif "://" not in link and not (Path(report).parent / link).exists():
+        if "://" in link:
+            continue
+        name, _, fragment = link.partition("#")
+        other = Path(report).parent / name
+        if name and not other.exists():
+            broken.append(link)
+        elif fragment and "#" + fragment not in targets(other.read_text() if name else text):
             broken.append(link)
     return broken
 

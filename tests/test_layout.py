@@ -4,7 +4,7 @@ If a test here fails: the README names a file or function that does not exist; a
 ``__init__`` docstring misses one of its modules; a core module imports a family or the fused
 door; two subpackages, or two modules anywhere, import each other (directly or in a circle); a
 family imports another family; something other than the command line imports ``numpy_mamba.cli``;
-or a module imports another module's private name.
+or a module imports another module's private name; or a committed page links to nowhere.
 """
 import ast
 import importlib
@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import broken_links
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "numpy_mamba"
@@ -67,6 +69,14 @@ def test_every_path_the_readme_names_exists():
     assert len(paths) >= 10, "the README names almost no file: the regex or the README changed"
     missing = [p for p in paths if "*" not in p and not (ROOT / p).exists()]
     assert not missing, f"README names files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", ["README.md", "figures/REPORT.md", "tutorials/README.md", "tutorials/INSTRUCTORS.md",
+                                  "tests/student_files/README.md"])
+def test_every_link_of_the_committed_pages_leads_somewhere(page):
+    """If this fails, a reader clicks a link of a committed page (a heading of REPORT.md, a file, a
+    heading of another page) and lands nowhere: the list says which."""
+    assert not broken_links(ROOT / page), broken_links(ROOT / page)
 
 
 def test_paper_to_code_names_functions_that_exist():

@@ -16,6 +16,8 @@ from ..runs.results import anchor
 from .settings import FACTOR_LABEL, MODEL_TEXT, TESTS
 from .tables import PAPER_TABLE1, TABLE1_HEADING
 
+HEADING = "## Ablation: the distance-2 gap (`python -m numpy_mamba ablation`)"
+
 CLOSE = 0.01
 GAP = ("the gap: distance-2 accuracy against the lowest of the other task groups (training, reversed, distance 3), "
        "seed means on the prompts of every task; closed when within 1 point. Means and paired changes are over the "
@@ -108,7 +110,7 @@ def _d2_line(result: dict, which: str, factors: tuple, test: str = "FQ") -> str:
 
 def claims(result: dict) -> list:
     """The ablation's rows: the cycle creates the gap; all pairs, more steps, both, pre-norm close it; held-out pairs."""
-    see = [("ablation.png", "ablation.png"), ("section", "#ablation-the-distance-2-gap")]
+    see = [("ablation.png", "ablation.png"), ("section", anchor(HEADING))]
     d2 = lambda f, which="all": _acc(result, which, "FQ", "mamba", "3", f, "distance_2")  # noqa: E731 (3-layer Mamba, FQ)
     rows = []
     head = ("Distance-2 accuracy (%) on FQ prompts, " + " / ".join(FACTOR_LABEL[f] for f in ("untrained", "baseline"))

@@ -13,7 +13,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from ..runs.output import SMOKE, footnote, save_figure, save_json, subplots, write_section
-from ..runs.results import opening, save_claims
+from ..runs.results import opening, overflow_details, save_claims
 from .claims import GATES_RULES, gates_claim
 from .families import GATES
 
@@ -201,7 +201,7 @@ def report_markdown(result, summary, quick: bool = False, rows=(), heads=None) -
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", " ".join(_verdict(summary, cfg, a_idx, k) for k in cfg["kappa_a_prime"])
               + " (rule [gates](#rule-gates))", "", _clean_cost(summary, cfg, k2), "", MECHANISM, "",
-              _checks_table(result["checks"])]
+              _checks_table(result["checks"]), *overflow_details(list(rows))]
     return "\n".join(lines)
 
 

@@ -177,6 +177,13 @@ def details(rows: list) -> list:
     return lines
 
 
+def overflow_details(rows: list) -> list:
+    """For a section that tells its claims in its own words: the claims whose cases did not fit the
+    results table (a ``detail``), in full, under the headings the table's [detail] links lead to."""
+    rows = [r for r in rows if r.get("detail")]
+    return ["", "### Claims in detail", *details(rows), ""] if rows else []
+
+
 def opening(first: str, rows: list, heads: list | None = None) -> list:
     """The three lines that open a command's section: ``first`` (what ran), the verdicts counted, and
     the headline numbers (paper against ours; ``heads``, default those the rows carry)."""

@@ -10,7 +10,7 @@ from ..data import SECTION4
 from ..measure.mechanism_verdicts import corollary1_text
 from ..measure.rates import sample_sd
 from ..runs.output import SMOKE
-from ..runs.results import opening
+from ..runs.results import opening, overflow_details
 from ..runs.step_size import table_rows
 from ..sgd import TrainConfig
 from .settings import LABEL_WORD
@@ -132,7 +132,7 @@ def markdown(results: dict, timings: dict, common: dict, files: dict, rows: list
     JSON of the run records ({"world", "world_seed", "command"}); ``files``: {part: path of its figure}."""
     lines = (_head(timings, common, rows) + _convergence(results, files) + _tolerance(results, files)
              + _corollary1(results, files) + _gates(results, files) + _lemmas(results, files)
-             + ["Run times (s): " + ", ".join(f"{k}: {v}" for k, v in timings.items()) + "."])
+             + overflow_details(rows) + ["Run times (s): " + ", ".join(f"{k}: {v}" for k, v in timings.items()) + "."])
     return "\n".join(lines)
 
 

@@ -1,8 +1,14 @@
-"""Shared by every test: the Agg backend, and one quick run per experiment command per session.
+"""Shared by every test: the Agg backend, one BLAS thread, and one quick run per experiment command
+per test process.
 
 ``reproduce_quick``, ``theory_quick``, ``gates_quick`` and ``ablation_quick`` run ``python -m numpy_mamba COMMAND
 --quick --jobs 1 --out OUT`` once; the snapshot test (test_same_numbers.py) and the command's own
-tests read the same folder, so each quick run is paid once.  Tests only read it.
+tests read the same folder, so each quick run is paid once (``-n 2``: the tests that read one run
+are sent to one process, ``pytest_collection_modifyitems``).  Tests only read it.
+
+The README runs the suite in two processes on two cores, so each takes one BLAS thread (a BLAS of
+two threads in each would share two cores four ways); the numbers do not depend on it
+(test_same_numbers.py passes either way).
 """
 import contextlib
 import io
@@ -13,6 +19,7 @@ from typing import NamedTuple
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")        # before numpy is imported: see above
 
 # theory's quick run writes its section into a report that already holds another command's section
 # and an old theory section: the run must keep the first and replace the second
@@ -56,3 +63,14 @@ def gates_quick(tmp_path_factory) -> QuickRun:
 @pytest.fixture(scope="session")
 def ablation_quick(tmp_path_factory) -> QuickRun:
     return quick_run("ablation", tmp_path_factory.mktemp("ablation_quick"))
+
+
+QUICK_RUNS = {"reproduce_quick", "theory_quick", "gates_quick", "ablation_quick"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``-n 2 --dist loadgroup`` every test that reads a quick run goes to one process, which
+    pays for each quick run once (test_same_numbers.py asks for them by name)."""
+    for item in items:
+        if QUICK_RUNS & set(getattr(item, "fixturenames", ())) or item.path.name == "test_same_numbers.py":
+            item.add_marker(pytest.mark.xdist_group("quick_runs"))

@@ -220,6 +220,19 @@ def container_image():
         shutil.rmtree(private, ignore_errors=True)
 
 
+def tier_runs(wrap, python, private, outs: dict) -> dict:
+    """The grade commands of ``replay`` at every tier: Landlock capped at ABI 7, 5 and 1 on this
+    machine, and 0 as root in the ``container_image`` (its python, the root-only ``private`` copy
+    of the package); ``outs``: {tier: out folder}."""
+    runs = {cap: ([sys.executable, "-m", "numpy_mamba", "grade"],
+                  dict(os.environ, PYTHONPATH=str(ROOT), NUMPY_MAMBA_SANDBOX_MAX_ABI=cap), outs[cap])
+            for cap in ("7", "5", "1")}
+    runs["0"] = (wrap([python, "-m", "numpy_mamba", "grade"]),
+                 {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(private),
+                  "NUMPY_MAMBA_SANDBOX_MAX_ABI": "0"}, outs["0"])
+    return runs
+
+
 def _shm_segments() -> set:
     with open("/proc/sysvipc/shm") as f:
         return {line.split()[1] for line in f.readlines()[1:]}
@@ -301,13 +314,7 @@ def replays(tmp_path_factory):
     outs = {cap: Path(tempfile.mkdtemp(prefix=f"numpy_mamba_out{cap}_")) for cap in TIERS}
     try:
         with container_image() as (wrap, python, _, private):
-            runs = {cap: ([sys.executable, "-m", "numpy_mamba", "grade"],
-                          dict(os.environ, PYTHONPATH=str(ROOT), NUMPY_MAMBA_SANDBOX_MAX_ABI=cap), outs[cap])
-                    for cap in ("7", "5", "1")}
-            runs["0"] = (wrap([python, "-m", "numpy_mamba", "grade"]),
-                         {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(private),
-                          "NUMPY_MAMBA_SANDBOX_MAX_ABI": "0"}, outs["0"])
-            yield replay(folder, victim, runs)
+            yield replay(folder, victim, tier_runs(wrap, python, private, outs))
     finally:
         for made in list(outs.values()) + [victim.parent]:
             shutil.rmtree(made, ignore_errors=True)

@@ -29,7 +29,7 @@ from numpy_mamba.gradients import gradients
 from numpy_mamba.grader.registry import all_exercises, prepare
 from numpy_mamba.grader.run import main
 from numpy_mamba.grader.seed import SECRET_NAME, SecretError, secret_seed
-from test_grader_attacks import container_image, replay
+from test_grader_attacks import container_image, replay, tier_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
@@ -211,13 +211,7 @@ def hostile_replays(tmp_path_factory):
     try:
         hostile_class(folder / "class")
         with container_image() as (wrap, python, public, private):
-            runs = {cap: ([sys.executable, "-m", "numpy_mamba", "grade"],
-                          dict(os.environ, PYTHONPATH=str(ROOT), NUMPY_MAMBA_SANDBOX_MAX_ABI=cap), outs[cap])
-                    for cap in ("7", "5", "1")}
-            runs["0"] = (wrap([python, "-m", "numpy_mamba", "grade"]),
-                         {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(private),
-                          "NUMPY_MAMBA_SANDBOX_MAX_ABI": "0"}, outs["0"])
-            yield replay(folder / "class", victim, runs), outs, (wrap, python, public)
+            yield replay(folder / "class", victim, tier_runs(wrap, python, private, outs)), outs, (wrap, python, public)
     finally:
         for made in list(outs.values()) + [victim.parent, folder]:
             shutil.rmtree(made, ignore_errors=True)

@@ -38,6 +38,8 @@ from .interrupts import check_interrupted, interrupts_held, sigint_blocked
 from .memory import keep_heap_padding
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+START_LIMIT = 120.0              # seconds for the workers to start: a fresh interpreter importing numpy and scipy,
+                                 # a few seconds even on a loaded machine
 
 
 # ---------------------------------------------------------------- --jobs
@@ -185,6 +187,23 @@ def _run_serial(units, payloads, progress) -> dict:
     return out
 
 
+def _wait_for_workers(pool: ProcessPoolExecutor, ready, n: int) -> None:
+    """Wait until ``n`` workers have run ``_worker_start``; a worker that ended before, a broken
+    pool or START_LIMIT seconds without all of them raise UnitError saying which."""
+    started, deadline = 0, time.monotonic() + START_LIMIT
+    while started < n:
+        if ready.acquire(timeout=1.0):
+            started += 1
+            continue
+        ended = [p.exitcode for p in (getattr(pool, "_processes", None) or {}).values() if p.exitcode is not None]
+        broken = getattr(pool, "_broken", False)
+        if ended or broken:
+            raise UnitError(f"a worker process ended before it started ({started} of {n} up; exit codes "
+                            f"{ended}{'; ' + str(broken) if broken else ''})")
+        if time.monotonic() > deadline:
+            raise UnitError(f"a worker process did not start within {START_LIMIT:.0f} s ({started} of {n} up)")
+
+
 def _run_pool(units, jobs: int, progress) -> dict:
     done, pool = {}, None
     with _single_threaded_workers():
@@ -197,9 +216,7 @@ def _run_pool(units, jobs: int, progress) -> dict:
                 pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_start,
                                            initargs=(os.getpid(), ready))
                 pending = {pool.submit(_call, u.fn, u.args, dict(u.kwargs)): u for u in units}
-                for _ in range(min(jobs, len(units))):
-                    if not ready.acquire(timeout=60.0):
-                        raise UnitError("a worker process did not start within 60 s")
+                _wait_for_workers(pool, ready, min(jobs, len(units)))
             while pending:
                 finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 check_interrupted()

@@ -3,8 +3,8 @@ per test process.
 
 ``reproduce_quick``, ``theory_quick``, ``gates_quick`` and ``ablation_quick`` run ``python -m numpy_mamba COMMAND
 --quick --jobs 1 --out OUT`` once; the snapshot test (test_same_numbers.py) and the command's own
-tests read the same folder, so each quick run is paid once (``-n 2``: the tests that read one run
-are sent to one process, ``pytest_collection_modifyitems``).  Tests only read it.
+tests read the same folder, so each quick run is paid once (``-n 2 --dist loadgroup``: the tests that
+read a quick run are sent to one process, ``pytest_collection_modifyitems``).  Tests only read it.
 
 The README runs the suite in two processes on two cores, so each takes one BLAS thread (a BLAS of
 two threads in each would share two cores four ways); the numbers do not depend on it

@@ -597,3 +597,18 @@ def test_heap_padding_does_nothing_outside_glibc(monkeypatch):
     from numpy_mamba.runs import memory
     monkeypatch.setattr(memory.platform, "libc_ver", lambda: ("", ""))
     assert memory.keep_heap_padding() is False
+
+
+def test_a_worker_that_ends_before_it_starts_is_named_at_once(monkeypatch):
+    """If this fails, a pool whose worker died before its initializer ran (no "ready") is reported
+    as slow to start (START_LIMIT, here 0 s, decides first), not as ended with its exit code."""
+    class Ended:
+        exitcode = -9
+
+    class Pool:
+        _processes = {1: Ended()}
+        _broken = False
+
+    monkeypatch.setattr(jobs, "START_LIMIT", 0.0)
+    with pytest.raises(UnitError, match=r"ended before it started \(0 of 2 up; exit codes \[-9\]"):
+        jobs._wait_for_workers(Pool(), threading.Semaphore(0), 2)

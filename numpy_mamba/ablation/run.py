@@ -40,8 +40,7 @@ from ..runs.output import save_compact_json, write_section
 from ..runs.results import save_claims, write_results
 from ..runs.staging import run_staged
 from ..runs.summary import print_claims_summary
-from .claims import ABLATION_RULES, claims, summary
-from .report import HEADING
+from .claims import ABLATION_RULES, HEADING, claims, summary
 from .settings import FULL, QUICK, AblationSettings
 from .units import choose_steps, plan
 

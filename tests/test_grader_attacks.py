@@ -233,9 +233,23 @@ def tier_runs(wrap, python, private, outs: dict) -> dict:
     return runs
 
 
-def _shm_segments() -> set:
+def _shm_segments() -> dict:
+    """{shmid: the pid that created it} for every System V segment of the machine."""
     with open("/proc/sysvipc/shm") as f:
-        return {line.split()[1] for line in f.readlines()[1:]}
+        return {int(fields[1]): int(fields[4]) for fields in (line.split() for line in f.readlines()[1:])}
+
+
+def _running() -> set:
+    """The pids of the processes running now."""
+    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+
+
+def segments_since(before: tuple) -> set:
+    """The System V segments made since ``before`` = (_shm_segments(), _running()) by a process that
+    was not running then: a run's leak, not a segment of a program that was already running (the
+    other test process's replay, a desktop's X clients), whose segments come and go beside us."""
+    segments, running = before
+    return {shmid for shmid, creator in _shm_segments().items() if shmid not in segments and creator not in running}
 
 
 def replay(folder: Path, victim: Path, runs: dict) -> dict:
@@ -250,7 +264,7 @@ def replay(folder: Path, victim: Path, runs: dict) -> dict:
     segment = libc.shmget(0, 4096, 0o1600)                       # the grader's user keeps something here
     address = libc.shmat(segment, None, 0)
     ctypes.memmove(address, b"kept", 4)
-    segments, nice, started = _shm_segments(), os.getpriority(os.PRIO_PROCESS, 0), {}
+    before, nice, started = (_shm_segments(), _running()), os.getpriority(os.PRIO_PROCESS, 0), {}
     try:
         for name, (command, env, out) in runs.items():
             (out / "tmp").mkdir(parents=True)
@@ -273,7 +287,7 @@ def replay(folder: Path, victim: Path, runs: dict) -> dict:
         found[name] = dict(status=started[name].returncode, grades=grades, left=list((out / "tmp").iterdir()),
                            rows={Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
                            if grades.exists() else {}, text=grades.read_text() if grades.exists() else "",
-                           printed=printed[name], kept=kept, segments=_shm_segments() - segments,
+                           printed=printed[name], kept=kept, segments=segments_since(before),
                            nice=(nice, os.getpriority(os.PRIO_PROCESS, 0)), victim=left_in_victim)
     return found
 
@@ -381,6 +395,30 @@ def test_files_the_parent_cannot_read_or_name_each_get_a_row(class_run):
     assert len(escaped) == 1 and escaped[0]["points"] == "10" and "\\x1b[2J" in escaped[0]["submission"]
     latin = [r for name, r in rows.items() if name == "ren\\xe9e.py"]
     assert len(latin) == 1 and latin[0]["points"] == "10" and "ren\\xe9e.py" in latin[0]["submission"]
+
+
+def test_a_segment_of_a_program_already_running_is_not_counted_as_the_runs():
+    """A run's leak is a segment made by a process born during the run; the other test process's
+    replay keeps its own segment meanwhile (CI of stop 37 counted one at tiers 0 and 1 when the
+    two test processes each replayed the class).  A neighbour that was running before makes one,
+    a process started after makes one and ends: only the second is the run's."""
+    make = "import ctypes, sys; print(ctypes.CDLL(None).shmget(0, 4096, 0o1600), flush=True)"
+    neighbour = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdin.readline(); {make}; sys.stdin.read()"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    made = []
+    try:
+        before = (_shm_segments(), _running())
+        neighbour.stdin.write("go\n")
+        neighbour.stdin.flush()
+        made.append(int(neighbour.stdout.readline()))
+        made.append(int(subprocess.run([sys.executable, "-c", make], capture_output=True, text=True,
+                                       check=True).stdout))
+        assert min(made) >= 0 and segments_since(before) == {made[1]}
+    finally:
+        neighbour.communicate("")
+        libc = ctypes.CDLL(None)
+        for shmid in made:
+            libc.shmctl(shmid, 0, None)                          # IPC_RMID
 
 
 def test_a_flat_class_folder_gives_each_helper_to_its_own_submission_only(tmp_path):

@@ -68,20 +68,9 @@ def ablation_quick(tmp_path_factory) -> QuickRun:
 QUICK_RUNS = {"reproduce_quick", "theory_quick", "gates_quick", "ablation_quick"}
 
 
-def _uses_a_module_fixture(item) -> bool:
-    """Whether ``item`` asks for a fixture made once per module (a class graded at every tier, the
-    tutorials run), which each test process that runs one of the module's tests would make again."""
-    definitions = getattr(item, "_fixtureinfo", None)
-    return definitions is not None and any(
-        chain[-1].scope == "module" for chain in definitions.name2fixturedefs.values() if chain)
-
-
 def pytest_collection_modifyitems(config, items):
     """With ``-n 2 --dist loadgroup`` every test that reads a quick run goes to one process, which
-    pays for each quick run once (test_same_numbers.py asks for them by name); the tests of a
-    module with a module fixture go to one process too, which makes it once."""
+    pays for each quick run once (test_same_numbers.py asks for them by name)."""
     for item in items:
         if QUICK_RUNS & set(getattr(item, "fixturenames", ())) or item.path.name == "test_same_numbers.py":
             item.add_marker(pytest.mark.xdist_group("quick_runs"))
-        elif _uses_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))

@@ -70,7 +70,8 @@ QUICK_RUNS = {"reproduce_quick", "theory_quick", "gates_quick", "ablation_quick"
 
 def pytest_collection_modifyitems(config, items):
     """With ``-n 2 --dist loadgroup`` every test that reads a quick run goes to one process, which
-    pays for each quick run once (test_same_numbers.py asks for them by name)."""
+    pays for each quick run once (a test that asks for them by name carries the group's mark itself,
+    as test_same_numbers.py does)."""
     for item in items:
-        if QUICK_RUNS & set(getattr(item, "fixturenames", ())) or item.path.name == "test_same_numbers.py":
+        if QUICK_RUNS & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("quick_runs"))

@@ -70,6 +70,7 @@ def differences(expected, got, path="", out=None) -> list:
     return out
 
 
+@pytest.mark.xdist_group("quick_runs")                   # asks for the quick runs by name: see conftest.py
 @pytest.mark.parametrize("command", COMMANDS)
 def test_quick_run_gives_the_recorded_numbers(command, request):
     run = request.getfixturevalue(f"{command}_quick")         # the session's quick run (conftest.py)

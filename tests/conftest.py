@@ -1,18 +1,22 @@
 """Shared by every test: the Agg backend, one BLAS thread, and one quick run per experiment command
-per test process.
+per test session.
 
 ``reproduce_quick``, ``theory_quick``, ``gates_quick`` and ``ablation_quick`` run ``python -m numpy_mamba COMMAND
 --quick --jobs 1 --out OUT`` once; the snapshot test (test_same_numbers.py) and the command's own
-tests read the same folder, so each quick run is paid once (``-n 2 --dist loadgroup``: the tests that
-read a quick run are sent to one process, ``pytest_collection_modifyitems``).  Tests only read it.
+tests read the same folder.  Under the README's ``-n 2`` the first test process that asks for a quick
+run makes it in a folder both processes share, and the other waits for it and reads it
+(``made_once``), so each quick run is paid once.  Tests only read it.
 
 The README runs the suite in two processes on two cores, so each takes one BLAS thread (a BLAS of
 two threads in each would share two cores four ways); the numbers do not depend on it
 (test_same_numbers.py passes either way).
 """
 import contextlib
+import fcntl
 import io
+import json
 import os
+import shutil
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,35 +47,58 @@ def quick_run(command: str, out: Path, *extra: str, jobs: int = 1) -> QuickRun:
     return QuickRun(out, code, stdout.getvalue())
 
 
+def session_folder(tmp_path_factory) -> Path:
+    """A folder that every test process of this session shares: under ``-n 2`` each process's base
+    temporary folder lies inside the session's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(folder: Path, name: str, make) -> dict:
+    """``make()`` (a dict that JSON keeps) called once for all the processes that ask for ``name`` in
+    ``folder``: the first makes it and saves it as NAME.json; one that asks meanwhile waits on the
+    lock NAME.lock, then reads it."""
+    made = folder / f"{name}.json"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)                        # let go when the file closes
+        if not made.exists():
+            made.write_text(json.dumps(make()))
+        return json.loads(made.read_text())
+
+
+def shared_quick_run(command: str, tmp_path_factory, report: str = None) -> QuickRun:
+    """The session's quick run of COMMAND into SESSION/COMMAND_quick, made once (``made_once``);
+    ``report``: the text of a REPORT.md in that folder that the run is to write into."""
+    out = session_folder(tmp_path_factory) / f"{command}_quick"
+
+    def make() -> dict:
+        shutil.rmtree(out, ignore_errors=True)                  # left by a process that failed while making it
+        out.mkdir()
+        extra = []
+        if report is not None:
+            (out / "REPORT.md").write_text(report)
+            extra = ["--report", str(out / "REPORT.md")]
+        run = quick_run(command, out, *extra)
+        return {"code": run.code, "stdout": run.stdout}
+
+    return QuickRun(out, **made_once(out.parent, f"{command}_quick", make))
+
+
 @pytest.fixture(scope="session")
 def reproduce_quick(tmp_path_factory) -> QuickRun:
-    return quick_run("reproduce", tmp_path_factory.mktemp("reproduce_quick"))
+    return shared_quick_run("reproduce", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def theory_quick(tmp_path_factory) -> QuickRun:
-    out = tmp_path_factory.mktemp("theory_quick")
-    (out / "REPORT.md").write_text(REPORT_BEFORE)
-    return quick_run("theory", out, "--report", str(out / "REPORT.md"))
+    return shared_quick_run("theory", tmp_path_factory, report=REPORT_BEFORE)
 
 
 @pytest.fixture(scope="session")
 def gates_quick(tmp_path_factory) -> QuickRun:
-    return quick_run("gates", tmp_path_factory.mktemp("gates_quick"))
+    return shared_quick_run("gates", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def ablation_quick(tmp_path_factory) -> QuickRun:
-    return quick_run("ablation", tmp_path_factory.mktemp("ablation_quick"))
-
-
-QUICK_RUNS = {"reproduce_quick", "theory_quick", "gates_quick", "ablation_quick"}
-
-
-def pytest_collection_modifyitems(config, items):
-    """With ``-n 2 --dist loadgroup`` every test that reads a quick run goes to one process, which
-    pays for each quick run once (a test that asks for them by name carries the group's mark itself,
-    as test_same_numbers.py does)."""
-    for item in items:
-        if QUICK_RUNS & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("quick_runs"))
+    return shared_quick_run("ablation", tmp_path_factory)

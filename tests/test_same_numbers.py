@@ -70,7 +70,6 @@ def differences(expected, got, path="", out=None) -> list:
     return out
 
 
-@pytest.mark.xdist_group("quick_runs")                   # asks for the quick runs by name: see conftest.py
 @pytest.mark.parametrize("command", COMMANDS)
 def test_quick_run_gives_the_recorded_numbers(command, request):
     run = request.getfixturevalue(f"{command}_quick")         # the session's quick run (conftest.py)
@@ -78,6 +77,38 @@ def test_quick_run_gives_the_recorded_numbers(command, request):
     expected = json.loads((GOLDEN / f"{command}_quick.json").read_text())
     found = differences(expected, snapshot(run.out))
     assert not found, f"{len(found)} numbers of `{command} --quick` moved, e.g.:\n" + "\n".join(found[:15])
+
+
+ASKER = """
+import os, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from conftest import made_once
+folder, role = Path(sys.argv[2]), sys.argv[3]
+
+def make():
+    with open(folder / "calls", "a") as calls:
+        calls.write(role)
+    while not (folder / "second is asking").exists():     # the other process asks while this one makes
+        time.sleep(0.01)
+    return {"made by": role}
+
+if role == "second":
+    while not (folder / "calls").exists():
+        time.sleep(0.01)
+    (folder / "second is asking").touch()
+print(made_once(folder, "run", make)["made by"])
+"""
+
+
+def test_two_test_processes_asking_for_one_quick_run_at_once_make_it_once(tmp_path):
+    """If this fails, under the README's ``-n 2`` each test process makes the quick runs it reads
+    (twice the time: pytest-xdist's ``--dist loadgroup`` does not group tests on pytest 9.2), or one
+    reads a run the other has not finished: the second asks while the first is making it."""
+    askers = [subprocess.Popen([sys.executable, "-c", ASKER, str(Path(__file__).parent), str(tmp_path), role],
+                               stdout=subprocess.PIPE, text=True) for role in ("first", "second")]
+    printed = [asker.communicate(timeout=60)[0].strip() for asker in askers]
+    assert (tmp_path / "calls").read_text() == "first" and printed == ["first", "first"]
 
 
 def blas_kernel(env=None) -> str:

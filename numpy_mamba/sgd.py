@@ -27,7 +27,7 @@ TRAINING_TASKS = ("cycle", "all")                    # TrainConfig.tasks: T_tr o
 
 class DivergenceError(FloatingPointError):
     """Training diverged: an output or a parameter passed the divergence bound or is not finite
-    (``divergence``, ``DIVERGENCE_RULE``).
+    (``divergence``, ``measure.rules.DIVERGENCE_RULE``).
 
     Keeps the last good state, so a run can be inspected or resumed with a smaller step:
     ``params`` is Psi^(step-1), the parameters of the last step that passed the checks (None when
@@ -231,19 +231,11 @@ class _Run:
                 history.setdefault(key, []).append(value)
 
 
-DIVERGENCE_BOUND = 1e6
-DIVERGENCE_RULE = (
-    f"a run has diverged at the first step where an output |F| on its minibatch or an entry of its parameters "
-    f"is beyond {DIVERGENCE_BOUND:g} in absolute value, or not finite; it is flagged, kept out of every mean (the "
-    "count of runs behind a mean is shown where it is short), and a step size with a diverged run is never chosen. "
-    "Why this bound: the hinge loss (eq (4)) is flat once z F >= 1, so SGD has no reason to grow an output far past "
-    "1; the healthy runs of every command stay below |F| = 200 and |parameter| = 2 (the largest: three-layer Mamba "
-    "at its chosen step size, |F| = 168), while runs on their way to overflow pass 1e90. The bound sits four orders "
-    "above the first and far below the second, so no healthy run is cut and no broken one is kept")
+DIVERGENCE_BOUND = 1e6                      # why this bound: measure.rules.DIVERGENCE_RULE
 
 
 def divergence(F, loss: float, params) -> str:
-    """Why Psi^(t) has diverged (``DIVERGENCE_RULE``), or "" if it has not: F (B,) the outputs on the
+    """Why Psi^(t) has diverged (``measure.rules.DIVERGENCE_RULE``), or "" if it has not: F (B,) the outputs on the
     minibatch, ``loss`` their mean hinge loss, ``params`` Psi^(t)."""
     with np.errstate(invalid="ignore"):                     # a NaN makes the largest NaN: not finite below
         largest = max(float(abs(a).max()) for a in leaves(params) if a.size)

@@ -50,12 +50,12 @@ def stack_problem(kind, model, n_layers, seed=0, d=3, B=6):
 
 def broken_links(report):
     """The links of a Markdown report that lead nowhere: '](#x)' with no heading whose anchor is #x
-    (``runs.results.anchor``) and no <a name="x">, '](file)' with no such file beside it, and
+    (``runs.claims.anchor``) and no <a name="x">, '](file)' with no such file beside it, and
     '](file.md#x)' with no such file or no such anchor in it."""
     import re
     from pathlib import Path
 
-    from numpy_mamba.runs.results import anchor
+    from numpy_mamba.runs.claims import anchor
 
     def targets(text):
         found = {anchor(line) for line in text.splitlines() if line.startswith("#")}

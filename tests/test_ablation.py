@@ -194,7 +194,7 @@ def test_ablation_rules_reach_each_level():
     # lowers it fails; the untrained model above the trained one holds; held-out pairs learned as well
     # as trained ones hold, better than the baseline only in trend.
     from numpy_mamba.ablation.claims import factor_cases, heldout_cases
-    from numpy_mamba.measure.verdicts import judge_cases
+    from numpy_mamba.measure.rules import judge_cases
     level = lambda cases: judge_cases(cases)["level"]  # noqa: E731
     r = _claims_result({"untrained": 0.97, "baseline": 0.80, "all_pairs": 0.99, "long": 0.85, "prenorm": 0.70})
     assert level(factor_cases(r, "all_pairs")) == "full" and level(factor_cases(r, "long")) == "trend"

@@ -14,7 +14,8 @@ from numpy_mamba.reproduce import mechanism as experiments_mechanism, run as exp
 from numpy_mamba import data
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.measure.gates import gate_profile
-from numpy_mamba.measure.rates import clopper_pearson, rate_summary
+from numpy_mamba.measure.rates import rate_summary
+from numpy_mamba.measure.rules import clopper_pearson
 from numpy_mamba.reproduce.common import QUICK, settings_for
 from numpy_mamba.reproduce import depth3
 from tests.helpers import broken_links
@@ -108,7 +109,7 @@ def test_report_opens_with_the_summary_then_the_results_table(quick_run):
     the results table (one row per claim, no cell a reader sees as over 200 characters, each row
     linking its figure), or the main-setting argument and the rules are not written once in the
     appendix below the results."""
-    from numpy_mamba.runs.results import MAX_CELL, anchor, visible
+    from numpy_mamba.runs.claims import MAX_CELL, anchor, visible
     text = (quick_run.out / "REPORT.md").read_text()
     head = text.split("<!-- END results -->")[0]
     lines = head.splitlines()

@@ -47,7 +47,8 @@ def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     under the wrong candidate or seed)."""
     from numpy_mamba.reproduce.common import chosen_records, eta_selection
     from numpy_mamba.runs.worlds import selection_world
-    from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
+    from numpy_mamba.measure.rules import choose
+    from numpy_mamba.runs.step_size import heldout_loss_after_training
     from numpy_mamba.runs.jobs import run_plans
     from numpy_mamba.fused import network                              # the Network the command trains
     s = replace(TINY, eta_grid=(0.01, 0.5, 2000.0), select_seeds=2)     # 2000 diverges: excluded

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numpy_mamba.measure.verdicts import claim_row
+from numpy_mamba.runs.claims import claim_row
 from numpy_mamba.reproduce import common, registry, run
 from numpy_mamba.reproduce.experiment import Experiment
 from numpy_mamba.runs.jobs import Plan, Unit

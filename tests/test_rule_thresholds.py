@@ -9,12 +9,12 @@ from scipy.stats import t as t_dist
 
 from numpy_mamba.ablation.claims import CLOSE, factor_cases, heldout_cases
 from numpy_mamba.gates.claims import gates_claim
-from numpy_mamba.measure.error_verdicts import (below_at_every_alpha, rise_after_half, table1_numbers, table1_pattern,
+from numpy_mamba.measure.rules import (below_at_every_alpha, rise_after_half, table1_numbers, table1_pattern,
                                                 theorem4_context, theorem4_sufficient)
-from numpy_mamba.measure.mechanism_verdicts import clean_gate_decay, corollary1, gate_ratio, grows_in_training
-from numpy_mamba.measure.rates import seed_interval
-from numpy_mamba.measure.verdicts import EXPONENT_TOL, ROUNDING, at_most, below, bound_case
-from numpy_mamba.runs.step_size import DIVERGED_ABOVE, TIE, choose
+from numpy_mamba.measure.rules import clean_gate_decay, corollary1, gate_ratio, grows_in_training
+from numpy_mamba.measure.rules import seed_interval
+from numpy_mamba.measure.rules import EXPONENT_TOL, ROUNDING, at_most, below, bound_case
+from numpy_mamba.measure.rules import DIVERGED_ABOVE, TIE, choose
 from numpy_mamba.theory import claims
 from numpy_mamba.theory.verdicts import LOGIT_TOL, clean_logits, judge_trajectory, m1_slope, outlier_logits
 

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from numpy_mamba.measure.rates import clopper_pearson, rate_summary, seed_interval
-from numpy_mamba.measure.error_verdicts import (below_at_every_alpha, rise_after_half, table1_numbers, table1_pattern,
+from numpy_mamba.measure.rates import rate_summary
+from numpy_mamba.measure.rules import clopper_pearson, seed_interval
+from numpy_mamba.measure.rules import (below_at_every_alpha, rise_after_half, table1_numbers, table1_pattern,
                                                 theorem4_context, theorem4_kappa_bound, theorem4_sufficient)
-from numpy_mamba.measure.mechanism_verdicts import clean_gate_decay, corollary1, gate_ratio, grows_in_training
-from numpy_mamba.measure.verdicts import (WORDS, bound_case, case, describe, judge_cases, near, verdict_text, where_text,
+from numpy_mamba.measure.rules import clean_gate_decay, corollary1, gate_ratio, grows_in_training
+from numpy_mamba.measure.rules import (WORDS, bound_case, case, describe, judge_cases, near, verdict_text, where_text,
                                           word)
-from numpy_mamba.runs.step_size import PAPER_DELTA, choose
+from numpy_mamba.measure.rules import PAPER_DELTA, choose
 
 ALPHAS = np.round(np.arange(0.0, 0.951, 0.05), 2)
 

@@ -516,7 +516,7 @@ def _row(key, claim="a claim", rule="r", headline=None, where="holds: everywhere
 def test_the_results_table_opens_the_report_and_links_every_row(tmp_path):
     """If this fails, the results section is not the first section of REPORT.md whatever order the
     commands ran in, a row loses its figure or detail link, or a rule is written more than once."""
-    from numpy_mamba.runs.results import anchor, save_claims, write_results
+    from numpy_mamba.runs.claims import anchor, save_claims, write_results
     report = tmp_path / "REPORT.md"
     write_section(report, "theory", "## Theory\nbody")
     save_claims(tmp_path, "theory", [_row("t1", "Thm 1: a claim", headline=("slope", "1", "1.03"))], {"r": "a rule"}, False)
@@ -539,7 +539,7 @@ def test_the_results_table_opens_the_report_and_links_every_row(tmp_path):
 def test_the_results_table_refuses_long_cells_and_unknown_rules(tmp_path):
     """If this fails, a cell a reader sees as longer than 200 characters reaches the first screen (a
     link counts by its text, not its target), or a row cites a rule that is written nowhere."""
-    from numpy_mamba.runs.results import save_claims, section
+    from numpy_mamba.runs.claims import save_claims, section
     with pytest.raises(ValueError, match="cite rules"):
         save_claims(tmp_path, "theory", [_row("t1", rule="nowhere")], {"r": "a rule"}, False)
     with pytest.raises(ValueError, match="command must be one of"):
@@ -554,7 +554,7 @@ def test_the_results_table_refuses_long_cells_and_unknown_rules(tmp_path):
 def test_headline_numbers_end_a_command_above_its_verdict_counts(tmp_path, capsys):
     """If this fails, a command's closing lines lose its headline numbers (paper against ours) or put
     them below the verdict counts."""
-    from numpy_mamba.runs.results import save_claims
+    from numpy_mamba.runs.claims import save_claims
     from numpy_mamba.runs.summary import print_claims_summary
     path = save_claims(tmp_path, "theory", [_row("t1", headline=("Thm 1: slope", "1", "1.03")), _row("t2")],
                        {"r": "a rule"}, False)

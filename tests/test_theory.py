@@ -148,8 +148,8 @@ def test_settings_are_frozen_and_a_quick_run_says_so_in_every_part():
 
 
 def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
-    from numpy_mamba.measure.mechanism_verdicts import corollary1
-    from numpy_mamba.measure.verdicts import verdict_text
+    from numpy_mamba.measure.rules import corollary1
+    from numpy_mamba.measure.rules import verdict_text
     from numpy_mamba.measure.tasks import task_group_names
     from numpy_mamba.theory.mechanism import judge_attention
     rng = np.random.default_rng(0)

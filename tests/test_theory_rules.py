@@ -11,7 +11,8 @@ import pytest
 from numpy_mamba import network
 from numpy_mamba.data import make_world
 from numpy_mamba.runs.jobs import run_plans
-from numpy_mamba.runs.step_size import choose, heldout_loss_after_training
+from numpy_mamba.measure.rules import choose
+from numpy_mamba.runs.step_size import heldout_loss_after_training
 from numpy_mamba.sgd import TrainConfig
 from numpy_mamba.theory import claims, step_sizes
 from numpy_mamba.theory.verdicts import judge_gates, judge_trajectory

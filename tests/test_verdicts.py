@@ -10,8 +10,8 @@ from numpy_mamba.reproduce.claims_mechanism import fig3_claims, fig4_claims, tab
 from numpy_mamba.reproduce.common import FULL, MAIN_SETTING_RULE, PAPER, main_table1
 from numpy_mamba.reproduce.mechanism import vote_baseline
 from numpy_mamba.measure.tasks import task_group_names, task_groups
-from numpy_mamba.runs.step_size import candidates, choose
-from numpy_mamba.measure.verdicts import where_it_holds
+from numpy_mamba.measure.rules import candidates, choose
+from numpy_mamba.measure.rules import where_it_holds
 from numpy_mamba.sgd import DivergenceError
 
 ALPHAS = np.round(np.arange(0.0, 0.951, 0.05), 2)

@@ -1,6 +1,6 @@
 """The ablation's questions about the distance-2 gap, each a rule that can fail, judged per (model,
 depth, test prompts) and returned as rows of REPORT.md's results table
-(``measure.verdicts.claim_row``).  These are our hypotheses, not claims of the paper.
+(``measure.rules.claim_row``).  These are our hypotheses, not claims of the paper.
 
 The gap of a run: distance-2 accuracy (tasks whose two patterns are two steps apart on the cycle
 of Condition 1) against the lowest accuracy of the other task groups (training, reversed,
@@ -9,10 +9,11 @@ group.  A change is measured when the 95% t-interval over seeds of the paired ch
 """
 from __future__ import annotations
 
-from ..measure.verdicts import case, claim_row, judge_cases
+from ..measure.rules import case, judge_cases
+from ..runs.claims import claim_row
 from ..model import PAPER_MODELS as MODELS
 from ..runs.step_size import RULES as STEP_RULES
-from ..runs.results import anchor
+from ..runs.claims import anchor
 from .settings import FACTOR_LABEL, MODEL_TEXT, TESTS
 from .tables import PAPER_TABLE1, TABLE1_HEADING
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..model import PAPER_MODELS as MODELS
 from ..runs.output import SMOKE
-from ..runs.results import details, opening
+from ..runs.claims import details, opening
 from .claims import HEADING, claims, gap
 from .settings import FACTOR_LABEL, MODEL_TEXT, TESTS
 from .tables import accuracy_table, mean_over, mechanism_tables, seeds_behind, table1_table

@@ -37,7 +37,7 @@ from pathlib import Path
 from ..runs.args import help_text, positive_int
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_compact_json, write_section
-from ..runs.results import save_claims, write_results
+from ..runs.claims import save_claims, write_results
 from ..runs.staging import run_staged
 from ..runs.summary import print_claims_summary
 from .claims import ABLATION_RULES, HEADING, claims, summary

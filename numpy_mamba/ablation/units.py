@@ -20,7 +20,7 @@ from ..measure.tasks import task_group_names, task_groups
 from ..model import PAPER_MODELS as MODELS
 from ..network import Network
 from ..runs.jobs import Plan, Unit, run_plans
-from ..runs.step_size import RULE
+from ..measure.rules import STEP_SIZE_RULE as RULE
 from ..runs.step_size import selection_plan as step_size_plan
 from ..runs.worlds import selection_world, world_for
 from ..sgd import DivergenceError, train

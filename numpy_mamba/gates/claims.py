@@ -1,11 +1,12 @@
 """The gates' question as a rule that can fail, judged per (gate, kappa_a') and returned as a row
-of REPORT.md's results table (``measure.verdicts.claim_row``).  Appendix E.6 only says the analysis
+of REPORT.md's results table (``measure.rules.claim_row``).  Appendix E.6 only says the analysis
 extends to these gates; the prediction judged here is ours (the report's "Why"): a gate can single
 out an outlier example only if the weight of example i depends on p_i itself.
 """
 from __future__ import annotations
 
-from ..measure.verdicts import case, claim_row, judge_cases
+from ..measure.rules import case, judge_cases
+from ..runs.claims import claim_row
 
 INPUT_GATES = ("mamba", "gla")              # the weight of example i reads p_i (predicted below the LT)
 GATES_RULES = {

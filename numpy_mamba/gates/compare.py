@@ -21,7 +21,7 @@ import numpy as np
 
 from ..runs.args import help_text
 from ..runs.jobs import Unit, add_jobs_argument, run_units
-from ..runs.results import write_results
+from ..runs.claims import write_results
 from ..runs.staging import run_staged
 from ..runs.summary import print_claims_summary
 from ..data import SECTION4, make_world, testing_batch, training_batch

@@ -13,7 +13,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from ..runs.output import SMOKE, footnote, save_figure, save_json, subplots, write_section
-from ..runs.results import opening, overflow_details, save_claims
+from ..runs.claims import opening, overflow_details, save_claims
 from .claims import GATES_RULES, gates_claim
 from .families import GATES
 

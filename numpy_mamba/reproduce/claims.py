@@ -1,15 +1,15 @@
 """Verdicts for the claims of the paper's Section 4.1 (Figure 2, Theorems 1-2, Remark 5; Figures
 3-6 and Table 1 are in ``claims_mechanism.py``), each judged in every setting of Figure 2's grid
 (labelling x kappa_a' x K') by a rule of ``numpy_mamba/measure/`` and returned as a row of
-REPORT.md's results table (``measure.verdicts.claim_row``) with every number behind it.
+REPORT.md's results table (``measure.rules.claim_row``) with every number behind it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..measure.error_verdicts import BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half
-from ..measure.rates import SEED_INTERVAL_RULE
-from ..measure.verdicts import VOCABULARY_RULE, bound_case, bound_rule, case, claim_row, judge_cases
+from ..measure.rules import BELOW_RULE, RISE_RULE, below_at_every_alpha, rise_after_half
+from ..measure.rules import SEED_INTERVAL_RULE, VOCABULARY_RULE, bound_case, bound_rule, case, judge_cases
+from ..runs.claims import claim_row
 from .results import point, untrained_view
 
 RULES = ("flip", "target", "random")

@@ -1,6 +1,6 @@
 """Verdicts for Figures 3-4 and Table 1 (one-layer analogues and three-layer runs) and Figures 5-6
 (layers 2 and 3), each judged in every test setting (labelling x kappa_a') and, at three layers, in
-every layer, and returned as rows of REPORT.md's results table (``measure.verdicts.claim_row``).
+every layer, and returned as rows of REPORT.md's results table (``measure.rules.claim_row``).
 
 The paper's Figures 3-4 and Table 1 use three-layer models and Figures 5-6 show their layers 2
 and 3.  Our one-layer runs test Corollaries 1-2 (which are one-layer results) and give one-layer
@@ -14,11 +14,12 @@ from .common import main_table1
 from .figures import clean_rank_curve
 from .figures_table1 import PAPER_TABLE1
 from .results import view
-from ..measure.error_verdicts import (PLACES, TABLE1_NUMBERS_RULE, TABLE1_PATTERN_RULE, table1_numbers,
+from ..measure.rules import (PLACES, TABLE1_NUMBERS_RULE, TABLE1_PATTERN_RULE, table1_numbers,
                                       table1_pattern)
-from ..measure.mechanism_verdicts import (COROLLARY1_RULE, DECAY_RULE, GATE_RATIO_RULE, GROWTH_RULE, clean_gate_decay,
+from ..measure.rules import (COROLLARY1_RULE, DECAY_RULE, GATE_RATIO_RULE, GROWTH_RULE, clean_gate_decay,
                                           corollary1, gate_ratio, grows_in_training)
-from ..measure.verdicts import case, case_name, claim_row, combine, judge_cases
+from ..measure.rules import case, case_name, combine, judge_cases
+from ..runs.claims import claim_row
 
 MECHANISM_RULES = {"cor1": COROLLARY1_RULE.format(r=0.1), "growth": GROWTH_RULE.format(tail=0.1, margin=0.25, early=0.1),
                    "gate-ratio": GATE_RATIO_RULE, "decay": DECAY_RULE,
@@ -211,7 +212,7 @@ def _lt_profile(res: dict, main: tuple) -> str:
 
 def table1_counts_of(res: dict, rule: str, kappa_a_prime: float) -> dict:
     """{model: {placement: (wrong (S,), n (S,))}} of one setting, summed over task groups: the input
-    of ``measure.error_verdicts.table1_pattern``."""
+    of ``measure.rules.table1_pattern``."""
     r, k = res["label_rules"].index(rule), res["settings"]["kappa_a_primes"].index(kappa_a_prime)
     n = np.asarray(res["n_prompts"])[:, r, k].sum(-1)                       # (S, placements)
     return {m: {p: (np.asarray(res["wrong"][m])[:, r, k, q].sum(-1), n[:, q]) for q, p in enumerate(PLACES)}

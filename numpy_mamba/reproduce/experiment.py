@@ -40,7 +40,7 @@ class Experiment:
     plan        : (settings, {key: the rule's record}, names) -> Plan: its training units; the
                   Plan assembles to {JSON name: result} for the ``names`` asked for.
     claims      : {JSON name: result} -> [row]: its rows of REPORT.md's results table
-                  (``measure.verdicts.claim_row``), from the results present (possibly none of its own).
+                  (``measure.rules.claim_row``), from the results present (possibly none of its own).
     rules       : {rule name: text}: the rules its rows cite, written once under the report's Rules.
     draw        : ({JSON name: result}, out folder) -> [paths]: its figures and tables, drawn from
                   the JSON as saved.

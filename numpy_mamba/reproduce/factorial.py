@@ -36,7 +36,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
-from ..measure.rates import group_wrong_counts, rate_summary, sample_sd
+from ..measure.rates import group_wrong_counts, rate_summary
+from ..measure.rules import sample_sd
 from ..measure.tasks import task_groups
 from ..model import gates_for, scores
 from ..fused import network

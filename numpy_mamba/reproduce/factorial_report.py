@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from ..data import LABEL_RULES
-from ..measure.rates import sample_sd
-from ..measure.verdicts import bound_case, bound_rule, case, case_name, claim_row, describe, judge_cases, near
+from ..measure.rules import sample_sd, bound_case, bound_rule, case, case_name, describe, judge_cases, near
+from ..runs.claims import claim_row
 from ..runs.output import footnote, subplots
-from ..runs.results import anchor
+from ..runs.claims import anchor
 from .common import MODELS, PAPER
 from .plots import COLOR, GREY, save
 from .tables import SHORT, md_table

@@ -15,10 +15,9 @@ import numpy as np
 from ..data import SECTION4_TEST_OUTLIERS
 from .common import MAIN_SETTING_RULE, MODELS, PAPER
 from . import registry
-from ..measure.rates import SD_RULE, TIE_RULE
-from ..measure.verdicts import VOCABULARY_RULE
+from ..measure.rules import SD_RULE, TIE_RULE, VOCABULARY_RULE
 from ..runs.output import SMOKE
-from ..runs.results import details, opening
+from ..runs.claims import details, opening
 from ..runs.step_size import RULES as STEP_RULES
 from .tables import SHORT, main_setting_note, step_size_table
 
@@ -175,7 +174,7 @@ def training_table(results: dict) -> str:
 
 
 def claims_file(results: dict) -> dict:
-    """What ``runs.results.save_claims`` writes for this command: rows, rules, notes, section heading."""
+    """What ``runs.claims.save_claims`` writes for this command: rows, rules, notes, section heading."""
     note = (main_setting_note(results["table1"]) if "table1" in results else MAIN_SETTING_RULE + ".")
     return {"rows": claim_rows(results), "rules": rules(), "notes": {"Main setting": note}, "heading": heading(results),
             "summary": [line for e in registry.EXPERIMENTS for line in e.summary(own_results(e, results))]}

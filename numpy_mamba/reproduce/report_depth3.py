@@ -9,7 +9,8 @@ import numpy as np
 from .common import MODELS
 from .results import view
 from .figures_depth3 import MODELS_TEXT
-from ..runs.step_size import PAPER_DELTA, table_rows
+from ..measure.rules import PAPER_DELTA
+from ..runs.step_size import table_rows
 from .tables import SHORT, md_table, table1_markdown
 
 

@@ -11,7 +11,8 @@
                    every experiment command shares
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
     summary.py     the closing lines every experiment command prints: headline numbers, verdicts, files, time
-    results.py     the results table that opens REPORT.md: every command's claims_<command>.json, one row per claim
+    claims.py      a claim as a row (``claim_row``), and the results table that opens REPORT.md: every
+                   command's claims_<command>.json, one row per claim
     step_size.py   the rule that chooses eta (or delta, or any training field) per model on held-out
                    training prompts, never on test settings; reproduce, theory and ablation use it
 """

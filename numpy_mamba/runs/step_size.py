@@ -39,94 +39,14 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from .jobs import Plan, Unit
-from ..data import SECTION4, training_batch
+from ..data import training_batch
 from ..loss import hinge
 from ..network import Network, as_network
-from ..sgd import DIVERGENCE_RULE, DivergenceError, TrainConfig, train_together
+from ..measure.rules import DIVERGENCE_RULE, STEP_SIZE_RULE, candidates, choose
+from ..sgd import DivergenceError, TrainConfig, train_together
 
-DIVERGED_ABOVE = 100.0
-PAPER_DELTA = SECTION4.delta    # Section 4: "Let delta = 0.2"
-TIE = 1e-12                 # mean losses this close count as equal (in practice: both exactly 0)
-TIE_BREAK_WHY = ("tied candidates fit the held-out training prompts equally well; the mean margin z F that would "
-                 "tell them apart grows with the scale of the weights, which grows with eta, so it would reward scale, "
-                 "not fit; the smaller step reaches the same fit by smaller updates, further from divergence")
-RULE = ("for each candidate, train from the same initialisation on the same minibatch stream for every "
-        "selection seed; score by the hinge loss (eq (4)) on held-out training prompts (Definition 1, own seed "
-        "stream) at the end of training; exclude candidates that diverge in any seed (past the divergence bound "
-        f"of rule [divergence](#rule-divergence) at any step, or a held-out loss above {DIVERGED_ABOVE:g}); choose "
-        f"the lowest mean held-out loss; ties (means within {TIE:g}, e.g. all 0) go to delta = {PAPER_DELTA:g} "
-        "(Section 4) where delta is on the grid, then to the smaller eta, then to the earlier candidate in grid "
-        f"order ({TIE_BREAK_WHY}); no test setting is looked at")
-RULES = {"step-size": RULE, "divergence": DIVERGENCE_RULE}      # the rules a command using this one cites
+RULES = {"step-size": STEP_SIZE_RULE, "divergence": DIVERGENCE_RULE}      # the rules a command using this one cites
 TRAINING_SETS = {"cycle": lambda world: None, "all": lambda world: world.all_tasks()}   # TrainConfig.tasks -> tasks
-
-
-def candidates(grid: Mapping[str, Sequence]) -> list[dict]:
-    """Every combination of the grid's values, in grid order: {"eta": (a, b)} -> [{"eta": a}, {"eta": b}]."""
-    if not grid or any(len(values) == 0 for values in grid.values()):
-        raise ValueError(f"grid must map each field to a non-empty sequence of values; got {dict(grid)!r}.")
-    names = list(grid)
-    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
-
-
-def choose(grid: Mapping[str, Sequence], heldout_loss: Callable[[dict, int], float], seeds: Sequence[int]) -> dict:
-    """Apply the rule of this module.
-
-    grid : field -> candidate values.  heldout_loss(fields, seed) trains with ``fields`` on selection
-    seed ``seed`` and returns the held-out hinge loss, or (loss, margin) with the mean held-out
-    margin z F, recorded as information (a bare loss counts as margin 0); it may raise ``DivergenceError``
-    (or return a non-finite loss, or one above DIVERGED_ABOVE) for a diverged run.
-    seeds : the selection seeds.
-
-    Returns {"rule", "grid", "seeds", "candidates": [{"fields", "losses" (per seed, None where
-    diverged), "mean" (None if excluded), "margins", "mean_margin", "diverged": bool}], "tied":
-    [fields of every candidate at the lowest mean], "chosen": fields of the winner}.
-    Raises ValueError if every candidate diverged.
-    """
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("choose needs at least one selection seed; got none.")
-    rows = []
-    for fields in candidates(grid):
-        losses, margins = [], []
-        for seed in seeds:
-            try:
-                value, margin = _loss_and_margin(heldout_loss(dict(fields), seed))
-            except DivergenceError:
-                value, margin = float("nan"), float("nan")
-            ok = np.isfinite(value) and value <= DIVERGED_ABOVE
-            losses.append(value if ok else None)
-            margins.append(margin if ok and np.isfinite(margin) else None)
-        diverged = any(v is None for v in losses)
-        rows.append({"fields": dict(fields), "losses": losses, "diverged": diverged,
-                     "mean": None if diverged else float(np.mean(losses)), "margins": margins,
-                     "mean_margin": None if diverged or None in margins else float(np.mean(margins))})
-    kept = [r for r in rows if not r["diverged"]]
-    if not kept:
-        raise ValueError(f"every candidate of {dict(grid)!r} diverged on selection seeds {seeds}.")
-    lowest = min(r["mean"] for r in kept)
-    tied = [r for r in kept if r["mean"] <= lowest + TIE]
-    best = tied[0] if len(tied) == 1 else break_tie(tied, "delta" in grid)
-    return {"rule": RULE, "grid": {k: list(v) for k, v in grid.items()}, "seeds": seeds,
-            "candidates": rows, "tied": [dict(r["fields"]) for r in tied], "chosen": dict(best["fields"])}
-
-
-def break_tie(tied: Sequence[dict], delta_on_grid: bool) -> dict:
-    """Step 5 of the rule: among candidate rows of ``choose`` at the lowest mean loss, those at
-    delta = PAPER_DELTA (if delta is on the grid and one of them has it), then the smallest "eta"
-    (a grid without eta: every candidate), then the earliest in grid order."""
-    if delta_on_grid:
-        paper = [r for r in tied if np.isclose(r["fields"].get("delta", np.nan), PAPER_DELTA)]
-        tied = paper or tied
-    return min(tied, key=lambda r: r["fields"].get("eta", 0.0))      # min keeps the first of equal etas
-
-
-def _loss_and_margin(value) -> tuple[float, float]:
-    """(loss, margin) from what a scoring step returns: a loss, or a (loss, margin) pair."""
-    if np.ndim(value) == 0:
-        return float(value), 0.0
-    loss, margin = value
-    return float(loss), float(margin)
 
 
 def heldout_loss(world_for_seed: Callable, config: TrainConfig, net: Network, n_heldout: int,

@@ -75,7 +75,7 @@ def print_summary(command: str, verdicts, out, seconds: float, *, quick: bool = 
 
 def print_claims_summary(command: str, claims_path, out, seconds: float, *, quick: bool = False, report=None,
                          time_stated_in: str = "the report") -> None:
-    """``print_summary`` from the command's ``claims_<command>.json`` (``runs.results.save_claims``):
+    """``print_summary`` from the command's ``claims_<command>.json`` (``runs.claims.save_claims``):
     its headline numbers, then every row's verdict with its claim."""
     import json
     found = json.loads(Path(claims_path).read_text())

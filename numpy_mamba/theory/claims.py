@@ -1,5 +1,5 @@
 """Theorems 1-4 and Remark 5 judged: the verdict rules of the theory section on the measured
-numbers of ``theorems.py``, in the vocabulary of ``measure.verdicts``.  ``judge`` applies those
+numbers of ``theorems.py``, in the vocabulary of ``measure.rules``.  ``judge`` applies those
 that need more than one experiment (Theorem 4 reads the error curves of two), once the results are
 in: after a run, and on the saved JSON of ``theory --replot``; ``summary`` collects every headline
 number and verdict of the section (theory_summary.json, the terminal's closing lines).
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import SECTION4
-from ..measure.error_verdicts import THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient
-from ..measure.verdicts import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, case, case_name, combine,
+from ..measure.rules import THEOREM4_RULE, theorem4_kappa_bound, theorem4_sufficient
+from ..measure.rules import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, case, case_name, combine,
                                 judge_cases, near, verdict_text, where_text)
 from .mechanism import judge_attention
 from .verdicts import judge_gates
@@ -27,7 +27,7 @@ def slope_verdict(per_seed: list, claim: float, tol: float = EXPONENT_TOL, never
     """A fitted exponent against the one a theorem claims (eqs (9), (14), (15)), judged per seed
     (``SLOPE_RULE``): ``per_seed`` the seeds' slopes (None where too few points reached eps);
     ``never`` the grid values where no seed reached eps, each a failing case.  Returns
-    ``measure.verdicts.judge_cases``' verdict."""
+    ``measure.rules.judge_cases``' verdict."""
     cases, borderline = {}, []
     for k, slope in enumerate(per_seed):
         name = f"seed {k}"
@@ -150,7 +150,7 @@ def theorem4_cells(out: dict, lt_context: dict | None = None) -> list:
 
 
 def judge_theorem4(out: dict, lt_context: dict | None = None) -> dict:
-    """Theorem 4 as stated (``measure.error_verdicts.THEOREM4_RULE``) at every eps of ``THEOREM4_EPS``
+    """Theorem 4 as stated (``measure.rules.THEOREM4_RULE``) at every eps of ``THEOREM4_EPS``
     (the alpha* threshold and a tenth of it... the stricter 0.1): a small error wherever conditions (b)-(d)
     hold.  Adds out["theorem4"] {eps: result}, out["verdict"]["linear_transformer"], its detail and
     out["judged"]["linear_transformer"].  The linear Transformer's alpha* above 1/2 or not is left

@@ -16,9 +16,7 @@ from ..data import World, make_world, testing_batch, training_batch
 from ..measure.attention import score_sums
 from ..measure.gates import gate_profile, gate_statistics
 from ..measure.tasks import task_group_names, task_groups
-from ..measure.mechanism_verdicts import corollary1
-from ..measure.rates import sample_sd
-from ..measure.verdicts import verdict_text
+from ..measure.rules import corollary1, sample_sd, verdict_text
 from ..fused import network
 from ..sgd import TrainConfig, train
 from .settings import GatesVsM1, Tolerance, Trajectory
@@ -68,7 +66,7 @@ def _attention_sums(s: Tolerance, M1: int, measured: dict) -> dict:
 
 def judge_attention(out: dict, M1: int) -> dict:
     """Corollary 1's verdict by the rule shared with the reproduce section
-    (``measure.mechanism_verdicts.corollary1``: part (a) inside every task group's case), on every
+    (``measure.rules.corollary1``: part (a) inside every task group's case), on every
     prompt of every seed pooled.  Adds out["corollary1"] (medians by task group) and out["verdict"]."""
     cat = lambda key: np.concatenate([np.asarray(r[key]) for r in out["runs"]])  # noqa: E731
     c = corollary1(cat("same"), cat("different"), cat("group").astype(int), task_group_names(M1))

@@ -7,10 +7,9 @@ import json
 import numpy as np
 
 from ..data import SECTION4
-from ..measure.mechanism_verdicts import corollary1_text
-from ..measure.rates import sample_sd
+from ..measure.rules import corollary1_text, sample_sd
 from ..runs.output import SMOKE
-from ..runs.results import opening, overflow_details
+from ..runs.claims import opening, overflow_details
 from ..runs.step_size import table_rows
 from ..sgd import TrainConfig
 from .settings import LABEL_WORD

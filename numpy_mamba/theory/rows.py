@@ -1,13 +1,11 @@
-"""The theory section's rows of REPORT.md's results table (``measure.verdicts.claim_row``), one per
+"""The theory section's rows of REPORT.md's results table (``measure.rules.claim_row``), one per
 claim, from judged results (``claims.judge``), with the rules they cite written once (``RULES``)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..measure.error_verdicts import THEOREM4_RULE
-from ..measure.mechanism_verdicts import COROLLARY1_RULE
-from ..measure.rates import SD_RULE
-from ..measure.verdicts import EXPONENT_TOL, claim_row
+from ..measure.rules import COROLLARY1_RULE, EXPONENT_TOL, SD_RULE, THEOREM4_RULE
+from ..runs.claims import claim_row
 from ..runs.step_size import RULES as STEP_RULES
 from .claims import ALPHA_RULES, SLOPE_RULE, THM4D_TOL
 from .verdicts import GATE_RULES, TRAJECTORY_RULES

@@ -4,7 +4,7 @@ of figures/REPORT.md.
 
 The theorems hold up to constants, so each check measures a trend (a slope on log-log axes,
 a sign, an order of magnitude) and gives a one-line verdict computed from the numbers, in the
-vocabulary of ``measure.verdicts``: "holds", "holds in part", "holds in trend" or "does not hold
+vocabulary of ``measure.rules``: "holds", "holds in part", "holds in trend" or "does not hold
 here".  ``--quick`` runs the same code on tiny grids (for the tests); its numbers are not meant
 to be read.  ``--jobs N`` runs the independent training runs N at a time in worker processes
 (same numbers for every N).
@@ -23,7 +23,7 @@ from ..data import make_world
 from ..runs.args import help_text
 from ..runs.jobs import add_jobs_argument, run_plans
 from ..runs.output import save_json, write_section
-from ..runs.results import save_claims, write_results
+from ..runs.claims import save_claims, write_results
 from ..runs.staging import run_staged
 from ..runs.summary import print_claims_summary
 from . import plots, report as report_text

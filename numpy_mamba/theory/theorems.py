@@ -15,7 +15,7 @@ import numpy as np
 from ..data import SECTION4, SECTION4_TEST_OUTLIERS, World
 from ..model import PAPER_MODELS as MODELS
 from ..fused import network
-from ..measure.rates import sample_sd
+from ..measure.rules import sample_sd
 from ..runs.jobs import Plan, Unit
 from ..sgd import DivergenceError, TrainConfig, train
 from .measure import error_curve, fit_slope, largest_tolerated, steps_to_epsilon

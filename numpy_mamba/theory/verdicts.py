@@ -1,6 +1,6 @@
 """The theory's rules on the gates (Corollary 2 and Lemma 5 across M1) and on one training run
 (Lemmas 4-6), each judged case by case (M1 values, seeds, projections, context lengths) in the
-vocabulary of ``measure.verdicts`` and written next to its function (``GATE_RULES``,
+vocabulary of ``measure.rules`` and written next to its function (``GATE_RULES``,
 ``TRAJECTORY_RULES``).  ``judge_gates`` and ``judge_trajectory`` add the verdicts to a result,
 after a run and on the saved JSON of ``theory --replot`` alike.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..measure.mechanism_verdicts import DECAY_RULE, GATE_RATIO_RULE, clean_gate_decay, gate_ratio
-from ..measure.verdicts import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, combine, judge_cases, near,
+from ..measure.rules import DECAY_RULE, GATE_RATIO_RULE, clean_gate_decay, gate_ratio
+from ..measure.rules import (EXPONENT_TOL, EXPONENT_WHY, ROUNDING, at_most, below, combine, judge_cases, near,
                                 verdict_text, where_text)
 
 LOGIT_TOL = 0.25        # eq (37) is met within this, in w^T p (GATE_RULES["logit-outlier"] says why)

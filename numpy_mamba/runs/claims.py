@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+from ..measure.rules import LEVELS, WHERE_LIMIT, verdict_text, where_text
 from .output import SMOKE, save_json, write_section
 
 COMMANDS = ("reproduce", "theory", "gates", "ablation")          # the order of the rows and sections
@@ -200,3 +201,25 @@ def opening(first: str, rows: list, heads: list | None = None) -> list:
 def headline_numbers(rows: list) -> list:
     """[(what, paper, ours)] of the rows that carry a headline, for the end of a command's output."""
     return [tuple(r["headline"]) for r in rows if r.get("headline")]
+
+
+def claim_row(key: str, title: str, paper: str, ours: str, verdict: dict, rule: str, see: list, detail: str = "",
+              headline: tuple | None = None) -> dict:
+    """One row of REPORT.md's results table (``runs.results``), as JSON-ready data.
+
+    key : a stable short name ("fig2_small"); title : the claim as the paper states it; paper : the
+    paper's number; ours : our number in the main setting with its interval; verdict : a
+    ``judge_cases`` result, or {"level": "not run"}; rule : the name of its rule among the command's
+    rules; see : [(text, link)] its figures and sections; detail : every number behind the verdict
+    (the command's section prints it); headline : (what, paper, ours) for the end of the command's output.
+    """
+    level = verdict["level"]
+    judged = level in LEVELS
+    where = where_text(verdict) if judged else ""
+    short = where_text(verdict, WHERE_LIMIT) if judged else ""
+    if short != where:
+        detail = f"Every case: {where}. " + detail
+    return {"key": key, "claim": title, "paper": paper, "ours": ours, "level": level,
+            "verdict": verdict_text(verdict) if judged else level, "where": short,
+            "rule": rule, "see": [list(s) for s in see], "detail": detail,
+            "headline": list(headline) if headline else None}

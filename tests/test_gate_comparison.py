@@ -6,9 +6,16 @@ import numpy as np
 import pytest
 
 from numpy_mamba.gates import compare as gate_comparison
-MODELS = ("mamba", "linear_transformer", "mamba2", "retnet", "gated_retention", "gla")
-from numpy_mamba.gates.plots import mean_and_halfwidth
+from numpy_mamba.gates.compare import mean_and_halfwidth
 from tests.helpers import broken_links
+
+MODELS = ("mamba", "linear_transformer", "mamba2", "retnet", "gated_retention", "gla")
+
+
+def gates_level(summary: dict, alphas: list, kappas: list) -> str:
+    """The level of the gates' row on a summary as gates.json saves it."""
+    return gate_comparison.claims({"gates": {"settings": {"alphas": alphas, "kappa_a_prime": kappas},
+                                             "summary": summary}})[0]["level"]
 
 
 def test_quick_run_writes_figures_json_and_report(gates_quick):
@@ -59,7 +66,7 @@ def test_every_model_sees_the_same_training_prompts(monkeypatch):
     cfg = replace(gate_comparison.QUICK, T=3, B=4, n_eval=4)
     for model in MODELS:                            # the units of one seed, one model at a time, spied
         current[0] = model
-        gate_comparison.train_unit(cfg, 0, model)
+        gate_comparison.model_unit(cfg, 0, model)
     first = seen["mamba"]
     assert len(first) == 4
     for model in MODELS:
@@ -79,14 +86,12 @@ def test_the_gates_prediction_reaches_each_level():
     """If this fails, the gates' prediction (input gates below the linear Transformer at alpha = 0.7, decay
     gates not) is judged wrongly: matched by intervals it holds, an input gate lower only in the mean
     holds in trend, an input gate above the linear Transformer fails."""
-    from numpy_mamba.gates.claims import gates_claim
-
     def summary(errors, half=0.01):
         key = "kappa_a_prime=2/flip"
         return {m: {"error_mean": {key: [0.0, e]}, "error_halfwidth95": {key: [0.0, half]}} for m, e in errors.items()}
 
     base = {"linear_transformer": 0.86, "mamba2": 0.87, "retnet": 0.86, "gated_retention": 0.87}
-    level = lambda s: gates_claim(s, [0.0, 0.7], [2.0], 2.0)["row"]["level"]  # noqa: E731
+    level = lambda s: gates_level(s, [0.0, 0.7], [2.0])  # noqa: E731
     assert level(summary({**base, "mamba": 0.5, "gla": 0.6})) == "full"
     assert level(summary({**base, "mamba": 0.5, "gla": 0.85}, half=0.05)) == "part"
     assert level(summary({**base, "mamba": 0.84, "gla": 0.85, "mamba2": 0.5, "retnet": 0.5,

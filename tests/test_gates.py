@@ -12,6 +12,7 @@ import numpy_mamba
 from numpy_mamba import Params, TrainConfig, gradcheck, gradients_literal, init_params, make_world, train
 from numpy_mamba.gates import (GATES, GateFamily, GLAParams, GatedRetentionParams, Mamba2Params, RetNetParams,
                                gate_recurrent_forward, network)
+from numpy_mamba.cli import main as cli_main
 from numpy_mamba.gates import compare
 from numpy_mamba.gates.scan import gla_scan_eq196
 from numpy_mamba.gates import gate_values as gates_for
@@ -266,7 +267,7 @@ def test_a_gate_registered_by_one_entry_is_a_model_and_trains_through_the_gates_
     report = gradcheck(lambda q: net.value_and_gradients(q, P, z)[0], params, net.value_and_gradients(params, P, z)[1])
     assert report.passed and report.norm_analytic["w"] > 1e-8, str(report)
     monkeypatch.setattr(compare, "QUICK", replace(compare.QUICK, T=20, alphas=(0.0, 0.7), n_test=40, n_eval=32))
-    assert compare.main(["--quick", "--jobs", "1", "--quiet", "--out", str(tmp_path)]) == 0
+    assert cli_main(["gates", "--quick", "--jobs", "1", "--quiet", "--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "gates.json").read_text())
     assert list(result["models"]) == [*numpy_mamba.model.PAPER_MODELS, *FAMILIES, "toy"]
     toy = result["models"]["toy"]

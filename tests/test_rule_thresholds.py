@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import t as t_dist
 
 from numpy_mamba.ablation.claims import CLOSE, factor_cases, heldout_cases
-from numpy_mamba.gates.claims import gates_claim
+from numpy_mamba.gates import compare as gates_experiment
 from numpy_mamba.measure.rules import (below_at_every_alpha, rise_after_half, table1_numbers, table1_pattern,
                                                 theorem4_context, theorem4_sufficient)
 from numpy_mamba.measure.rules import clean_gate_decay, corollary1, gate_ratio, grows_in_training
@@ -389,7 +389,8 @@ def _gates_level(mamba_mean: float, mamba_half: float, decay_mean: float = 0.86,
         "linear_transformer": (0.86, 0.01), "mamba": (mamba_mean, mamba_half), "gla": (mamba_mean, mamba_half),
         "mamba2": (decay_mean, decay_half), "retnet": (decay_mean, decay_half),
         "gated_retention": (decay_mean, decay_half)}.items()}
-    return gates_claim(summary, [0.0, 0.7], [2.0], 2.0)["row"]["level"]
+    return gates_experiment.claims({"gates": {"settings": {"alphas": [0.0, 0.7], "kappa_a_prime": [2.0]},
+                                              "summary": summary}})[0]["level"]
 
 
 @pytest.mark.parametrize("top, level", [(0.85 * IN, "part"), (0.85 * OUT, "trend")])

@@ -8,9 +8,9 @@
     bench_jax.py    the JAX peers bench times (the same models, jit(value_and_grad)), run only with JAX
     notebooks.py ``notebooks``: the tutorials as .ipynb (jupytext), executed in a kernel (nbclient)
 
-``reproduce``, ``theory``, ``ablation``, ``gates``, ``grade`` and ``gradescope`` live with their
-families (numpy_mamba.reproduce, .theory, .ablation, .gates, .grader); each command's module exposes
-``main(argv) -> int``.  Nothing in the
+``reproduce``, ``theory``, ``ablation`` and ``gates`` are each a family's ``COMMAND`` (its registry of
+experiments), run by the one runner ``numpy_mamba.runs.command``; ``grade`` and ``gradescope`` live
+with the grader, and expose ``main(argv) -> int`` as this subpackage's own commands do.  Nothing in the
 package imports this subpackage: how a command runs (jobs, staging, output files) is in
 ``numpy_mamba.runs``.
 """
@@ -28,7 +28,7 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
     "ablation": ("numpy_mamba.ablation.run",
                  "why the trained models miss tasks two steps apart: untrained models, task sets, held-out pairs, "
                  "steps, pre-norm, with the ablation section"),
-    "gates": ("numpy_mamba.gates.compare",
+    "gates": ("numpy_mamba.gates",
               "Mamba-2, RetNet, Gated Retention and GLA against Mamba (Appendix E.6), with the gates section"),
     "grade": ("numpy_mamba.grader.run", "grade an exercise file, or a folder of them (--csv, --json)"),
     "gradescope": ("numpy_mamba.grader.gradescope", "build a Gradescope autograder zip for one exercise"),
@@ -59,7 +59,11 @@ def main(argv=None) -> int:
         print(f"unknown command {name!r}.\n\n{usage()}", file=sys.stderr)
         return 2
     try:
-        return int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0)
+        module = importlib.import_module(COMMANDS[name][0])
+        if hasattr(module, "COMMAND"):                  # an experiment command: its registry, run by the one runner
+            from ..runs.command import main as run_command
+            return run_command(module.COMMAND, rest)
+        return int(module.main(rest) or 0)
     except KeyboardInterrupt:                   # outside a command's own handling (importing it, ...)
         print(f"{name}: interrupted (SIGINT)", file=sys.stderr)
         return 130

@@ -736,3 +736,125 @@ def grows_in_training(values, steps, tail: float = 0.1, margin: float = 0.25, ea
         if growth > 0 and near(growth - margin * abs(start), margin * abs(start)):
             borderline.append(f"seed {s}")
     return {"per_seed": per_seed, "tail": tail, "margin": margin, "early": early, **judge_cases(cases, borderline)}
+
+
+# ---------------------------------------------------------------- the claims of the reproduction (Section 4)
+RISE_WINDOW, RISE_MARGIN = 0.2, 0.1         # Figure 2's rise of the linear Transformer's error (rule rise)
+COROLLARY1_RATIO = 0.1                      # rule cor1: the other-pattern sum <= this x the same-pattern sum
+GROWTH = dict(tail=0.1, margin=0.25, early=0.1)     # rule growth
+TABLE1_CLOSE, TABLE1_LOOSE = 0.02, 0.05     # rule table1-numbers, in accuracy (2 and 5 points)
+BREAKEVEN_CLOSE, BREAKEVEN_LOOSE = 0.05, 0.1    # rule breakeven: one and two alpha grid steps
+FIG2_SMALL_RULE = ("per setting (labelling, kappa_a', K'), Mamba's error on all tasks at alpha = 0.8: "
+                   + bound_rule(0.01))
+THM2_INSIDE_RULE = ("per setting, Mamba's error on all tasks at the largest alpha of the grid below "
+                    "min(1, p_a l_tr / l_ts) = 0.6 (Theorem 2 (c)), with eps = 0.01: " + bound_rule(0.01))
+UNSEEN_RULE = ("per task group never seen in training (reversed, distance 2, distance 3) and K', Mamba's error "
+               "at alpha = 0 (prompts of every labelling and kappa_a' pooled: without outliers they are "
+               "alike): " + bound_rule(0.01))
+FIG2_WHERE_RULE = ("per (training tasks, eta, kappa_a', labelling) of the factorial at Figure 2's protocol, Mamba's "
+                   "error on all tasks at alpha = 0.8: " + bound_rule(0.01))
+BREAKEVEN_RULE = (f"per (model, training tasks, eta, kappa_a'): the break-even that the vote ratio predicts, 1 / (1 + r_V) "
+                  f"(mean over seeds; derived from eq (3) in numpy_mamba/reproduce/factorial.py), within {BREAKEVEN_CLOSE:g} "
+                  "(one alpha grid step) of the measured one (where the flipped-label error pooled over seeds first "
+                  f"reaches 1/2) holds; within {BREAKEVEN_LOOSE:g} holds in trend; otherwise fails. An error that stays "
+                  "below 1/2 to the grid's end puts the break-even beyond it: a prediction beyond the grid's end less the "
+                  "same margins holds there")
+
+
+# ---------------------------------------------------------------- the theory checks
+THM4D_TOL = 0.35            # Theorem 4 (d)'s exponent: its l_ts grid is coarser than the others
+THM2_EPS = 0.01             # Theorem 2's eps: that of rule thm2-inside, Figure 2's claimed error
+LOGIT_TOL = 0.25            # eq (37) is met within this, in w^T p (rule logit-outlier says why)
+SLOPE_RULE = ("per seed, the least-squares slope of log T (or log l_ts) on the log of the claimed scaling "
+              f"variable: within {EXPONENT_TOL:g} of the claimed exponent holds; the claimed sign (claimed exponent not "
+              f"0; a slope within {ROUNDING:g} of 0 has none) holds in trend; otherwise fails. A grid value where no "
+              "seed reached eps is a case that fails (the claim says T is finite there); fewer than 3 reached points "
+              f"in a seed: that seed fails. {EXPONENT_WHY}. Theorem 4 (d): within {THM4D_TOL:g}, its l_ts grid being "
+              "coarser")
+THM2_ALPHA_RULE = ("Theorem 2 (c)-(d) as the sufficient condition it is, per (p_a, kappa_a', l_ts): at every grid alpha "
+                   "it covers, (c) alpha < min(1, p_a l_tr / l_ts) and (d) l_ts >= (1-alpha)^-1 log M1 (constant 1; "
+                   "(d)'s upper end, poly(M1^kappa_a) without a degree, is not checked), the error the outliers add, "
+                   f"err(alpha) - err(0) (mean over seeds), <= eps = {THM2_EPS:g} (the eps of rule thm2-inside) holds; "
+                   f"<= {10 * THM2_EPS:g} (10 times the claimed size) holds in trend; otherwise fails. The excess, not "
+                   "the error itself: at alpha = 0 the error here is above eps already (K' = 1.5 and the unseen "
+                   "distance-2 tasks, judged by rule unseen), which is no outlier's doing; a grid alpha within rounding "
+                   "of the bound is on it, not below it")
+REMARK5_ALPHA_RULE = ("per (p_a, kappa_a', l_ts) trained at the linear Transformer's p_a: Mamba's alpha* above the "
+                      "linear Transformer's in every seed holds; above it in the seed mean holds in trend; otherwise fails")
+M1_SLOPE_RULE = ("eq (17) across M1, per seed: the least-squares slope of log(mean gate on outlier test examples) on "
+                 f"log M1 at most -1 within {EXPONENT_TOL:g} (falling at least like poly(M1)^-1 with poly(M1) = M1), "
+                 f"i.e. <= {EXPONENT_TOL - 1:g}, holds; a negative slope holds in trend; otherwise fails (a slope "
+                 f"within {ROUNDING:g} of 0 is flat). " + EXPONENT_WHY)
+LOGIT_OUTLIER_RULE = ("eq (37), per M1: the seed mean of the mean w^T p on training examples with outliers at most "
+                      f"-log M1 within {LOGIT_TOL:g}, i.e. <= -log M1 + {LOGIT_TOL:g}, holds; < 0 (the gate closing, "
+                      f"not by the claimed size) holds in trend; otherwise fails. The tolerance {LOGIT_TOL:g} puts the "
+                      f"outlier's gate factor sigma(w^T p) within a factor e^{LOGIT_TOL:g} = {np.exp(LOGIT_TOL):.2f} of "
+                      "1/M1, about how far the seeds' mean w^T p spread")
+LOGIT_CLEAN_RULE = ("eq (38), per seed: the mean w^T p on clean training examples spread over M1 by less than 1 (of "
+                    "order 1, not growing with M1) holds; above the outlier examples' w^T p at every M1 holds in trend; "
+                    "otherwise fails")
+SIGNS_RULE = ("Lemma 4, per projection of the change of w at the end of the run: v*^T w and (mu/beta)^T w at most -0.1 "
+              "holds, below 0 holds in trend; |nu/beta^T w| below half the smaller of the two holds, below it holds "
+              "in trend; otherwise fails")
+PHASES_RULE = ("Lemmas 4-5, per curve (v*^T w and mu^T w): before the steepest step t* a fit a t + b t^3 with b < 0 "
+               "and R^2 > 0.9, and after 2 t* a falling log t fit better than a straight line, holds; one of the two "
+               "phases holds in trend; otherwise fails")
+LEMMA6_RULE = ("eq (39) over the lemma's range of t, per context length l: the largest mean sum_i G_i (l - i + 1) <= 3 "
+               "(Theta(1) with constant 3) holds; <= 6 holds in trend; otherwise fails. The range: Lemma 6's is Lemma "
+               "4's (the same expression in t), the first phase of training, in which v*^T w falls slowly; it ends at "
+               "the steepest fall of v*^T w, t*, measured on the same run (rule phases). With every constant 1 the "
+               "expression would end it within the first few dozen steps, a small fraction of the phase it describes: "
+               "that reading checks the initialisation only")
+
+
+# ---------------------------------------------------------------- the gates of Appendix E.6, the ablation
+GATES_RULE = ("per gate and kappa_a' at alpha = 0.7 with flipped labels (the Figure 2 protocol): for a gate whose weight "
+              "on example i reads p_i (Mamba, GLA), its 95% interval over seeds entirely below the linear "
+              "Transformer's holds and a lower mean holds in trend; for a decay gate (Mamba-2, RetNet, Gated "
+              "Retention), an interval not entirely below the linear Transformer's holds; otherwise fails")
+INPUT_GATES = ("mamba", "gla")              # the weight of example i reads p_i: predicted below the linear Transformer
+
+
+def gates_case(model: str, error: float, halfwidth: float, lt_error: float, lt_halfwidth: float) -> str:
+    """``GATES_RULE`` for one gate at one kappa_a': its mean error and 95% half-width over seeds against
+    the linear Transformer's, at alpha = 0.7 with flipped labels."""
+    below = error + halfwidth < lt_error - lt_halfwidth
+    if model in INPUT_GATES:
+        return "full" if below else "trend" if error < lt_error else "none"
+    return "full" if not below else "none"
+GAP_CLOSE = 0.01            # the ablation: distance 2 within 1 point of the lowest other group closes the gap
+GAP = ("the gap: distance-2 accuracy against the lowest of the other task groups (training, reversed, distance 3), "
+       "seed means on the prompts of every task; closed when within 1 point. Means and paired changes are over the "
+       "healthy runs only: a run past the divergence bound (rule divergence) is left out from the step it passed it, "
+       "and the seeds left are counted wherever they are fewer. Cases: model x depth x test prompts (FQ, R, CQ at "
+       "alpha = 0.5, clean)")
+AB_UNTRAINED_RULE = ("training on the cycle creates the gap: the untrained model (initialisation) has no gap and its "
+                     "distance-2 accuracy exceeds the trained baseline's (95% t-interval of the paired change above 0) "
+                     "holds; the untrained model better at distance 2 (seed mean) holds in trend; otherwise fails. " + GAP)
+AB_CLOSES_RULE = ("a factor closes the gap: the factor's run has no gap and its distance-2 accuracy exceeds the "
+                  "baseline's (95% t-interval of the paired change above 0) holds; a higher distance-2 accuracy (seed "
+                  "mean) holds in trend; otherwise fails. " + GAP)
+AB_HELDOUT_RULE = ("pairs kept out of all-pairs training are learned anyway: on prompts of the held-out pairs two "
+                   "steps apart, the held-out arm's accuracy within 1 point of the all-pairs arm's (which trains on "
+                   "them) holds; above the baseline's (95% t-interval of the paired change above 0) holds in trend; "
+                   "otherwise fails. Cases: model x depth x test prompts")
+
+
+# ---------------------------------------------------------------- every rule by the name the report gives it
+RULES = {
+    "vocabulary": VOCABULARY_RULE, "seed-interval": SEED_INTERVAL_RULE, "sd": SD_RULE, "tie": TIE_RULE,
+    "divergence": DIVERGENCE_RULE, "step-size": STEP_SIZE_RULE,
+    "fig2-small": FIG2_SMALL_RULE, "thm2-inside": THM2_INSIDE_RULE,
+    "rise": RISE_RULE.format(w=RISE_WINDOW, m=RISE_MARGIN), "below": BELOW_RULE, "unseen": UNSEEN_RULE,
+    "fig2-where": FIG2_WHERE_RULE, "breakeven": BREAKEVEN_RULE,
+    "cor1": COROLLARY1_RULE.format(r=COROLLARY1_RATIO), "growth": GROWTH_RULE.format(**GROWTH),
+    "gate-ratio": GATE_RATIO_RULE, "decay": DECAY_RULE,
+    "table1-numbers": TABLE1_NUMBERS_RULE.format(close=100 * TABLE1_CLOSE, loose=100 * TABLE1_LOOSE),
+    "table1-pattern": TABLE1_PATTERN_RULE,
+    "slope": SLOPE_RULE, "thm2-alpha": THM2_ALPHA_RULE, "remark5-alpha": REMARK5_ALPHA_RULE,
+    "thm4": THEOREM4_RULE.format(eps="0.25 and 0.1"),
+    "m1-slope": M1_SLOPE_RULE, "logit-outlier": LOGIT_OUTLIER_RULE, "logit-clean": LOGIT_CLEAN_RULE,
+    "signs": SIGNS_RULE, "phases": PHASES_RULE, "lemma6": LEMMA6_RULE,
+    "gates": GATES_RULE,
+    "ab-untrained": AB_UNTRAINED_RULE, "ab-closes": AB_CLOSES_RULE, "ab-heldout": AB_HELDOUT_RULE,
+}

@@ -36,10 +36,12 @@ def anchor(heading: str) -> str:
 
 
 def save_claims(folder, command: str, rows: list, rules: dict, quick: bool, notes: dict | None = None,
-                headlines: list | None = None, heading: str = "", summary: list | None = None) -> Path:
+                headlines: list | None = None, heading: str = "", summary: list | None = None,
+                extra: dict | None = None) -> Path:
     """``claims_<command>.json``: the command's rows, the rules they cite {name: text}, its notes, its
     headline numbers [(what, paper, ours)] (default: those its rows carry), the heading of its
-    REPORT.md section (the results section links it) and its lines of the report's summary."""
+    REPORT.md section (the results section links it), its lines of the report's summary, and
+    ``extra``: how the command ran (its command line, workers and times, which --replot states again)."""
     if command not in COMMANDS:
         raise ValueError(f"command must be one of {COMMANDS}; got {command!r}.")
     missing = sorted({r["rule"] for r in rows if r["rule"]} - set(rules))
@@ -48,7 +50,8 @@ def save_claims(folder, command: str, rows: list, rules: dict, quick: bool, note
     return save_json(Path(folder) / f"claims_{command}.json",
                      {"command": command, "quick": bool(quick), "heading": heading, "rows": rows, "rules": rules,
                       "notes": notes or {}, "summary": list(summary or []),
-                      "headlines": [list(h) for h in (headlines if headlines is not None else headline_numbers(rows))]})
+                      "headlines": [list(h) for h in (headlines if headlines is not None else headline_numbers(rows))],
+                      **(extra or {})})
 
 
 def load_claims(*folders) -> dict:

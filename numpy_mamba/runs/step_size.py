@@ -1,34 +1,15 @@
 """Training settings the paper does not give (the step size eta, and delta where a grid holds it)
-chosen per model by a stated rule on held-out *training-distribution* prompts, never on test settings.
+chosen per model on held-out *training-distribution* prompts, never on test settings, by the rule
+``measure.rules.choose`` (its text: ``measure.rules.STEP_SIZE_RULE``): every candidate of the grid
+trains from the same initialisation on the same minibatch stream of each selection seed, is scored
+by the hinge loss (eq (4)) on held-out training prompts, and the lowest mean wins, diverged runs
+excluded, ties broken by the paper's delta, then the smaller eta.
 
-The rule (``choose``), written before any run it is applied to:
-
-1. Every combination of the grid's fields (e.g. {"eta": (0.01, 0.02, 0.05, 0.1, 0.2)}) is a
-   candidate.
-2. For each selection seed, every candidate trains from the same initialisation on the same
-   minibatch stream (the seed's own streams, disjoint from those of the experiments), and is
-   scored by the hinge loss (eq (4)) on a held-out batch of training prompts (Definition 1, from
-   the tasks it trains on: T_tr, or every pair) drawn from the seed's own stream.
-3. A candidate whose run diverges in any seed is excluded: it passed the divergence bound of
-   ``sgd.DIVERGENCE_RULE`` at some step (an output or parameter beyond 1e6, or not finite), or
-   its held-out loss is above ``DIVERGED_ABOVE`` (the hinge loss at initialisation is about 1; a
-   run that ends 100 times above it has blown up even if its numbers are still finite).
-4. The candidate with the lowest mean held-out loss over the selection seeds is chosen.
-5. Ties (several candidates at the lowest mean loss, typically 0 when they all fit the training
-   distribution perfectly) are broken without looking at any test setting: first the paper's
-   delta = 0.2 (Section 4) where delta is a field of the grid, then the smaller step size eta,
-   then the earlier candidate in grid order.  Why the smaller eta (``TIE_BREAK_WHY``): tied
-   candidates fit the held-out prompts equally; what else tells them apart grows with the scale
-   of the weights, which grows with eta (the mean margin z F), so a tie-break on it rewards scale,
-   not fit; the smaller step reaches the same fit by smaller updates, further from divergence.
-   The mean held-out margin stays in the record (``mean_margin``), as information.
-
-``choose`` takes the training-and-scoring step as a callable, so the same rule serves any model
-(e.g. deeper stacks that also choose delta); ``heldout_loss_after_training`` is that callable
-for any ``Network`` (``network.py``): the one-layer models of eq (3), the stacks of ``stack.py``
-with or without pre-norm, an Appendix E.6 gate.  ``selection_plan`` runs the same rule as
-independent units for ``runs.jobs.run_plans``: one per selection seed, ``heldout_losses`` training
-every candidate together (``sgd.train_together``: each minibatch drawn once, the same numbers).
+This module is the training and scoring the rule needs: ``heldout_loss_after_training`` for any
+``Network`` (``network.py``: eq (3), the stacks of ``stack.py`` with or without pre-norm, an Appendix
+E.6 gate), and ``selection_plan``, the same rule as independent units for the runner: one per
+selection seed, ``heldout_losses`` training every candidate together (``sgd.train_together``: each
+minibatch drawn once, the same numbers).
 """
 from __future__ import annotations
 
@@ -38,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .jobs import Plan, Unit
+from .runner import Plan, Unit
 from ..data import training_batch
 from ..loss import hinge
 from ..network import Network, as_network

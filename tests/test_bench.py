@@ -2,9 +2,9 @@
 
 ``bench`` divides a peer's time by ours; the ratio means something only if both compute the same
 thing, so bench compares each peer's F and every gradient with ours and prints "differs" instead
-of a ratio when they are apart by more than ``bench_peers.TOLERANCE``.  The peers here are fakes in
+of a ratio when they are apart by more than ``peers.TOLERANCE`` (benchmarks/peers.py).  The peers here are fakes in
 plain NumPy (our own numbers, or our numbers with one entry moved), so this logic runs wherever
-the tests run; the PyTorch and JAX peers go through the same code (``bench_peers``) when they are
+the tests run; the PyTorch and JAX peers go through the same code (benchmarks/peers.py) when they are
 installed.  No
 timing is asserted anywhere: the clock is replaced where a unit is checked.
 """
@@ -14,7 +14,11 @@ import numpy as np
 import pytest
 
 from numpy_mamba import gradients, make_world, stack
-from numpy_mamba.cli import bench, bench_jax, bench_peers, bench_torch
+from numpy_mamba.cli import bench
+
+bench_peers = bench.bench_peers()        # benchmarks/peers.py of this clone
+import jax_peers as bench_jax  # noqa: E402  (benchmarks/, put on sys.path by bench_peers)
+import torch_peers as bench_torch  # noqa: E402
 from numpy_mamba.model import forward
 
 MODELS = ["mamba", "linear_transformer"]
@@ -194,3 +198,13 @@ def test_interleaved_medians_times_each_callable_after_a_call_of_its_own(monkeyp
     medians = bench.interleaved_medians({"numpy": lambda: step("numpy"), "torch": lambda: step("torch")},
                                         repeat=5, budget=1e9, block=10.0)
     assert medians == {"numpy": 1.0, "torch": 1.0}
+
+
+def test_bench_outside_a_clone_times_numpy_alone_and_says_where_the_peers_are(monkeypatch, tmp_path, capsys):
+    """If this fails, an installed package without a clone beside it (no benchmarks/) breaks bench, or
+    bench does not say why no peer was timed: the peers live outside the package."""
+    monkeypatch.setattr(bench, "BENCHMARKS", tmp_path)
+    fixed_times(monkeypatch, {"numpy": 0.002, "reading": 0.003, "pass": 0.001})
+    assert bench.main(["--repeat", "1", "--cases", "3x4", "--stack-cases", "3x4"]) == 0
+    out = capsys.readouterr().out
+    assert "their peers are in benchmarks/ of a clone" in out and "torch" not in out.split("\n")[1]

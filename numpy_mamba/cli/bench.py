@@ -3,9 +3,11 @@
 time an autograd implementation of the same model in the same run and print the ratio.
 Neither is a dependency of numpy_mamba.
 
-A ratio means something only if both sides compute the same thing: ``bench_peers`` compares a
-peer's F and every gradient with ours and prints "differs" instead of its ratio where they are
-apart by more than ``bench_peers.TOLERANCE``.
+The peers live outside the package, in ``benchmarks/`` of a clone (``peers.py``, ``torch_peers.py``,
+``jax_peers.py``): bench loads them from there (``peers``), and runs NumPy alone without them.  A
+ratio means something only if both sides compute the same thing: ``peers.compared`` checks a peer's
+F and every gradient against ours and prints "differs" instead of its ratio where they are apart by
+more than ``peers.TOLERANCE``.
 
 Each one-layer row also times one pass over the prompts: the matrix-vector product w @ P, the
 gate logits a_i = w^T p_i of eq (3) alone.  It reads every entry of P, as any step must, so no
@@ -22,10 +24,13 @@ the medians are reported.  Every implementation runs on one thread (``one_thread
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import platform
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
@@ -37,10 +42,21 @@ from ..fused import network
 from ..sgd import sgd_update
 from ..stack import init_stack
 from ..runs.args import help_text, positive_int
-from .bench_peers import compared, load_peers, peer_header, peer_note
 
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"    # in a clone, beside the package
 CASES = [(20, 64), (20, 1024), (100, 64), (1000, 64), (10_000, 64)]   # (l, B), d = 30
 STACK_CASES = [(20, 64), (20, 1024)]                                  # Section 4.2's l = 20
+
+
+def bench_peers():
+    """The peer code of a clone's ``benchmarks/`` (its ``peers`` module), or None when this package is
+    installed without a clone beside it."""
+    if not (BENCHMARKS / "peers.py").exists():
+        return None
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module("peers")
+
 
 def interleaved_medians(fns: dict, repeat: int, budget: float = 3.0, block: float = 0.01) -> dict:
     """Median seconds per call of each callable in ``fns``, the callables taking turns.
@@ -106,9 +122,10 @@ def one_layer_rows(args, world, peers: dict) -> None:
     dw]) as NumPy arrays, compared with ours before the ratio is printed.
     """
     params, eta = init_params(world.d, rng=1), 0.0        # eta = 0: every call sees the same parameters
+    peers_code = bench_peers()
     mamba = network("mamba")
     print(f"{'l':>6} {'B':>5} {'numpy ms':>9} {'passes':>6} {'GB/s':>5} {'reading':>7} {'peak/P':>6} "
-          f"{'pass ms':>8} {'pass GB/s':>9}" + (peer_header(peers, passes=True) if peers else ""))
+          f"{'pass ms':>8} {'pass GB/s':>9}" + (peers_code.peer_header(peers, passes=True) if peers else ""))
     notes = []
     for l, B in args.cases:
         batch = training_batch(world, B, l, p_a=0.6, rng=2)
@@ -122,7 +139,7 @@ def one_layer_rows(args, world, peers: dict) -> None:
                f"{t['reading'] / t['numpy']:>7.2f} {peak_memory(fns['numpy']) / P.nbytes:>6.2f} "
                f"{1e3 * t['pass']:>8.4f} {size / t['pass']:>9.1f}")
         if peers:
-            cells, lines = compared(peers, made, [forward(params, P), *gradients(params, P, z)],
+            cells, lines = peers_code.compared(peers, made, [forward(params, P), *gradients(params, P, z)],
                                     f"l = {l}, B = {B}", t, unit=t["pass"])
             row, notes = row + cells, notes + lines
         print(row, flush=True)
@@ -131,7 +148,7 @@ def one_layer_rows(args, world, peers: dict) -> None:
           "the bytes of P\nover its time (pass GB/s: over the pass's); reading: the public gradients(params, P, z), "
           "which checks its input\nand runs the batched reading form, over the step; peak/P: the step's peak memory "
           "beyond its inputs over the size of P."
-          + peer_note(peers))
+          + (peers_code.peer_note(peers) if peers else ""))
     if notes:
         print("\n".join(notes))
 
@@ -143,8 +160,9 @@ def stack_rows(args, world, peers: dict) -> None:
     this row)}; ``result()`` returns (F, [dW_B, dW_C, dW of layer 1, ..., of layer 3]).
     """
     layers, eta = init_stack(world.d, 3, rng=1), 0.0
+    peers_code = bench_peers()
     print(f"{'model':>18} {'l':>4} {'B':>5} {'numpy ms':>9} {'reading':>7}"
-          + (peer_header(peers, passes=False) if peers else ""))
+          + (peers_code.peer_header(peers, passes=False) if peers else ""))
     notes = []
     for model in PAPER_MODELS:
         net = network(model, n_layers=3)
@@ -158,12 +176,12 @@ def stack_rows(args, world, peers: dict) -> None:
             row = f"{model:>18} {l:>4} {B:>5} {1e3 * t['numpy']:>9.2f} {t['reading'] / t['numpy']:>7.2f}"
             if peers:
                 ours = [stack.forward(layers, P, model)] + [g for one in stack.gradients(layers, P, z, model) for g in one]
-                cells, lines = compared(peers, made, ours, f"{model}, l = {l}, B = {B}", t)
+                cells, lines = peers_code.compared(peers, made, ours, f"{model}, l = {l}, B = {B}", t)
                 row, notes = row + cells, notes + lines
             print(row, flush=True)
     print("One step of the residual stack as sgd.train runs it: forward, hand-written backward (fused: "
           "numpy_mamba/fused/stack.py), update;\nreading: the public stack.gradients (the reading form of stack.py, "
-          "with the (B, D, N, N) gate tensor) over the step." + peer_note(peers))
+          "with the (B, D, N, N) gate tensor) over the step." + (peers_code.peer_note(peers) if peers else ""))
     if notes:
         print("\n".join(notes))
 
@@ -213,7 +231,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch even if it is installed")
     parser.add_argument("--no-jax", action="store_true", help="skip JAX even if it is installed")
     args = parser.parse_args(argv)
-    one, three, versions = load_peers(args.no_torch, args.no_jax)
+    code = bench_peers()
+    one, three, versions = (code.load_peers(args.no_torch, args.no_jax) if code else
+                            ({}, {}, "PyTorch and JAX not timed (their peers are in benchmarks/ of a clone)"))
     versions = f"numpy {np.__version__} ({one_thread()}), " + versions
     world = make_world(rng=0)
     print(f"one SGD step of eq (19) = forward + every gradient of the mean hinge loss + update (eta = 0, so every "

@@ -1,5 +1,7 @@
-"""How ``bench`` compares a peer with NumPy and prints it: the agreement check, the peer columns,
-and which peers run (PyTorch, JAX: imported only when installed, each on one thread).
+"""How ``python -m numpy_mamba bench`` compares a peer with NumPy and prints it: the agreement
+check, the peer columns, and which peers run (PyTorch in ``torch_peers.py``, JAX in
+``jax_peers.py``: imported only when installed, each on one thread).  These files sit outside the
+package, in a clone's ``benchmarks/``: bench loads them from there (``numpy_mamba.cli.bench.peers``).
 
 A ratio means something only if both sides compute the same thing, so before a peer's ratio is
 printed its F and every gradient are compared with ours (``peer_difference``); a peer that
@@ -13,7 +15,8 @@ from functools import partial
 
 import numpy as np
 
-from . import bench_jax, bench_torch
+import jax_peers
+import torch_peers
 
 # Largest |ours - theirs| / max |ours| (per array: F and each gradient) at which a peer's time is
 # compared with ours.  Both sides run in float64: summing the same terms in another order moves
@@ -93,15 +96,15 @@ def load_peers(no_torch: bool, no_jax: bool) -> tuple:
     one, three, versions = {}, {}, []
     if not no_torch and (torch := _optional("torch")):
         torch.set_num_threads(1)
-        one["torch"] = partial(bench_torch.eq3_peer, torch)
-        three["torch"] = partial(bench_torch.stack_peer, torch, bench_torch.stack_layer_factored)
-        three["torch G"] = partial(bench_torch.stack_peer, torch, bench_torch.stack_layer, gates_only=True)
+        one["torch"] = partial(torch_peers.eq3_peer, torch)
+        three["torch"] = partial(torch_peers.stack_peer, torch, torch_peers.stack_layer_factored)
+        three["torch G"] = partial(torch_peers.stack_peer, torch, torch_peers.stack_layer, gates_only=True)
         versions.append(f"torch {torch.__version__} (1 thread)")
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
     if not no_jax and (jax := _optional("jax")):
         jax.config.update("jax_enable_x64", True)
-        one["jax"] = partial(bench_jax.eq3_peer, jax)
-        three["jax"] = partial(bench_jax.stack_peer, jax)
+        one["jax"] = partial(jax_peers.eq3_peer, jax)
+        three["jax"] = partial(jax_peers.stack_peer, jax)
         versions.append(f"jax {jax.__version__} (XLA_FLAGS={os.environ['XLA_FLAGS']!r})")
     return one, three, ", ".join(versions) if one else "PyTorch and JAX not timed (not installed, or off)"
 

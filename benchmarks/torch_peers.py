@@ -4,7 +4,7 @@ Each is a plain autograd formulation of the same model the NumPy code computes, 
 would for speed: batched matmuls, gates in log space from a cumulative sum of log-gates, no
 Python loop over prompts or tokens.  One SGD step = forward, mean hinge loss, ``backward()``
 and the update Psi - eta * grad of eq (19).  ``bench`` compares each peer's F and gradients
-with the NumPy ones (``bench.peer_difference``, float64) before it prints a ratio, so a ratio
+with the NumPy ones (``peers.peer_difference``, float64) before it prints a ratio, so a ratio
 always compares the same computation.  PyTorch is never a dependency of numpy_mamba; ``torch``
 is passed in by the caller.
 """

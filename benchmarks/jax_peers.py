@@ -4,7 +4,7 @@ Each is the same model as the PyTorch peers of ``bench_torch``, written in ``jax
 as ``jax.jit`` of ``jax.value_and_grad`` of the mean hinge loss plus the update Psi - eta * grad of
 eq (19), in float64 (``jax_enable_x64``).  ``bench`` compiles each step before it times it, waits
 for its results (``jax.block_until_ready``) and compares its F and gradients with the NumPy ones
-(``bench.peer_difference``) before it prints a ratio.  JAX is never a dependency of numpy_mamba;
+(``peers.peer_difference``) before it prints a ratio.  JAX is never a dependency of numpy_mamba;
 ``jax`` is passed in by the caller.
 """
 from __future__ import annotations

@@ -23,21 +23,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numpy_mamba.runs import jobs, output, staging
-from numpy_mamba.runs.jobs import Unit, UnitError, run_units
-from numpy_mamba.runs.interrupts import check_interrupted
+from numpy_mamba.cli import main as cli_main
+from numpy_mamba.runs import command, output, runner
 from numpy_mamba.runs.output import save_compact_json, save_json, write_section
-from numpy_mamba.runs.staging import run_staged
-from numpy_mamba import make_world
-from numpy_mamba.gates import compare as gates
-from numpy_mamba.theory import run as theory
-from numpy_mamba.theory.measure import steps_to_epsilon
+from numpy_mamba.runs.runner import Unit, UnitError, check_interrupted, run_staged, run_units
+from numpy_mamba.sgd import TrainConfig
 from conftest import quick_run
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {"theory": [f"theory_{n}.{e}" for n in ("convergence", "alpha", "attention", "gates", "lemmas")
-                      for e in ("png", "json")] + ["theory_summary.json", "REPORT.md"],
-           "gates": ["gates.json", "gates_error_vs_alpha.png", "gates_training.png", "REPORT.md"]}
+                      for e in ("png", "json")] + ["theory_summary.json", "claims_theory.json", "REPORT.md"],
+           "gates": ["gates.json", "gates_error_vs_alpha.png", "gates_training.png", "claims_gates.json", "REPORT.md"]}
 
 
 def echo_after(value, seconds: float):
@@ -51,6 +47,16 @@ def write_after(path: str, seconds: float) -> None:
     leaves no file and one that was waited for leaves one."""
     time.sleep(seconds)
     Path(path).write_text("finished")
+
+
+def bad_config() -> TrainConfig:
+    """A unit's work that raises: Algorithm 1's settings with p_a = 1 (refused, naming p_a)."""
+    return TrainConfig(T=5, p_a=1.0)
+
+
+def _bad_unit() -> Unit:
+    """A unit that raises in its worker (``bad_config``)."""
+    return Unit("bad", "bad p_a", bad_config)
 
 
 def _wait_until_gone(alive, what: str, guard: float = 30.0) -> None:
@@ -81,7 +87,7 @@ def _numbers(out: Path) -> dict:
     """Every JSON file in ``out`` without its timing fields: what must not depend on --jobs."""
     def strip(obj):
         if isinstance(obj, dict):
-            return {k: strip(v) for k, v in obj.items() if k not in ("seconds", "train_seconds", "timings_seconds")}
+            return {k: strip(v) for k, v in obj.items() if k not in ("seconds", "train_seconds", "timings_seconds", "jobs")}
         return [strip(v) for v in obj] if isinstance(obj, list) else obj
     return {p.name: strip(json.loads(p.read_text())) for p in sorted(out.glob("*.json"))}
 
@@ -125,9 +131,7 @@ def _worker_pids():
 def test_a_failing_unit_stops_the_run_with_its_traceback_and_no_worker_left(tmp_path):
     """If this fails, a worker's error is lost, the run waits for the slow unit running beside
     the failing one (it finishes and writes its file), or workers survive the failed run."""
-    world = make_world(rng=0)
-    bad = Unit("bad", "bad p_a", steps_to_epsilon, (world, "mamba"),
-               dict(p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0))
+    bad = _bad_unit()
     slow = [Unit(k, f"slow {k}", write_after, (str(tmp_path / f"slow{k}"), 60)) for k in range(5)]
     with pytest.raises(UnitError) as info:
         run_units([slow[0], bad] + slow[1:], jobs=2, name="t", progress=False)
@@ -162,7 +166,7 @@ def test_an_interrupt_stops_the_running_units_instead_of_waiting_for_them(tmp_pa
 
 
 STOP_WHILE_SENDING = """
-from numpy_mamba.runs.jobs import Unit, run_units
+from numpy_mamba.runs.runner import Unit, run_units
 class Stop:
     def write(self, text):
         if "units done" in text:
@@ -200,7 +204,7 @@ def test_units_that_cannot_reach_a_worker_are_refused_for_every_jobs():
 def test_jobs_must_be_a_positive_whole_number(value, capsys):
     """If this fails, --jobs 0 (or -1, or a word) starts no workers or crashes with a traceback."""
     with pytest.raises(SystemExit) as info:
-        theory.main(["--quick", "--jobs", value])
+        cli_main(["theory", "--quick", "--jobs", value])
     assert info.value.code == 2 and "expected an integer >= 1" in capsys.readouterr().err
 
 
@@ -219,8 +223,8 @@ def _old_content(folder: Path, command: str) -> dict:
 def _check_previous_or_complete(folder: Path, command: str, before: dict) -> str:
     """'previous' or 'complete'; fails if the folder is anything in between."""
     now = {p.name: p.read_bytes() for p in folder.iterdir()}
-    assert not [n for n in now if n.startswith(staging.STAGING_PREFIX)], f"staging folder left in {folder}"
-    assert not [p for p in folder.parent.iterdir() if p.name.startswith(staging.STAGING_PREFIX)]
+    assert not [n for n in now if n.startswith(runner.STAGING_PREFIX)], f"staging folder left in {folder}"
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(runner.STAGING_PREFIX)]
     if now == before:
         return "previous"
     assert set(now) == set(before), f"files added or lost: {set(now) ^ set(before)}"
@@ -255,7 +259,7 @@ def test_a_signal_during_the_final_moves_is_raised_after_them(tmp_path, monkeypa
             os.kill(os.getpid(), signal.SIGINT)
         real(src, dst)
 
-    monkeypatch.setattr(staging.os, "replace", replace)
+    monkeypatch.setattr(runner.os, "replace", replace)
     assert run_staged("gates", tmp_path, _stage_files) == 130
     assert json.loads((tmp_path / "gates_2.json").read_text()) == {"k": 2} and len(calls) == 4
     assert "NEW section" in (tmp_path / "REPORT.md").read_text()
@@ -273,7 +277,7 @@ def test_a_failed_move_puts_every_earlier_file_back(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         real(src, dst)
 
-    monkeypatch.setattr(staging.os, "replace", replace)
+    monkeypatch.setattr(runner.os, "replace", replace)
     with pytest.raises(OSError, match="No space"):
         run_staged("gates", tmp_path, lambda stage: [(stage.dir / n).write_text("NEW") for n in OUTPUTS["gates"][:3]])
     assert _check_previous_or_complete(tmp_path, "gates", before) == "previous"
@@ -344,9 +348,7 @@ def test_an_interrupt_inside_a_destructor_prints_no_traceback(tmp_path, capsys, 
 def test_a_failing_unit_ends_the_command_with_its_error_and_leaves_out_as_it_was(tmp_path, capsys):
     """If this fails, a unit's error is hidden, exits 0, or leaves new files beside old ones."""
     before = _old_content(tmp_path, "gates")
-    world = make_world(rng=0)
-    bad = Unit("bad", "bad p_a", steps_to_epsilon, (world, "mamba"),
-               dict(p_a=1.0, l_tr=4, eta=0.1, delta=0.2, eps=0.1, T_max=5, seed=0))
+    bad = _bad_unit()
 
     def work(stage, jobs):
         _stage_files(stage)
@@ -389,29 +391,30 @@ def _unwritable_folders(tmp_path):
     return cases
 
 
-@pytest.mark.parametrize("command", ["theory", "gates"])
-def test_an_unwritable_out_is_a_one_line_error_before_any_computing(command, tmp_path, monkeypatch, capsys):
+COMMANDS = ("reproduce", "theory", "gates", "ablation")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_an_unwritable_out_is_a_one_line_error_before_any_computing(name, tmp_path, monkeypatch, capsys):
     """If this fails, --out is found unwritable only after the experiments ran (or with a traceback)."""
     def computing(*args, **kwargs):
         raise AssertionError("computing started before --out was checked")
 
-    monkeypatch.setattr(theory, "run_plans", computing)
-    monkeypatch.setattr(gates, "run_units", computing)
-    main = theory.main if command == "theory" else gates.main
+    monkeypatch.setattr(command, "compute", computing)
     cases = _unwritable_folders(tmp_path)
     assert len(cases) >= 4
     for case, out in cases.items():
-        assert main(["--quick", "--out", str(out)]) == 2, case
+        assert cli_main([name, "--quick", "--out", str(out)]) == 2, case
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith(f"{command}: error: ") and str(out) in err[0], (case, err)
-    assert not list(tmp_path.glob(f"**/{staging.STAGING_PREFIX}*")) and (tmp_path / "file.txt").read_text() == "x"
+        assert len(err) == 1 and err[0].startswith(f"{name}: error: ") and str(out) in err[0], (case, err)
+    assert not list(tmp_path.glob(f"**/{runner.STAGING_PREFIX}*")) and (tmp_path / "file.txt").read_text() == "x"
 
 
-def test_theory_checks_the_report_folder_too(tmp_path, monkeypatch, capsys):
+def test_the_report_folder_is_checked_too(tmp_path, monkeypatch, capsys):
     """If this fails, an unwritable --report is found out after the computing."""
-    monkeypatch.setattr(theory, "run_plans", lambda *a, **k: pytest.fail("computing started"))
+    monkeypatch.setattr(command, "compute", lambda *a, **k: pytest.fail("computing started"))
     (tmp_path / "file.txt").write_text("x")
-    assert theory.main(["--out", str(tmp_path / "out"), "--report", str(tmp_path / "file.txt" / "R.md")]) == 2
+    assert cli_main(["theory", "--out", str(tmp_path / "out"), "--report", str(tmp_path / "file.txt" / "R.md")]) == 2
     assert "--report" in capsys.readouterr().err and not (tmp_path / "out").exists(), "a folder it made was left"
 
 
@@ -472,9 +475,9 @@ def test_ctrl_c_at_random_moments_leaves_the_previous_or_the_complete_results(tm
     scenarios = [  # (command, event on stderr, delay range, SIGINT to the whole group?)
         ("gates", r"\] \d+ units, ", 0.6, True),                # pool starting, first units
         ("gates", r"3/\d+ units done", 0.6, False),             # training; parent only
-        ("gates", r"writing figures", 2.5, True),               # writing, or just after the end
+        ("gates", r"writing JSON", 2.5, True),                   # writing, or just after the end
         ("theory", r"5/\d+ units done", 1.0, True),             # computing
-        ("theory", r"writing figures", 4.0, True),              # writing, or just after the end
+        ("theory", r"writing JSON", 4.0, True),              # writing, or just after the end
     ]
     befores = {k: _old_content(tmp_path / f"run{k}" / "out", command) for k, (command, *_) in enumerate(scenarios)}
     delays = [rng.uniform(0, top) for _, _, top, _ in scenarios]
@@ -554,19 +557,16 @@ def test_the_results_table_refuses_long_cells_and_unknown_rules(tmp_path):
 def test_headline_numbers_end_a_command_above_its_verdict_counts(tmp_path, capsys):
     """If this fails, a command's closing lines lose its headline numbers (paper against ours) or put
     them below the verdict counts."""
-    from numpy_mamba.runs.claims import save_claims
-    from numpy_mamba.runs.summary import print_claims_summary
-    path = save_claims(tmp_path, "theory", [_row("t1", headline=("Thm 1: slope", "1", "1.03")), _row("t2")],
-                       {"r": "a rule"}, False)
-    print_claims_summary("theory", path, tmp_path, 1.5)
+    rows = [_row("t1", headline=("Thm 1: slope", "1", "1.03")), _row("t2")]
+    command.print_summary("theory", {"rows": rows, "heads": [("Thm 1: slope", "1", "1.03")]}, tmp_path, 1.5)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "theory: Thm 1: slope: paper 1, ours 1.03" and lines[1] == "theory: 2 verdicts: 2 holds"
 
 
-# ------------------------------------------------------------------ heap padding (memory.py)
+# ------------------------------------------------------------------ heap padding (runner.keep_heap_padding)
 HEAP = r"""
 import ctypes, sys
-from numpy_mamba.runs.memory import keep_heap_padding
+from numpy_mamba.runs.runner import keep_heap_padding
 libc = ctypes.CDLL(None)
 libc.sbrk.restype, libc.sbrk.argtypes = ctypes.c_void_p, (ctypes.c_ssize_t,)
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
@@ -594,21 +594,18 @@ def test_heap_padding_keeps_a_freed_steps_pages(mode):
 
 
 def test_heap_padding_does_nothing_outside_glibc(monkeypatch):
-    from numpy_mamba.runs import memory
-    monkeypatch.setattr(memory.platform, "libc_ver", lambda: ("", ""))
-    assert memory.keep_heap_padding() is False
+    monkeypatch.setattr(runner.platform, "libc_ver", lambda: ("", ""))
+    assert runner.keep_heap_padding() is False
 
 
-def test_a_worker_that_ends_before_it_starts_is_named_at_once(monkeypatch):
-    """If this fails, a pool whose worker died before its initializer ran (no "ready") is reported
-    as slow to start (START_LIMIT, here 0 s, decides first), not as ended with its exit code."""
-    class Ended:
-        exitcode = -9
+def _dies() -> None:
+    """A unit whose worker process ends at once, as a crash would."""
+    os._exit(3)
 
-    class Pool:
-        _processes = {1: Ended()}
-        _broken = False
 
-    monkeypatch.setattr(jobs, "START_LIMIT", 0.0)
-    with pytest.raises(UnitError, match=r"ended before it started \(0 of 2 up; exit codes \[-9\]"):
-        jobs._wait_for_workers(Pool(), threading.Semaphore(0), 2)
+def test_a_worker_that_dies_is_named_with_its_unit_and_no_worker_is_left():
+    """If this fails, a worker process that ends (a crash, the OOM killer) hangs the run or is
+    reported without the unit it was running."""
+    with pytest.raises(UnitError, match=r"a worker process died while running one of the units .*'dies'"):
+        run_units([Unit("dies", "dies", _dies), Unit("slow", "slow", echo_after, (1, 30))], jobs=2, progress=False)
+    _wait_until_gone(_worker_pids, "worker processes of the run whose worker died")

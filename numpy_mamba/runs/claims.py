@@ -57,10 +57,10 @@ def save_claims(folder, command: str, rows: list, rules: dict, quick: bool, note
 def load_claims(*folders) -> dict:
     """{command: claims} from ``claims_<command>.json`` in the folders, a later folder's file first."""
     found = {}
-    for folder in folders:
+    for folder in reversed(folders):                       # a later folder's file wins: the earlier is not read
         for command in COMMANDS:
             path = Path(folder) / f"claims_{command}.json"
-            if path.exists():
+            if command not in found and path.exists():
                 found[command] = json.loads(path.read_text())
     return {c: found[c] for c in COMMANDS if c in found}
 

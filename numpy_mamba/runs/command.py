@@ -188,7 +188,8 @@ def write(command, experiments, results: dict, run: Run, stage, out: Path, repor
     for name, result in {**results, **command.extra(results, run)}.items():
         save_compact_json(stage.dir / f"{name}.json", result)
     every = [f for e in command.experiments for f in e.FILES] + list(command.extra(results, run))
-    saved = {**load(out, every), **load(stage.dir, every)}
+    saved = load(stage.dir, every)
+    saved = {**load(out, [f for f in every if f not in saved]), **saved}       # another experiment's, from an earlier run
     for e in experiments:
         e.figure(saved, stage.dir)
     rows = [row for e in command.experiments for row in e.claims(saved)]

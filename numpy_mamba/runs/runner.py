@@ -121,24 +121,27 @@ def _duration(seconds: float) -> str:
 def _workers_started(units):
     """SIGINT blocked and BLAS at one thread while the pool's processes start: they inherit both
     (a fork keeps the signal mask), so a Ctrl-C to the whole process group cannot hit a worker
-    before it ignores SIGINT.  A SIGINT meanwhile waits and is delivered to the parent after."""
+    before it ignores SIGINT.  A SIGINT that reaches this process meanwhile (through a thread that
+    does not block it, such as BLAS's) is only recorded, and raised once every worker is registered."""
     saved = {v: os.environ.get(v) for v in THREAD_VARIABLES}
     os.environ.update({v: "1" for v in THREAD_VARIABLES})
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
+    from multiprocessing import resource_tracker
+    resource_tracker.ensure_running()                       # first: starting it unblocks SIGINT in this thread
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        from multiprocessing import resource_tracker
-        resource_tracker.ensure_running()
-        if method == "forkserver":                          # the server forks every worker: start it blocked
-            context.set_forkserver_preload(sorted({u.fn.__module__ for u in units} - {"builtins", None}))
-            from multiprocessing import forkserver
-            forkserver.ensure_running()
-        yield context
+        with interrupts_held():
+            if method == "forkserver":                      # the server forks every worker: start it blocked
+                context.set_forkserver_preload(sorted({u.fn.__module__ for u in units} - {"builtins", None}))
+                from multiprocessing import forkserver
+                forkserver.ensure_running()
+            yield context
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         for v, value in saved.items():
             os.environ.pop(v, None) if value is None else os.environ.__setitem__(v, value)
+    check_interrupted()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -187,8 +190,10 @@ def _run(units: list, jobs: int, say: Callable[[str], None]) -> dict:
                 unit = pending.pop(future)
                 try:
                     ok, value, seconds = future.result()
-                except BrokenProcessPool as exc:
-                    raise UnitError(f"a worker process died while running unit {unit.label!r} ({exc})") from None
+                except BrokenProcessPool:
+                    running = ", ".join(repr(u.label) for u in [unit, *pending.values()][:4])
+                    raise UnitError(f"a worker process died while running one of the units {running}: a crash, or "
+                                    "the system ran out of memory") from None
                 if not ok:
                     raise UnitError(f"unit {unit.label!r} failed in a worker process:\n{value.rstrip()}")
                 done[unit.key] = (value, seconds)

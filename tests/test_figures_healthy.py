@@ -59,8 +59,8 @@ def test_no_run_past_the_divergence_bound_counts_as_healthy(path):
 
 @pytest.mark.parametrize("doc", [{"scores": [1.0, 2e6]}, {"loss_curve": [0.5, 1 + 1.5e6]}], ids=["score", "loss"])
 def test_a_number_past_the_bound_fails_the_check(doc, tmp_path):
-    """If this fails, the check above cannot see a run that passed the divergence bound (it once
-    looked only past 1e30): a score of 2e6 or such a loss must fail it."""
+    """If this fails, the check above cannot see a run that passed the divergence bound (a score of 2e6
+    that must fail it, and 1e30 is not the bound)."""
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(AssertionError, match="divergence bound|a loss of"):

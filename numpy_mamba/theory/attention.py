@@ -52,6 +52,7 @@ def attention_run(world: World, s: Tolerance, seed: int):
 
 
 def units(s: Tolerance, chosen: dict) -> list:
+    """One unit per seed, at the step size chosen for Mamba at cor1_p_a (none if Mamba is not trained there)."""
     s = with_eta(s, chosen)
     seeds = s.seeds if s.cor1_p_a in s.p_a_train["mamba"] else []
     the_world = world()
@@ -59,11 +60,13 @@ def units(s: Tolerance, chosen: dict) -> list:
 
 
 def assemble(s: Tolerance, chosen: dict, found: dict, run) -> dict:
+    """theory_attention.json: the settings and every seed's sums (its verdict: ``judge``)."""
     return {"theory_attention": {**header(run), "settings": with_eta(s, chosen).to_dict(),
                                  "runs": [r for r in found.values() if r is not None]}}
 
 
 def judge(results: dict) -> None:
+    """Corollary 1 (rule cor1), where a run was made."""
     if results["theory_attention"].get("runs"):
         judge_attention(results["theory_attention"], WORLD["M1"])
 
@@ -82,11 +85,13 @@ def judge_attention(out: dict, M1: int) -> dict:
 
 # ---------------------------------------------------------------- what is written from the JSON
 def figure(results: dict, out) -> list:
+    """theory_attention.png (``plots.attention``)."""
     from . import plots                                     # matplotlib only when drawing
     return [plots.attention(results["theory_attention"], out / "theory_attention.png")]
 
 
 def claims(results: dict) -> list:
+    """Corollary 1, where it was judged."""
     att = results.get("theory_attention", {})
     if "corollary1" not in att:
         return []

@@ -65,6 +65,8 @@ class VsLtr(Convergence):
 
 @dataclass(frozen=True)
 class Grids:
+    """The experiment's two grids: against p_a and against l_tr."""
+
     p_a: VsPa = VsPa()
     l_tr: VsLtr = VsLtr()
 
@@ -142,6 +144,7 @@ def judge(results: dict) -> None:
 
 # ---------------------------------------------------------------- what is written from the JSON
 def figure(results: dict, out) -> list:
+    """theory_convergence.png (``plots.convergence``)."""
     from . import plots                                     # matplotlib only when drawing
     c = results["theory_convergence"]
     return [plots.convergence(c["p_a"], c["l_tr"], out / "theory_convergence.png")]

@@ -81,6 +81,7 @@ def selection(s: GatesVsM1, chosen: dict) -> dict:
 
 
 def with_eta(s: GatesVsM1, chosen: dict) -> GatesVsM1:
+    """The settings with the eta chosen at each M1, {str(M1): eta}."""
     return replace(s, eta={str(M1): chosen[f"mamba M1={M1}"]["chosen"]["eta"] for M1 in s.M1_grid})
 
 
@@ -99,6 +100,7 @@ def M1_run(s: GatesVsM1, M1: int, seed: int) -> dict:
 
 
 def units(s: GatesVsM1, chosen: dict) -> list:
+    """One ``M1_run`` per (M1, seed)."""
     s = with_eta(s, chosen)
     return [Unit((M1, seed), f"Corollary 2 M1={M1} seed {seed}", M1_run, (s, M1, seed))
             for M1 in s.M1_grid for seed in s.seeds]
@@ -136,6 +138,7 @@ def assemble(s: GatesVsM1, chosen: dict, found: dict, run) -> dict:
 
 
 def judge(results: dict) -> None:
+    """Corollary 2 and Lemma 5 (``judge_gates``), into the JSON."""
     judge_gates(results["theory_gates"])
 
 
@@ -180,6 +183,7 @@ def judge_gates(g: dict) -> dict:
 
 # ---------------------------------------------------------------- what is written from the JSON
 def figure(results: dict, out) -> list:
+    """theory_gates.png (``plots.gates``)."""
     from . import plots                                     # matplotlib only when drawing
     return [plots.gates(results["theory_gates"], out / "theory_gates.png")]
 

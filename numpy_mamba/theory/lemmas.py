@@ -77,18 +77,22 @@ def trajectory_run(world: World, s: Trajectory) -> dict:
 
 
 def units(s: Trajectory, chosen: dict) -> list:
+    """The one run."""
     return [Unit("run", "Lemmas 4-6 trajectory", trajectory_run, (world(), s))]
 
 
 def assemble(s: Trajectory, chosen: dict, found: dict, run) -> dict:
+    """theory_lemmas.json: the settings and the record (its analysis: ``judge``)."""
     return {"theory_lemmas": {**header(run), **found["run"]}}
 
 
 def judge(results: dict) -> None:
+    """Lemmas 4-6 from the record (``analyse_trajectory``), into the JSON."""
     analyse_trajectory(results["theory_lemmas"], WORLD["M1"], WORLD["beta"], WORLD["V"])
 
 
 def r2(y, fit) -> float:
+    """The coefficient of determination of ``fit`` for ``y``."""
     return float(1.0 - np.sum((y - fit) ** 2) / max(np.sum((y - np.mean(y)) ** 2), 1e-300))
 
 
@@ -164,6 +168,7 @@ def judge_trajectory(t: dict, v, mu, nu, l6: dict) -> dict:
 
 # ---------------------------------------------------------------- what is written from the JSON
 def figure(results: dict, out) -> list:
+    """theory_lemmas.png (``plots.trajectory``)."""
     from . import plots                                     # matplotlib only when drawing
     return [plots.trajectory(results["theory_lemmas"], out / "theory_lemmas.png")]
 

@@ -300,6 +300,7 @@ def judge_theorem4(out: dict, lt_context: dict | None = None) -> dict:
 
 # ---------------------------------------------------------------- what is written from the JSON
 def figure(results: dict, out) -> list:
+    """theory_alpha.png (``plots.tolerated``)."""
     from . import plots                                     # matplotlib only when drawing
     a = results["theory_alpha"]
     return [plots.tolerated(a["alpha"], a["lt_context"], out / "theory_alpha.png")]

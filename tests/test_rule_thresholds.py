@@ -15,8 +15,9 @@ from numpy_mamba.measure.rules import clean_gate_decay, corollary1, gate_ratio, 
 from numpy_mamba.measure.rules import seed_interval
 from numpy_mamba.measure.rules import EXPONENT_TOL, ROUNDING, at_most, below, bound_case
 from numpy_mamba.measure.rules import DIVERGED_ABOVE, TIE, choose
-from numpy_mamba.theory import claims
-from numpy_mamba.theory.verdicts import LOGIT_TOL, clean_logits, judge_trajectory, m1_slope, outlier_logits
+from numpy_mamba.measure.rules import LOGIT_TOL, clean_logits, m1_slope, outlier_logits, slope_verdict
+from numpy_mamba.theory.lemmas import judge_trajectory
+from numpy_mamba.theory.tolerance import judge_tolerated
 
 IN, OUT = 0.99, 1.01                # 1 % inside and 1 % outside a threshold, as factors of its scale
 
@@ -137,8 +138,8 @@ def test_slope_rule_either_side_of_its_thresholds(slope, level):
     """If this fails, the slope rule (Theorems 1, 3, Remark 4) decides elsewhere than its text says:
     a slope 1 % of the tolerance inside 1 +- 0.25 holds, outside holds in trend; a slope of +0.01
     has the claimed sign, -0.01 and a rounding-sized one do not."""
-    assert claims.slope_verdict([slope], 1.0)["level"] == level
-    assert claims.slope_verdict([-slope], -1.0)["level"] == level, "a claimed exponent of -1 is judged alike"
+    assert slope_verdict([slope], 1.0)["level"] == level
+    assert slope_verdict([-slope], -1.0)["level"] == level, "a claimed exponent of -1 is judged alike"
 
 
 def _alpha(mamba_stars, lt_stars=(0.3, 0.3), alphas=(0.0, 0.05, 0.6), added=(0.0, 0.0)) -> dict:
@@ -147,7 +148,7 @@ def _alpha(mamba_stars, lt_stars=(0.3, 0.3), alphas=(0.0, 0.05, 0.6), added=(0.0
     runs = [{"model": model, "p_a": 0.6, "kappa_a_prime": 2.0, "l_ts": 20, "seed": seed, "alpha_star": star,
              "predicted": 0.6, "errors": [0.07, 0.07 + added[seed], 0.9] if model == "mamba" else None}
             for model, stars in (("mamba", mamba_stars), ("lt", lt_stars)) for seed, star in enumerate(stars)]
-    return claims.judge_tolerated({"settings": {"alphas": list(alphas)}, "runs": runs})["judged"]
+    return judge_tolerated({"settings": {"alphas": list(alphas)}, "runs": runs})["judged"]
 
 
 @pytest.mark.parametrize("added, level", [(0.01 * IN, "full"), (0.01 * OUT, "trend"), (0.1 * IN, "trend"),

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from numpy_mamba.theory import run as theory
+from numpy_mamba import theory
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.model import Params
 from numpy_mamba.measure.attention import score_sums
@@ -104,32 +104,30 @@ def test_theory_quick_writes_figures_json_and_only_its_report_section(theory_qui
     assert summary["cor1_by_task_group"]["by_group"].keys() == {"training", "reversed", "distance_2", "distance_3"}
 
 
-def test_rendering_states_the_verdicts_the_results_carry(theory_quick, tmp_path):
+def test_rendering_states_the_verdicts_the_results_carry(theory_quick):
     """If this fails, drawing the report or the summary judges the results again instead of
     stating the verdicts they were saved with (a replot could then print another verdict than the
     JSON beside it)."""
-    from numpy_mamba.theory import claims, report as report_text
+    from numpy_mamba.runs.experiment import Run
     out = theory_quick.out
-    load = lambda name: json.loads((out / f"theory_{name}.json").read_text())   # noqa: E731
-    conv, alpha = load("convergence"), load("alpha")
-    results = {"convergence_p_a": conv["p_a"], "convergence_l_tr": conv["l_tr"], "alpha": alpha["alpha"],
-               "lt_context": alpha["lt_context"], "step_size": alpha["step_size"], "attention": load("attention"),
-               "gates": load("gates"), "trajectory": load("lemmas")}
-    results["convergence_p_a"]["verdict"]["mamba"] = "MADE-UP VERDICT 1"
-    results["alpha"]["verdict"]["linear_transformer"] = "MADE-UP VERDICT 2"
-    files = {k: tmp_path / f"{k}.png" for k in ("convergence", "alpha", "attention", "gates", "trajectory")}
-    common = {"world": conv["world"], "world_seed": conv["world_seed"], "command": conv["command"]}
-    text = report_text.markdown(results, {"total": 1.0}, common, files, [])
+    results = {f: json.loads((out / f"{f}.json").read_text()) for f in theory.COMMAND.files()}
+    results["theory_convergence"]["p_a"]["verdict"]["mamba"] = "MADE-UP VERDICT 1"
+    results["theory_alpha"]["alpha"]["verdict"]["linear_transformer"] = "MADE-UP VERDICT 2"
+    run = Run("theory", "python -m numpy_mamba theory --quick", True, 1, {}, 1.0)
+    text = theory.section(results, run, [], [])
     assert "**MADE-UP VERDICT 1**" in text and "**MADE-UP VERDICT 2**" in text
-    summary = claims.summary(results)
+    summary = theory.summary_file(results, run)["theory_summary"]["summary"]
     assert summary["thm1_verdict"] == "MADE-UP VERDICT 1" and summary["thm4_verdict"] == "MADE-UP VERDICT 2"
-    judged = claims.judge(results)
-    assert judged["convergence_p_a"]["verdict"]["mamba"] != "MADE-UP VERDICT 1", "judge() applies the rules"
+    for experiment in theory.EXPERIMENTS:
+        experiment.judge(results)
+    assert results["theory_convergence"]["p_a"]["verdict"]["mamba"] != "MADE-UP VERDICT 1", "judge() applies the rules"
+    assert results["theory_alpha"]["alpha"]["verdict"]["linear_transformer"] != "MADE-UP VERDICT 2"
 
 
 def test_theory_rejects_unknown_options():
+    from numpy_mamba.runs.command import main
     with pytest.raises(SystemExit):
-        theory.main(["--bogus"])
+        main(theory.COMMAND, ["--bogus"])
 
 
 def test_settings_are_frozen_and_a_quick_run_says_so_in_every_part():
@@ -137,21 +135,23 @@ def test_settings_are_frozen_and_a_quick_run_says_so_in_every_part():
     than it ran with), or a quick run's part is not stamped as one (its figures and JSON would not
     say SMOKE RUN)."""
     from dataclasses import FrozenInstanceError
-    from numpy_mamba.theory.settings import FULL, QUICK
-    parts = ("p_a", "l_tr", "alpha", "M1", "trajectory")
-    for part in parts:
+    from numpy_mamba.theory import convergence, gates, lemmas, tolerance
+    parts = {"p_a": (convergence.FULL.p_a, convergence.QUICK.p_a), "l_tr": (convergence.FULL.l_tr, convergence.QUICK.l_tr),
+             "alpha": (tolerance.FULL, tolerance.QUICK), "M1": (gates.FULL, gates.QUICK),
+             "trajectory": (lemmas.FULL, lemmas.QUICK)}
+    for full, quick in parts.values():
         with pytest.raises(FrozenInstanceError):
-            setattr(getattr(FULL, part), "seeds", (9,))
-        assert getattr(QUICK, part).to_dict()["quick"] is True and "quick" not in getattr(FULL, part).to_dict()
-    assert "eta" not in FULL.alpha.to_dict(), "a step size the rule has not chosen yet must not be recorded"
-    assert json.loads(json.dumps(FULL.alpha.to_dict())) == FULL.alpha.to_dict(), "to_dict holds the JSON's values"
+            setattr(full, "seeds", (9,))
+        assert quick.to_dict()["quick"] is True and "quick" not in full.to_dict()
+    assert "eta" not in tolerance.FULL.to_dict(), "a step size the rule has not chosen yet must not be recorded"
+    assert json.loads(json.dumps(tolerance.FULL.to_dict())) == tolerance.FULL.to_dict(), "to_dict holds the JSON's values"
 
 
 def test_corollary1_verdict_is_the_rule_shared_with_the_reproduce_section():
     from numpy_mamba.measure.rules import corollary1
     from numpy_mamba.measure.rules import verdict_text
     from numpy_mamba.measure.tasks import task_group_names
-    from numpy_mamba.theory.mechanism import judge_attention
+    from numpy_mamba.theory.attention import judge_attention
     rng = np.random.default_rng(0)
     group = np.repeat(np.arange(4), 25)
     same, diff = rng.normal(50, 5, 100), np.where(group == 2, 20.0, -20.0) + rng.normal(0, 1, 100)
@@ -164,7 +164,7 @@ def test_lemma6_verdict_says_what_happens_outside_its_window():
     """If this fails, Lemma 6 is judged over another range than Lemma 4's first phase (up to the
     steepest fall of v*^T w, t* = 50 here), or claims something after it: the sums grow past 3
     after t* (l = 40 ends at 7.1), which is no verdict's business."""
-    from numpy_mamba.theory.mechanism import analyse_trajectory
+    from numpy_mamba.theory.lemmas import analyse_trajectory
     steps = np.arange(0, 201, 10)
     grow = {10: np.linspace(0.7, 2.5, steps.size), 40: np.linspace(0.7, 7.1, steps.size)}
     fall = 1 / (1 + np.exp(-(steps - 50) / 10.0))               # v*^T w falls fastest at t* = 50
@@ -178,3 +178,22 @@ def test_lemma6_verdict_says_what_happens_outside_its_window():
     assert "lemma6_outside_window" not in out["verdict"], "outside its window the lemma claims nothing: no verdict"
     assert out["lemma6"]["outside_window"].startswith("not claimed there; grows with l")
     assert out["lemma6"]["checked_steps"] < out["lemma6"]["total_steps"]
+
+
+def test_replot_keeps_the_run_times_and_every_number(theory_quick, tmp_path):
+    """If this fails, ``theory --replot`` writes other numbers or verdicts than the run it replots, or
+    forgets that run's times (theory_summary.json and the section's first and last lines state them)."""
+    import shutil
+    from numpy_mamba.cli import main
+    out = tmp_path / "out"
+    shutil.copytree(theory_quick.out, out)
+    before = {p.name: json.loads(p.read_text()) for p in out.glob("*.json")}
+    assert main(["theory", "--replot", "--quiet", "--out", str(out)]) == 0
+    after = {p.name: json.loads(p.read_text()) for p in out.glob("*.json")}
+    for name in before:
+        if name != "claims_theory.json":                      # it records how the replot ran
+            assert after[name] == before[name], f"{name} changed on --replot"
+    times = before["theory_summary.json"]["timings_seconds"]
+    section = (out / "REPORT.md").read_text().split("<!-- BEGIN theory -->")[1]
+    assert f"in {times['total']} s (--jobs {times['workers (--jobs)']})" in section
+    assert "Run times (s): " + ", ".join(f"{k}: {v}" for k, v in times.items()) + "." in section

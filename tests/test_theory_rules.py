@@ -10,14 +10,15 @@ import pytest
 
 from numpy_mamba import network
 from numpy_mamba.data import make_world
-from numpy_mamba.runs.jobs import run_plans
-from numpy_mamba.measure.rules import choose
+from numpy_mamba.measure.rules import choose, convergence_verdict, slope_verdict, theorem2_excess
+from numpy_mamba.runs.runner import run_units
 from numpy_mamba.runs.step_size import heldout_loss_after_training
 from numpy_mamba.sgd import TrainConfig
-from numpy_mamba.theory import claims, step_sizes
-from numpy_mamba.theory.verdicts import judge_gates, judge_trajectory
+from numpy_mamba.theory import gates, tolerance
+from numpy_mamba.theory.gates import judge_gates
+from numpy_mamba.theory.lemmas import judge_trajectory
 from numpy_mamba.theory.measure import fit_slope
-from numpy_mamba.theory.settings import FULL
+from numpy_mamba.theory.tolerance import judge_tolerated
 
 ALPHAS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
 CONSTANTS = {"M1": 6, "V": 3, "beta": 3.0, "kappa_a": 2.0, "L": 0.3}
@@ -36,7 +37,7 @@ def test_theorem4_holds_although_the_lt_fails_above_one_half():
     """Error 0.02 below 1/2 and 0.9 above: Theorem 4 claims only the first (at eps = 0.25 and at
     0.1 alike); a verdict on alpha* < 1/2 would have said the same thing for the wrong reason."""
     curve = lambda seed: [0.02 + 0.005 * seed] * 5 + [0.5, 0.9]  # noqa: E731
-    out = claims.judge_tolerated(_alpha_out(curve))
+    out = judge_tolerated(_alpha_out(curve))
     assert out["verdict"]["linear_transformer"] == "holds"
     by = out["theorem4"]["by_eps"]
     assert set(by) == {"0.25", "0.1"} and by["0.25"]["claimed"] == 4      # alpha = 0, .1, .2, .3 at l_ts = 20
@@ -46,7 +47,7 @@ def test_theorem4_holds_although_the_lt_fails_above_one_half():
 def test_theorem4_names_the_eps_where_it_holds():
     """Errors about 0.15 where the conditions hold: within eps = 0.25, not within 0.1: holds at one
     eps only, and the detail says which."""
-    out = claims.judge_tolerated(_alpha_out(lambda seed: [0.15 + 0.005 * seed] * 5 + [0.5, 0.9]))
+    out = judge_tolerated(_alpha_out(lambda seed: [0.15 + 0.005 * seed] * 5 + [0.5, 0.9]))
     assert out["verdict"]["linear_transformer"] == "holds in part"
     assert "eps = 0.1" in out["verdict_detail"]["linear_transformer"]
     assert out["judged"]["linear_transformer"]["holds_in"] == ["eps = 0.25"]
@@ -56,10 +57,10 @@ def test_theorem4_fails_where_its_conditions_hold_and_the_error_is_large():
     """A linear Transformer trained at a poor step size: error 0.2 +- 0.1 over seeds at alpha = 0.3
     with l_ts = 20 (condition (d) asks 13.4): the seed interval passes eps = 0.25."""
     curve = lambda seed: [0.02, 0.02, 0.05, 0.1 + 0.1 * seed, 0.4, 0.5, 0.9]  # noqa: E731
-    out = claims.judge_tolerated(_alpha_out(curve))
+    out = judge_tolerated(_alpha_out(curve))
     assert out["verdict"]["linear_transformer"] == "holds in part"
     assert "alpha = 0.3" in out["verdict_detail"]["linear_transformer"]
-    assert claims.judge_tolerated(_alpha_out(lambda seed: [0.6] * 7))["verdict"]["linear_transformer"] == \
+    assert judge_tolerated(_alpha_out(lambda seed: [0.6] * 7))["verdict"]["linear_transformer"] == \
         "does not hold here"
 
 
@@ -69,7 +70,7 @@ def test_theorem4_uses_the_long_contexts_of_the_context_experiment():
     out = _alpha_out(lambda seed: [0.02] * 5 + [0.5, 0.9])
     lt = {"settings": {"lt_alphas": [0.45], "lt_l_ts_grid": [20, 453], "kappa_a_prime": [2.0]},
           "runs": [{"seed": s, "errors": [[0.6, 0.4 + 0.01 * s]]} for s in (0, 1, 2)]}
-    judged = claims.judge_tolerated(out, lt)
+    judged = judge_tolerated(out, lt)
     assert judged["verdict"]["linear_transformer"] == "holds in part"
     assert judged["theorem4"]["by_eps"]["0.25"]["worst"]["cell"] == "kappa_a' = 2, l_ts = 453, alpha = 0.45"
 
@@ -90,17 +91,17 @@ def test_theorem2_and_remark5_reach_each_level():
     alphas = {"alphas": [0.0, 0.05, 0.1]}
     mamba = lambda l_ts, star, added: [_alpha_run("mamba", 0.6, l_ts, s, star, added=added) for s in (0, 1)]  # noqa: E731
     lt = [_alpha_run("linear_transformer", 0.6, l, s, 0.4) for l in (10, 20) for s in (0, 1)]
-    out = claims.judge_tolerated({"settings": alphas, "runs": mamba(20, 0.7, 0.005) + mamba(10, 0.6, 0.05) + lt})
+    out = judge_tolerated({"settings": alphas, "runs": mamba(20, 0.7, 0.005) + mamba(10, 0.6, 0.05) + lt})
     assert out["verdict"]["mamba"] == "holds in part" and "in trend: l_ts = 10 (1 of 2)" in (
         out["verdict_detail"]["mamba"])
     assert out["theorem2_excess"]["p_a = 0.6, kappa_a' = 2, l_ts = 20"]["worst"] == pytest.approx(0.005)
     assert out["verdict"]["remark5"] == "holds"
-    judge = lambda runs: claims.judge_tolerated({"settings": alphas, "runs": runs})["verdict"]["mamba"]  # noqa: E731
+    judge = lambda runs: judge_tolerated({"settings": alphas, "runs": runs})["verdict"]["mamba"]  # noqa: E731
     assert judge(mamba(10, 0.6, 0.05) + lt) == "holds in trend" and judge(mamba(10, 0.4, 0.2) + lt) == "does not hold here"
     lt[-1]["alpha_star"] = 0.8                                        # LT beats Mamba in one seed at l_ts = 20
-    out = claims.judge_tolerated({"settings": alphas, "runs": mamba(20, 0.7, 0.0) + lt})
+    out = judge_tolerated({"settings": alphas, "runs": mamba(20, 0.7, 0.0) + lt})
     assert out["verdict"]["remark5"] == "holds in trend"
-    low = claims.judge_tolerated({"settings": alphas, "runs": mamba(20, 0.3, 0.0) + lt})
+    low = judge_tolerated({"settings": alphas, "runs": mamba(20, 0.3, 0.0) + lt})
     assert low["verdict"]["remark5"] == "does not hold here"
     assert out["verdict"]["linear_transformer"] == "not run", "no error curves, nothing for Theorem 4 to judge"
 
@@ -111,9 +112,9 @@ def test_theorem2_judges_only_the_alphas_conditions_c_and_d_cover():
     against it; a grid alpha on the bound (0.6 = 0.3 x 20 / 10 up to rounding) is not below it."""
     alphas = [0.0, 0.3, 0.6, 0.85]
     errors = [0.07, 0.075, 0.9, 0.9]
-    e = claims.theorem2_excess(alphas, [errors], 1.0, 10, 6)
+    e = theorem2_excess(alphas, [errors], 1.0, 10, 6)
     assert e["alphas"] == [0.0, 0.3, 0.6] and e["worst"] == pytest.approx(0.83)
-    e = claims.theorem2_excess(alphas, [errors, None], 0.1 * 3 * 20 / 10, 10, 6)         # 0.6000000000000001
+    e = theorem2_excess(alphas, [errors, None], 0.1 * 3 * 20 / 10, 10, 6)         # 0.6000000000000001
     assert e["alphas"] == [0.0, 0.3] and e["worst"] == pytest.approx(0.005)
 
 
@@ -124,14 +125,14 @@ def test_slope_rule_reaches_each_level(slopes, never, level):
     """If this fails, a theorem's exponent is judged wrongly per seed: within 0.25 of the claimed 1 holds,
     the right sign only holds in trend, a p_a where no seed reached eps is a failing case (T claimed
     finite there), a seed with too few points fails."""
-    assert claims.slope_verdict(slopes, 1.0, never=never)["level"] == level
+    assert slope_verdict(slopes, 1.0, never=never)["level"] == level
 
 
 def test_convergence_verdict_names_the_p_a_where_no_run_converged():
     slope = {"mean": 1.0, "sd": 0.05, "claim": 1.0, "per_seed": [1.0, 1.0]}
     grid = [0.0, 0.4, 0.7]
-    assert claims.convergence_verdict(grid, [[10, 20, 40], [11, 19, 41]], slope)[0] == "holds"
-    verdict, detail, _ = claims.convergence_verdict(grid, [[10, 20, None], [11, 19, None]], slope)
+    assert convergence_verdict(grid, [[10, 20, 40], [11, 19, 41]], slope)[0] == "holds"
+    verdict, detail, _ = convergence_verdict(grid, [[10, 20, None], [11, 19, None]], slope)
     assert verdict == "holds in part" and "p_a = 0.7 (eps never reached)" in detail, (
         "a p_a where T is infinite contradicts T = Theta((1-p_a)^-1) and must not be dropped silently")
 
@@ -221,27 +222,32 @@ def test_two_phases_reach_each_level():
         assert t["judged"]["lemma4_5_two_phases"]["level"] == level
 
 
+def chosen(plans: dict) -> dict:
+    """{key: the rule's record} of a selection's plans, run in this process as the runner runs them."""
+    found = run_units([replace(u, key=(k, u.key)) for k, plan in plans.items() for u in plan.units], progress=False)
+    return {k: plan.assemble({u.key: found[(k, u.key)] for u in plan.units}) for k, plan in plans.items()}
+
+
 def test_eta_is_chosen_per_model_by_the_shared_rule_on_selection_worlds():
-    world = make_world(d=8, M1=3, M2=2, V=2, beta=3.0, rng=0)
-    s = replace(FULL.alpha, T=15, B=8, eta_grid=(0.05, 0.5), select_seeds=(0,), n_heldout=32, l_tr=6)
-    records, _ = run_plans(step_sizes.step_size_plans(world, s), jobs=1, progress=False)
-    eta, step_size = step_sizes.chosen_steps(s, records)
+    s = replace(tolerance.FULL, T=15, B=8, eta_grid=(0.05, 0.5), select_seeds=(0,), n_heldout=32, l_tr=6)
+    records = chosen(tolerance.selection(s, {}))
+    eta, step_size = tolerance.with_eta(s, records).eta, tolerance.step_sizes(s, records)
     assert set(eta) == {"mamba", "linear_transformer"} and set(eta["mamba"]) == {"0.3", "0.6"}
-    params = {"d": 8, "M1": 3, "M2": 2, "V": 2, "beta": 3.0}
+    params = {"d": 30, "M1": 6, "M2": 10, "V": 3, "beta": 3.0}
     config = TrainConfig(T=15, B=8, eta=0.05, l_tr=6, p_a=0.6, delta=0.2)
     direct = choose({"eta": [0.05, 0.5]}, heldout_loss_after_training(
-        lambda k: step_sizes.selection_world(params, k), config, network("linear_transformer"), 32,
-        (step_sizes.SELECTION_STREAM, 60, 2)), [0])
+        lambda k: tolerance.selection_world(params, k), config, network("linear_transformer"), 32,
+        (tolerance.SELECTION_STREAM, 60, 2)), [0])
     assert step_size["linear_transformer"]["0.6"]["candidates"] == direct["candidates"]
     assert all(eta[m][p] == step_size[m][p]["chosen"]["eta"] for m in eta for p in eta[m])
-    assert not np.allclose(step_sizes.selection_world(params, 0).mu, make_world(**params, rng=0).mu), (
+    assert not np.allclose(tolerance.selection_world(params, 0).mu, make_world(**params, rng=0).mu), (
         "a selection world must not be the experiments' world")
 
 
 def test_eta_is_chosen_for_mamba_at_each_M1_of_the_gates_experiment():
-    s = replace(FULL.M1, d=8, M2=2, V=2, M1_grid=(2, 3), T=10, B=8, eta_grid=(0.05, 0.5), n_heldout=32, l_tr=6)
-    records, _ = run_plans(step_sizes.gates_step_size_plans(s), jobs=1, progress=False)
-    eta, step_size = step_sizes.chosen_by_M1(s, records)
-    assert set(eta) == {"2", "3"} and all(eta[M1] == step_size[M1]["chosen"]["eta"] for M1 in eta)
-    worlds = {M1: step_sizes.selection_world({"d": 8, "M1": M1, "M2": 2, "V": 2, "beta": 3.0}, 0) for M1 in (2, 3)}
+    s = replace(gates.FULL, d=8, M2=2, V=2, M1_grid=(2, 3), T=10, B=8, eta_grid=(0.05, 0.5), n_heldout=32, l_tr=6)
+    records = chosen(gates.selection(s, {}))
+    eta = gates.with_eta(s, records).eta
+    assert set(eta) == {"2", "3"} and all(eta[str(M1)] == records[f"mamba M1={M1}"]["chosen"]["eta"] for M1 in (2, 3))
+    worlds = {M1: tolerance.selection_world({"d": 8, "M1": M1, "M2": 2, "V": 2, "beta": 3.0}, 0) for M1 in (2, 3)}
     assert worlds[2].M1 == 2 and worlds[3].M1 == 3, "each M1 selects on a world with that M1"

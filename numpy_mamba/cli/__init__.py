@@ -24,7 +24,7 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
     "reproduce": ("numpy_mamba.reproduce.run",
                   "Figures 2-6 and Table 1 at one and three layers, and why Figure 2 misses (a factorial of its "
                   "protocol), with the reproduce section of REPORT.md"),
-    "theory": ("numpy_mamba.theory.run", "numerical checks of the theorems, corollaries and lemmas, with the theory section"),
+    "theory": ("numpy_mamba.theory", "numerical checks of the theorems, corollaries and lemmas, with the theory section"),
     "ablation": ("numpy_mamba.ablation.run",
                  "why the trained models miss tasks two steps apart: untrained models, task sets, held-out pairs, "
                  "steps, pre-norm, with the ablation section"),

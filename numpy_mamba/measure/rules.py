@@ -771,6 +771,45 @@ SLOPE_RULE = ("per seed, the least-squares slope of log T (or log l_ts) on the l
               "seed reached eps is a case that fails (the claim says T is finite there); fewer than 3 reached points "
               f"in a seed: that seed fails. {EXPONENT_WHY}. Theorem 4 (d): within {THM4D_TOL:g}, its l_ts grid being "
               "coarser")
+
+
+def slope_verdict(per_seed: list, claim: float, tol: float = EXPONENT_TOL, never=(), label: str = "p_a") -> dict:
+    """A fitted exponent against the one a theorem claims (eqs (9), (14), (15)), judged per seed
+    (``SLOPE_RULE``): ``per_seed`` the seeds' slopes (None where too few points reached eps);
+    ``never`` the grid values where no seed reached eps, each a failing case.  Returns
+    ``judge_cases``' verdict."""
+    cases, borderline = {}, []
+    for k, slope in enumerate(per_seed):
+        name = f"seed {k}"
+        if slope is None:
+            cases[name] = "none"
+            continue
+        cases[name] = ("full" if at_most(abs(slope - claim), tol) else
+                       "trend" if claim != 0 and below(0.0, slope * np.sign(claim)) else "none")
+        if near(abs(slope - claim) - tol, tol):
+            borderline.append(name)
+    for g in never:
+        cases[f"{label} = {g} (eps never reached)"] = "none"
+    if not cases:
+        cases["no seed"] = "none"
+    return judge_cases(cases, borderline)
+
+
+def convergence_verdict(grid, T_by_seed, slope: dict, label: str = "p_a") -> tuple[str, str, dict]:
+    """Eqs (9), (14) (``SLOPE_RULE``): T = Theta((1-p_a)^-1 ...) claims a finite T at every grid value,
+    growing with the slope claimed: ``slope_verdict`` over the seeds' slopes (fitted where runs reached
+    eps), a grid value where no seed reached eps failing.  T_by_seed (seeds, grid) steps or None; slope
+    {"per_seed", "claim"}.  Returns (verdict word, detail, judged result)."""
+    n_seeds = len(T_by_seed)
+    reached = [sum(T[k] is not None for T in T_by_seed) for k in range(len(grid))]
+    never = [g for g, r in zip(grid, reached) if r == 0]
+    some = [f"{g} ({r}/{n_seeds} seeds)" for g, r in zip(grid, reached) if 0 < r < n_seeds]
+    per_seed = list(slope["per_seed"]) + [None] * (n_seeds - len(slope["per_seed"]))
+    v = slope_verdict(per_seed, slope["claim"], never=never, label=label)
+    detail = where_text(v) + (f"; eps reached in only some seeds at {label} = {', '.join(some)}" if some else "")
+    return verdict_text(v), detail, v
+
+
 THM2_ALPHA_RULE = ("Theorem 2 (c)-(d) as the sufficient condition it is, per (p_a, kappa_a', l_ts): at every grid alpha "
                    "it covers, (c) alpha < min(1, p_a l_tr / l_ts) and (d) l_ts >= (1-alpha)^-1 log M1 (constant 1; "
                    "(d)'s upper end, poly(M1^kappa_a) without a degree, is not checked), the error the outliers add, "
@@ -779,20 +818,109 @@ THM2_ALPHA_RULE = ("Theorem 2 (c)-(d) as the sufficient condition it is, per (p_
                    "the error itself: at alpha = 0 the error here is above eps already (K' = 1.5 and the unseen "
                    "distance-2 tasks, judged by rule unseen), which is no outlier's doing; a grid alpha within rounding "
                    "of the bound is on it, not below it")
+
+
+def theorem2_excess(alphas, errors_by_seed, bound: float, l_ts: int, M1: int) -> dict:
+    """Theorem 2 (c)-(d) in one (p_a, kappa_a', l_ts) case (``THM2_ALPHA_RULE``): the error the
+    outliers add, err(alpha) - err(0) (mean over seeds, equal prompts each), at every grid alpha the
+    theorem covers: (c) alpha < bound = min(1, p_a l_tr / l_ts) (within ``ROUNDING`` of the bound is on
+    it, not below) and (d) l_ts >= (1 - alpha)^-1 log M1 (constant 1).  errors_by_seed : per seed the
+    error at each alpha of ``alphas`` (None for a diverged run, left out).  Returns {"alphas": the
+    covered alphas, "excess": [per covered alpha], "worst": the largest}."""
+    errs = np.array([e for e in errors_by_seed if e is not None], dtype=float)          # (S, n_alpha)
+    mean = errs.mean(axis=0)
+    covered = [k for k, a in enumerate(alphas) if below(a, bound) and at_most(np.log(M1) / (1 - a), l_ts)]
+    ex = [float(mean[k] - mean[0]) for k in covered]
+    return {"alphas": [float(alphas[k]) for k in covered], "excess": ex, "worst": max(ex)}
+
+
+def theorem2_case(worst: float) -> tuple[str, bool]:
+    """``THM2_ALPHA_RULE`` in one case: the largest error the outliers add -> (level, borderline)."""
+    level = "full" if at_most(worst, THM2_EPS) else "trend" if at_most(worst, 10 * THM2_EPS) else "none"
+    return level, near(worst - THM2_EPS, THM2_EPS)
+
+
 REMARK5_ALPHA_RULE = ("per (p_a, kappa_a', l_ts) trained at the linear Transformer's p_a: Mamba's alpha* above the "
                       "linear Transformer's in every seed holds; above it in the seed mean holds in trend; otherwise fails")
+
+
+def remark5_case(pairs: list) -> str:
+    """``REMARK5_ALPHA_RULE`` in one case: pairs [(Mamba's alpha*, the linear Transformer's)], one per seed."""
+    if all(m > t for m, t in pairs):
+        return "full"
+    return "trend" if np.mean([m for m, _ in pairs]) > np.mean([t for _, t in pairs]) else "none"
+
+
+def theorem4_judged(cells: list, constants: dict, p_a: float, l_tr: int, eps_grid) -> tuple[dict, dict | None, str]:
+    """``THEOREM4_RULE`` at each eps of ``eps_grid``, each eps a case: cells as ``theorem4_sufficient``
+    takes them; constants {"M1", "V", "beta", "kappa_a", "L"} of conditions (b) and (d); p_a the linear
+    Transformer's training p_a.  Returns ({str(eps): that eps' verdict with "eps", "kappa_bound"}, the
+    verdict over the eps where some cell is claimed (None if none is), its detail)."""
+    found = {}
+    for eps in eps_grid:
+        bound = theorem4_kappa_bound(constants["V"], constants["beta"], p_a, constants["kappa_a"], constants["L"], l_tr, eps)
+        found[eps] = dict(theorem4_sufficient(cells, eps, constants["M1"], bound), eps=eps, kappa_bound=bound)
+    judged = {f"eps = {e:g}": r for e, r in found.items() if r["level"] is not None}
+    detail = "; ".join(
+        f"eps = {e:g}: {r['claimed']} measured cells meet (b)-(d), {verdict_text(r)} ({where_text(r)}); highest "
+        f"interval end {r['worst']['high']:.3f} (error {r['worst']['rate']:.3f}) at {r['worst']['cell']}"
+        for e, r in found.items() if r["level"] is not None)
+    return {str(e): r for e, r in found.items()}, combine(judged) if judged else None, detail
+
+
 M1_SLOPE_RULE = ("eq (17) across M1, per seed: the least-squares slope of log(mean gate on outlier test examples) on "
                  f"log M1 at most -1 within {EXPONENT_TOL:g} (falling at least like poly(M1)^-1 with poly(M1) = M1), "
                  f"i.e. <= {EXPONENT_TOL - 1:g}, holds; a negative slope holds in trend; otherwise fails (a slope "
                  f"within {ROUNDING:g} of 0 is flat). " + EXPONENT_WHY)
+
+
+def m1_slope(per_seed) -> dict:
+    """Eq (17) across M1 (``M1_SLOPE_RULE``): per_seed the seeds' least-squares slopes of log G on
+    log M1.  Returns ``judge_cases``' verdict over the seeds."""
+    steepest = EXPONENT_TOL - 1                     # the claimed exponent -1, within the tolerance
+    cases = {f"seed {k}": "full" if at_most(x, steepest) else "trend" if below(x, 0.0) else "none"
+             for k, x in enumerate(per_seed)}
+    return judge_cases(cases, [f"seed {k}" for k, x in enumerate(per_seed) if near(x - steepest, EXPONENT_TOL)])
+
+
 LOGIT_OUTLIER_RULE = ("eq (37), per M1: the seed mean of the mean w^T p on training examples with outliers at most "
                       f"-log M1 within {LOGIT_TOL:g}, i.e. <= -log M1 + {LOGIT_TOL:g}, holds; < 0 (the gate closing, "
                       f"not by the claimed size) holds in trend; otherwise fails. The tolerance {LOGIT_TOL:g} puts the "
                       f"outlier's gate factor sigma(w^T p) within a factor e^{LOGIT_TOL:g} = {np.exp(LOGIT_TOL):.2f} of "
                       "1/M1, about how far the seeds' mean w^T p spread")
+
+
+def outlier_logits(logit_by_M1: dict, M1s) -> dict:
+    """Eq (37) per M1 (``LOGIT_OUTLIER_RULE``): logit_by_M1 {M1 (or str(M1), as JSON gives it): seed
+    mean of the mean w^T p on training examples with outliers}.  Returns ``judge_cases``' verdict over the M1."""
+    cases, borderline = {}, []
+    for M1 in M1s:
+        x = logit_by_M1[M1 if M1 in logit_by_M1 else str(M1)]
+        bound, name = LOGIT_TOL - np.log(M1), f"M1 = {M1}"
+        cases[name] = "full" if x <= bound else "trend" if x < 0 else "none"
+        if near(x - bound, np.log(M1)):
+            borderline.append(name)
+    return judge_cases(cases, borderline)
+
+
 LOGIT_CLEAN_RULE = ("eq (38), per seed: the mean w^T p on clean training examples spread over M1 by less than 1 (of "
                     "order 1, not growing with M1) holds; above the outlier examples' w^T p at every M1 holds in trend; "
                     "otherwise fails")
+
+
+def clean_logits(runs: list, seeds, M1s) -> dict:
+    """Eq (38) per seed (``LOGIT_CLEAN_RULE``): runs [{"M1", "seed", "train": {"logit_clean",
+    "logit_outlier"}}], the mean w^T p on clean and outlier training examples of each run.  Returns
+    ``judge_cases``' verdict over the seeds."""
+    cases = {}
+    for seed in seeds:
+        mine = {r["M1"]: r["train"] for r in runs if r["seed"] == seed}
+        clean = [mine[M1]["logit_clean"] for M1 in M1s]
+        cases[f"seed {seed}"] = ("full" if np.ptp(clean) < 1 else "trend" if all(
+            mine[M1]["logit_clean"] > mine[M1]["logit_outlier"] for M1 in M1s) else "none")
+    return judge_cases(cases)
+
+
 SIGNS_RULE = ("Lemma 4, per projection of the change of w at the end of the run: v*^T w and (mu/beta)^T w at most -0.1 "
               "holds, below 0 holds in trend; |nu/beta^T w| below half the smaller of the two holds, below it holds "
               "in trend; otherwise fails")
@@ -805,6 +933,25 @@ LEMMA6_RULE = ("eq (39) over the lemma's range of t, per context length l: the l
                "the steepest fall of v*^T w, t*, measured on the same run (rule phases). With every constant 1 the "
                "expression would end it within the first few dozen steps, a small fraction of the phase it describes: "
                "that reading checks the initialisation only")
+
+
+def lemmas_judged(phases: dict, v: float, mu: float, nu: float, l6: dict) -> dict:
+    """Lemmas 4-6 on one run (``SIGNS_RULE``, ``PHASES_RULE``, ``LEMMA6_RULE``): v, mu, nu the final
+    changes of the projections of w (nu as |.|); phases {curve: the fits of its two phases}; l6 {l:
+    largest mean of eq (39) in the window}.  Returns {claim: ``judge_cases``' verdict}."""
+    signs = {"v*^T w": "full" if v <= -0.1 else "trend" if v < 0 else "none",
+             "mu^T w": "full" if mu <= -0.1 else "trend" if mu < 0 else "none",
+             "|nu^T w|": ("full" if nu < 0.5 * min(abs(v), abs(mu)) else "trend" if nu < min(abs(v), abs(mu))
+                          else "none")}
+    two_phases = {}
+    for name, ph in phases.items():
+        one = ph["phase1_b"] < 0 and (ph["phase1_r2"] or 0) > 0.9
+        two = ph.get("phase2_log_slope", 0) < 0 and ph.get("phase2_r2_log", 0) > ph.get("phase2_r2_linear", 1)
+        two_phases[name] = "full" if one and two else "trend" if one or two else "none"
+    lemma6 = {f"l = {l}": "full" if x <= 3 else "trend" if x <= 6 else "none" for l, x in l6.items()}
+    border6 = [f"l = {l}" for l, x in l6.items() if near(x - 3, 3)]
+    return {"lemma4_signs": judge_cases(signs), "lemma4_5_two_phases": judge_cases(two_phases),
+            "lemma6_in_window": judge_cases(lemma6, border6)}
 
 
 # ---------------------------------------------------------------- the gates of Appendix E.6, the ablation

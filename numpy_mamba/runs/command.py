@@ -165,7 +165,8 @@ def main(command, argv=None) -> int:
 
 
 def replotted(command, experiments, out: Path, stage) -> tuple[dict, Run]:
-    """The results of an earlier run in ``out``, judged again, and how it ran (from its claims file)."""
+    """The results of an earlier run in ``out``, judged again, with the command's ``kept`` files, and how it
+    ran (from its claims file)."""
     files = [f for e in experiments for f in e.FILES]
     results = load(out, files)
     missing = sorted(set(files) - set(results))
@@ -174,6 +175,7 @@ def replotted(command, experiments, out: Path, stage) -> tuple[dict, Run]:
         raise SystemExit(f"--replot needs the JSON of an earlier run in {out}: missing "
                          f"{', '.join(f + '.json' for f in missing) or saved.name}")
     claims = json.loads(saved.read_text())
+    results.update(load(out, command.kept))
     for e in experiments:
         if hasattr(e, "judge"):
             e.judge(results)

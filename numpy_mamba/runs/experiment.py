@@ -95,6 +95,8 @@ class Command:
                 lists them in this order: before, the experiments', after)
     notes       (results) -> {name: Markdown}: notes of the report's appendix (the main setting)
     extra       (results, run) -> {file: JSON}: files of the whole command (theory's summary)
+    kept        names of ``extra``'s files that ``--replot`` reads back from OUT into ``results``, so that
+                what only the run knew (theory's run times) is written again as it was
     seeds       whether ``--seeds`` applies (a number of training seeds)
     """
     name: str
@@ -106,6 +108,7 @@ class Command:
     rules_after: tuple = ()
     notes: Callable = lambda results: {}
     extra: Callable = lambda results, run: {}
+    kept: tuple = ()
     seeds: bool = False
 
     def __post_init__(self):

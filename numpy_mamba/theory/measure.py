@@ -1,5 +1,5 @@
-"""Training runs and measurements behind ``python -m numpy_mamba theory`` (Theorems 1-4,
-Corollaries 1-2, Lemmas 4-6).
+"""What the theory experiments share: their world (Section 4's, seed 0), the settings' JSON form,
+and the measurements behind Theorems 1-4 and Lemma 6 (steps to a loss, error curves, slopes).
 
 Everything here is built from the core (data, model, gradients); nothing is fitted toward the
 paper's constants.  The theorems are stated up to constants, so the experiments measure
@@ -7,14 +7,48 @@ trends: steps to reach a loss, slopes on log-log axes, signs and orders of magni
 """
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import numpy as np
 
 from .._checks import check_positive, check_positive_int, check_probability
-from ..data import World, testing_batch, training_batch
+from ..data import SECTION4, World, make_world, testing_batch, training_batch
 from ..loss import hinge
+from ..measure.rules import sample_sd
 from ..model import log_gating
 from ..network import Network, as_network
+from ..runs.report import Template
 from ..sgd import divergence, sgd_update
+
+WORLD = {name: getattr(SECTION4, name) for name in ("d", "M1", "M2", "V", "beta")}
+WORLD_SEED = 0
+ETA_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+LABEL_WORD = {"flip": "flipped", "target": "targeted (+1)", "random": "random"}     # a label_rule in a sentence
+TEXT = Template(__package__, "theory.md")
+
+
+def world() -> World:
+    """The world of the theory checks: Section 4's sizes, seed ``WORLD_SEED``."""
+    return make_world(**WORLD, rng=WORLD_SEED)
+
+
+def header(run) -> dict:
+    """What every theory JSON records first: the world, its seed and the command line."""
+    return {"world": WORLD, "world_seed": WORLD_SEED, "command": run.line}
+
+
+class Recorded:
+    """``to_dict``: the settings as their JSON records them: every field, "quick" only on a quick
+    run, a chosen "eta" only once chosen."""
+
+    def to_dict(self) -> dict:
+        out = json.loads(json.dumps(asdict(self)))        # tuples as lists: the JSON's values
+        if not out.get("quick"):
+            out.pop("quick", None)
+        if "eta" in out and out["eta"] is None:
+            out.pop("eta")
+        return out
 
 
 def steps_to_epsilon(world: World, net: Network | str, *, p_a: float, l_tr: int, eta: float, delta: float,
@@ -96,6 +130,18 @@ def fit_slope(x, y) -> tuple[float, float]:
     return float(slope), float(intercept)
 
 
+def slopes(x, y_by_seed, claim: float) -> dict:
+    """Per seed the ``fit_slope`` of y on x over the points it has (y None or < 1: not reached; fewer
+    than 3 points: no slope), their mean and sample sd: {"per_seed", "mean", "sd", "claim"}."""
+    per_seed = []
+    for y in y_by_seed:
+        keep = [k for k, v in enumerate(y) if v is not None and v >= 1]
+        if len(keep) >= 3:
+            per_seed.append(fit_slope(np.asarray(x)[keep], np.asarray(y, dtype=object)[keep].astype(float))[0])
+    mean, sd = (float(np.mean(per_seed)), sample_sd(per_seed)) if per_seed else (None, None)
+    return {"per_seed": per_seed, "mean": mean, "sd": sd, "claim": claim}
+
+
 def lemma6_sum(w, P) -> np.ndarray:
     """Lemma 6, eq (39): sum_{i=1}^{l} G_{i,l+1}(w) (l - i + 1) per prompt; P (B, d+1, l+1) -> (B,)."""
     G = np.exp(log_gating(w, P))[:, :-1]                     # (B, l)
@@ -112,3 +158,23 @@ def projections(world: World, w) -> dict:
             "mu": (world.mu @ x / world.beta).tolist(),
             "nu": (world.nu @ x / world.beta).tolist(),
             "w_label": float(np.asarray(w)[-1])}
+
+
+# ---------------------------------------------------------------- numbers as the report writes them
+def pm(sl) -> str:
+    """A fitted slope's mean ± sd over seeds (``slopes``), or "n/a"."""
+    if sl is None or sl.get("mean") is None:
+        return "n/a"
+    return TEXT("pm", mean=sl["mean"], sd=sl["sd"], n=len(sl["per_seed"]))
+
+
+def seeds_text(sl) -> str:
+    """A fitted slope's mean ± sd as a claim row states it, or "n/a"."""
+    if sl is None or sl.get("mean") is None:
+        return "n/a"
+    return f"{sl['mean']:.2f} ± {sl['sd']:.2f} ({len(sl['per_seed'])} seeds)"
+
+
+def rounded(mapping, nd=2) -> str:
+    """A dict as '{k: v, ...}' with rounded values (keys may come back from JSON as strings)."""
+    return "{" + ", ".join(f"{k}: {round(v, nd) if isinstance(v, float) else v}" for k, v in mapping.items()) + "}"

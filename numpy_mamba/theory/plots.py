@@ -12,7 +12,7 @@ import numpy as np
 from ..data import SECTION4
 from ..runs.output import subplots
 from ..runs.output import footnote, save_figure
-from .settings import LABEL_WORD
+from .measure import LABEL_WORD
 
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 COLOR = {"mamba": BLUE, "linear_transformer": ORANGE}

@@ -22,9 +22,15 @@ def test_version_prints_the_package_version(capsys):
     assert capsys.readouterr().out.strip() == f"numpy_mamba {numpy_mamba.__version__}"
 
 
-def test_every_command_imports_and_has_a_main():
+def test_every_command_imports_and_has_a_main_or_a_registry():
+    """If this fails, a command of the table cannot run: its module has neither a main() nor a
+    COMMAND (an experiment command's registry, run by numpy_mamba.runs.command)."""
+    from numpy_mamba.runs.experiment import Command
     for name, (module, doc) in COMMANDS.items():
-        assert callable(getattr(importlib.import_module(module), "main", None)), f"{name}: {module} has no main()"
+        found = importlib.import_module(module)
+        assert callable(getattr(found, "main", None)) or isinstance(getattr(found, "COMMAND", None), Command), name
+        if hasattr(found, "COMMAND"):
+            assert found.COMMAND.name == name, f"{module}.COMMAND runs {found.COMMAND.name!r}, not {name!r}"
         assert doc and f"  {name:<10} {doc}" in usage()
 
 

@@ -96,7 +96,8 @@ def read_page(session, path: Path) -> dict:
     of raw LaTeX in its prose."""
     session.get(path.resolve().as_uri())
     page = session.execute_async_script(READ_PAGE)
-    page["console"] = [entry["message"] for entry in session.get_log("browser") if entry["level"] == "SEVERE"]
+    severe = [entry["message"] for entry in session.get_log("browser") if entry["level"] == "SEVERE"]
+    page["console"] = list(dict.fromkeys(severe))          # Chromium may log one failed file twice
     page["raw_math"] = sorted(set(match.group(0) for match in RAW_MATH.finditer(page.pop("prose", ""))))
     page["checks"] = len(re.findall(r"^check: ", page.get("output", ""), re.M))
     page["failed_checks"] = len(re.findall(r"^check FAILED", page.pop("output", ""), re.M))

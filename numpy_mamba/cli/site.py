@@ -95,7 +95,7 @@ def executed_tutorials(clone: Path, into: Path, quick: bool, log=print) -> list:
 def write_project(clone: Path, src: Path, quick: bool, log=print) -> None:
     """The Sphinx project in ``src``, laid out as the clone: the README as index.md with the site's
     navigation appended, the guides, the executed tutorials, the report with its figures and
-    tables, the API page, and MathJax in _static/."""
+    tables, the API page, and MathJax and the site's CSS in _static/."""
     import mathjax
     (src / "tutorials").mkdir(parents=True)
     (src / "figures").mkdir()
@@ -116,6 +116,7 @@ def write_project(clone: Path, src: Path, quick: bool, log=print) -> None:
     for part in MATHJAX_PARTS:
         (shutil.copytree if (es5 / part).is_dir() else shutil.copyfile)(es5 / part, target / part)
     shutil.copyfile(es5.parent / "LICENSE", target / "LICENSE")
+    (src / "_static" / "numpy_mamba.css").write_text(site_sphinx.CSS)
 
 
 def build_site(clone: Path, out: Path, quick: bool, log=print) -> dict:

@@ -2,7 +2,8 @@
 its API page, and the three hooks that let the repository's pages build as they are written.
 
     settings       MyST for the Markdown pages, myst-nb for the executed tutorials (not run again),
-                   autodoc for the API page, the furo theme, MathJax 3 from the site's _static/
+                   autodoc for the API page, the furo theme, MathJax 3 from the site's _static/,
+                   and CSS, one rule: long lines of docstrings and printed output wrap
     navigation     the sidebar: hidden toctrees appended to the first page (the README)
     api_page       the API of the core, one autodoc section per module of API_MODULES
     build          Sphinx run on a project folder, its warnings returned
@@ -29,6 +30,9 @@ API_MODULES = ("numpy_mamba", "numpy_mamba.data", "numpy_mamba.scan", "numpy_mam
                "numpy_mamba.fused.eq3", "numpy_mamba.fused.layer", "numpy_mamba.fused.stack",
                "numpy_mamba.fused.network", "numpy_mamba.gates.families", "numpy_mamba.gates.attention")
 PACKAGES = ("numpy_mamba", "numpy_mamba.fused")   # their docstring only: their names live in their modules
+# Long lines of the docstrings and of the tutorials' printed output (the check lines, with what was
+# expected beside what was measured) wrap instead of hiding past the page's edge.
+CSS = "dl.py > dd pre, .cell_output pre { white-space: pre-wrap; }\n"
 
 
 def settings() -> dict:
@@ -42,7 +46,7 @@ def settings() -> dict:
         "myst_enable_extensions": ["dollarmath", "amsmath", "attrs_inline"], "myst_heading_anchors": 6,
         "nb_execution_mode": "off", "nb_merge_streams": True,
         "autodoc_member_order": "bysource",
-        "mathjax_path": "mathjax/tex-chtml.js", "html_static_path": ["_static"],
+        "mathjax_path": "mathjax/tex-chtml.js", "html_static_path": ["_static"], "html_css_files": ["numpy_mamba.css"],
         "html_theme": "furo", "html_title": f"numpy_mamba {__version__}",
         "html_copy_source": False, "html_show_sourcelink": False,
     }

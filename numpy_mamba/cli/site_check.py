@@ -13,8 +13,9 @@ would see it:
     network   every resource the page loaded from anywhere but the site's folder (file:)
     checks    the ``check:`` lines in the printed output of the tutorials' cells
 
-``check_site`` returns one record per page and the problems found; ``screenshots`` saves the first
-screen of a tutorial page and of the report.  ``main_check`` (``site --check``) writes both into
+``check_site`` returns one record per page and the problems found; ``take_screenshots`` saves the
+screens of SCREENSHOTS (tutorial 1's first screen and its figure with the check lines above it, the
+report's first screen).  ``main_check`` (``site --check``) writes both into
 OUT/_check/ and fails (exit 1) on any problem.  Chromium and chromedriver come from the system
 (``apt-get install chromium chromium-driver`` on Debian); Selenium is in the docs extra.
 """

@@ -94,7 +94,8 @@ def test_the_site_builds_every_page_without_a_warning(built):
 def test_each_tutorial_page_says_its_mode_and_shows_its_check_lines(built):
     for path in TUTORIALS:
         html = _html(built, f"tutorials/{path.stem}.html")
-        assert "NUMPY_MAMBA_QUICK=1" in html, f"{path.name}: the page does not say its numbers come from quick mode"
+        notes = re.findall(r'<div class="[^"]*\b(mode-\w+)\b[^"]*"', html)
+        assert notes == ["mode-quick"], f"{path.name}: the page says {notes} of the mode its numbers came from"
         sections = len(re.findall(r"^# ## ", path.read_text(), re.M))
         assert html.count("\ncheck: ") + html.count(">check: ") >= sections, f"{path.name}: check lines missing"
         assert "check FAILED" not in html, f"{path.name}: a check failed in the executed tutorial"

@@ -58,16 +58,16 @@ def find_clone(given: str | None) -> Path:
 
 
 def mode_note(quick: bool) -> str:
-    """The note at the top of each tutorial page: which mode its printed numbers and figures came from."""
+    """The note at the top of each tutorial page: which mode its printed numbers and figures came from
+    (its class, mode-quick or mode-full, says it to a program)."""
     from .. import __version__
     if quick:
-        mode = ("**quick mode** (`NUMPY_MAMBA_QUICK=1`: fewer SGD steps and test prompts, the same code), so "
-                "its numbers are noisier than in full mode; `python -m numpy_mamba site --full` builds the "
-                "site in full mode")
+        mode = ("**quick mode** (`NUMPY_MAMBA_QUICK=1`: fewer SGD steps and test prompts, the same code): its "
+                "numbers are noisier than in full mode, which `python -m numpy_mamba site --full` runs")
     else:
         mode = "**full mode** (the sizes of the table in the student's guide)"
-    return (f"```{{note}}\nThe outputs on this page come from running this tutorial in a Jupyter kernel in "
-            f"{mode}, with numpy_mamba {__version__}.\n```")
+    return (f"```{{note}}\n:class: mode-{'quick' if quick else 'full'}\n\nThe outputs on this page come from running "
+            f"this tutorial in a Jupyter kernel with numpy_mamba {__version__}, in {mode}.\n```")
 
 
 def executed_tutorials(clone: Path, into: Path, quick: bool, log=print) -> list:

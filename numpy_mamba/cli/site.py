@@ -6,8 +6,8 @@ guide (``tutorials/README.md``), the eight tutorials executed in a Jupyter kerne
 typeset, their figures inline, their ``check:`` lines printed under each cell), the report
 (``figures/REPORT.md`` with its figures and tables), the instructor's guide
 (``tutorials/INSTRUCTORS.md``) and an API page from the docstrings of the core (each function's
-equation and shapes).  The tutorials run in quick mode (``NUMPY_MAMBA_QUICK=1``, seconds each)
-unless ``--full``, and each tutorial page says which mode its numbers came from.
+equation and shapes).  The tutorials run in quick mode (``NUMPY_MAMBA_QUICK=1``: fewer SGD steps
+and test prompts) unless ``--full``, and each tutorial page says which mode its numbers came from.
 
 The Sphinx project (``site_sphinx``) is put together in a temporary folder beside OUT: the pages
 read from the clone, the tutorials executed there, MathJax 3 copied from the installed
@@ -160,7 +160,8 @@ def main(argv=None) -> int:
                         help=f"folder for the HTML pages (replaced if it holds an earlier site); default: {DEFAULT_OUT}, "
                              "which git ignores")
     parser.add_argument("--full", action="store_true",
-                        help="run the tutorials in full mode (minutes) instead of quick mode (seconds each)")
+                        help="run the tutorials in full mode (the sizes of the student's guide) instead of quick mode "
+                             "(NUMPY_MAMBA_QUICK=1)")
     parser.add_argument("--check", action="store_true",
                         help="then open every page in headless Chromium (console errors, images, links, math); "
                              "screenshots and findings in OUT/_check/")

@@ -7,6 +7,9 @@
     bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), run only with PyTorch
     bench_jax.py    the JAX peers bench times (the same models, jit(value_and_grad)), run only with JAX
     notebooks.py ``notebooks``: the tutorials as .ipynb (jupytext), executed in a kernel (nbclient)
+    site.py      ``site``: the tutorials (executed), the report, the guides and the API as one website
+    site_sphinx.py  the site's Sphinx project: settings, navigation, API page, how its pages are read
+    site_check.py   ``site --check``: every page of the site opened in headless Chromium
 
 ``reproduce``, ``theory``, ``ablation`` and ``gates`` are each a family's ``COMMAND`` (its registry of
 experiments), run by the one runner ``numpy_mamba.runs.command``; ``grade`` and ``gradescope`` live
@@ -33,6 +36,8 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
     "grade": ("numpy_mamba.grader.run", "grade an exercise file, or a folder of them (--csv, --json)"),
     "gradescope": ("numpy_mamba.grader.gradescope", "build a Gradescope autograder zip for one exercise"),
     "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks in OUT, by default my_notebooks (--execute runs them)"),
+    "site": ("numpy_mamba.cli.site", "the tutorials (executed), the report, the guides and the API as a website in OUT, "
+                                     "by default site (--check opens every page in headless Chromium)"),
     "bench": ("numpy_mamba.cli.bench", "time one SGD step; the ratio against PyTorch and JAX when they are installed"),
 }
 

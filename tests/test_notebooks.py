@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from numpy_mamba.cli import notebooks
+from numpy_mamba.site import notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))

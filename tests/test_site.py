@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import made_once, session_folder
-from numpy_mamba.cli import site, site_check, site_sphinx
+from numpy_mamba.site import build as site, check as site_check, project as site_sphinx
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))

@@ -2,20 +2,14 @@
 
     __init__.py  the command table and the dispatcher (``main``)
     train.py     ``train``: a short SGD run (Algorithm 1) that prints its loss falling
-    bench.py     ``bench``: time one SGD step; ratio against PyTorch and JAX when installed
-    bench_peers.py  how bench checks a peer's numbers against ours and prints it; which peers run
-    bench_torch.py  the PyTorch peers bench times (eq (3) and the stack), run only with PyTorch
-    bench_jax.py    the JAX peers bench times (the same models, jit(value_and_grad)), run only with JAX
-    notebooks.py ``notebooks``: the tutorials as .ipynb (jupytext), executed in a kernel (nbclient)
-    site.py      ``site``: the tutorials (executed), the report, the guides and the API as one website
-    site_sphinx.py  the site's Sphinx project: settings, navigation, API page, how its pages are read
-    site_check.py   ``site --check``: every page of the site opened in headless Chromium
+    bench.py     ``bench``: time one SGD step; the ratio against the PyTorch and JAX peers of a clone's
+                 ``benchmarks/`` when they are installed
 
 ``reproduce``, ``theory``, ``ablation`` and ``gates`` are each a family's ``COMMAND`` (its registry of
 experiments), run by the one runner ``numpy_mamba.runs.command``; ``grade`` and ``gradescope`` live
-with the grader, and expose ``main(argv) -> int`` as this subpackage's own commands do.  Nothing in the
-package imports this subpackage: how a command runs (jobs, staging, output files) is in
-``numpy_mamba.runs``.
+with the grader, ``notebooks`` and ``site`` with the tutorials' pages (``numpy_mamba.site``), each
+module exposing ``main(argv) -> int`` as this subpackage's own commands do.  Nothing in the package
+imports this subpackage.
 """
 from __future__ import annotations
 
@@ -35,8 +29,8 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
               "Mamba-2, RetNet, Gated Retention and GLA against Mamba (Appendix E.6), with the gates section"),
     "grade": ("numpy_mamba.grader.run", "grade an exercise file, or a folder of them (--csv, --json)"),
     "gradescope": ("numpy_mamba.grader.gradescope", "build a Gradescope autograder zip for one exercise"),
-    "notebooks": ("numpy_mamba.cli.notebooks", "the tutorials as Jupyter notebooks in OUT, by default my_notebooks (--execute runs them)"),
-    "site": ("numpy_mamba.cli.site", "the tutorials (executed), the report, the guides and the API as a website in OUT, "
+    "notebooks": ("numpy_mamba.site.notebooks", "the tutorials as Jupyter notebooks in OUT, by default my_notebooks (--execute runs them)"),
+    "site": ("numpy_mamba.site.build", "the tutorials (executed), the report, the guides and the API as a website in OUT, "
                                      "by default site (--check opens every page in headless Chromium)"),
     "bench": ("numpy_mamba.cli.bench", "time one SGD step; the ratio against PyTorch and JAX when they are installed"),
 }

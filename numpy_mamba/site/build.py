@@ -9,14 +9,14 @@ typeset, their figures inline, their ``check:`` lines printed under each cell), 
 equation and shapes).  The tutorials run in quick mode (``NUMPY_MAMBA_QUICK=1``: fewer SGD steps
 and test prompts) unless ``--full``, and each tutorial page says which mode its numbers came from.
 
-The Sphinx project (``site_sphinx``) is put together in a temporary folder beside OUT: the pages
+The Sphinx project (``project``) is put together in a temporary folder beside OUT: the pages
 read from the clone, the tutorials executed there, MathJax 3 copied from the installed
 ``django-static-mathjax`` package (its files only; Django is not needed), so that a page loads
 nothing from the network.  Nothing is written into the clone's sources.  The site goes to OUT, by
 default ``site`` (which git ignores), replacing an earlier site there only once the new one is
 complete: open ``OUT/index.html`` in a browser.  A Sphinx warning (a link that leads nowhere, a
 docstring Sphinx cannot read) is printed and makes the exit status 1.  ``--check`` then opens
-every page in headless Chromium (``site_check``) and writes screenshots and what it found into
+every page in headless Chromium (``check``) and writes screenshots and what it found into
 OUT/_check/.
 
 Run from a clone, after ``pip install ".[docs]"``: the tutorials, the report and the guides are
@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import notebooks, site_sphinx
+from . import notebooks, project
 from ..runs.args import help_text
 
 EXTRA = 'pip install "numpy_mamba[docs]" (from a clone: pip install ".[docs]")'
@@ -108,15 +108,15 @@ def write_project(clone: Path, src: Path, quick: bool, log=print) -> None:
     tables = [f"figures/{p.stem}" for p in sorted((clone / "figures").glob("*.md")) if p.name != "REPORT.md"]
     sidebar = {"For students": ["tutorials/README", *tutorials], "Results": ["figures/REPORT", *tables],
                "Reference": ["api"], "For instructors": ["tutorials/INSTRUCTORS"]}
-    (src / "index.md").write_text((clone / "README.md").read_text() + site_sphinx.navigation(sidebar))
-    (src / "api.rst").write_text(site_sphinx.api_page())
+    (src / "index.md").write_text((clone / "README.md").read_text() + project.navigation(sidebar))
+    (src / "api.rst").write_text(project.api_page())
     es5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     target = src / "_static" / "mathjax"
     target.mkdir(parents=True)
     for part in MATHJAX_PARTS:
         (shutil.copytree if (es5 / part).is_dir() else shutil.copyfile)(es5 / part, target / part)
     shutil.copyfile(es5.parent / "LICENSE", target / "LICENSE")
-    (src / "_static" / "numpy_mamba.css").write_text(site_sphinx.CSS)
+    (src / "_static" / "numpy_mamba.css").write_text(project.CSS)
 
 
 def build_site(clone: Path, out: Path, quick: bool, log=print) -> dict:
@@ -131,7 +131,7 @@ def build_site(clone: Path, out: Path, quick: bool, log=print) -> dict:
         write_project(clone, src, quick, log)
         log("building the pages (sphinx) ...")
         warnings = [line.replace(str(src / "index.md"), str(clone / "README.md")).replace(str(src), str(clone))
-                    for line in site_sphinx.build(src, html)]
+                    for line in project.build(src, html)]
         if out.exists():
             shutil.rmtree(out)
         os.replace(html, out)
@@ -193,6 +193,6 @@ def main(argv=None) -> int:
           f"open {Path(args.out) / 'index.html'}")
     code = 1 if built["warnings"] else 0
     if args.check:
-        from . import site_check
-        code = max(code, site_check.main_check(Path(args.out)))
+        from . import check
+        code = max(code, check.main_check(Path(args.out)))
     return code

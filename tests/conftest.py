@@ -1,5 +1,5 @@
-"""Shared by every test: the Agg backend, one BLAS thread, and one quick run per experiment command
-per test session.
+"""Shared by every test: the Agg backend, one BLAS thread, one quick run per experiment command per
+test session, and the ``slow`` mark of the tests a fast loop leaves out.
 
 ``reproduce_quick``, ``theory_quick``, ``gates_quick`` and ``ablation_quick`` run ``python -m numpy_mamba COMMAND
 --quick --jobs 1 --out OUT`` once; the snapshot test (test_same_numbers.py) and the command's own
@@ -24,6 +24,30 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")        # before numpy is imported: see above
+
+# The fast loop, ``python -m pytest -m "not slow" -n 2``: the core, the tutorials' checks and the gates'
+# quick run.  Slow: the other quick runs and what reads them, every sandboxed grading, the site, the
+# notebooks in a kernel, a fresh clone, Ctrl-C on real commands, the second BLAS kernel.
+SLOW_FIXTURES = {"reproduce_quick", "theory_quick", "ablation_quick"}
+SLOW_FILES = {"test_grader_attacks.py", "test_grader_privilege.py", "test_grader_secrets.py", "test_grader_tiers.py",
+              "test_grader_kernel.py", "test_grader_sandbox.py", "test_grader_budget.py", "test_grader_gradescope.py",
+              "test_grader_shortcuts.py", "test_grader_verdicts.py", "test_grader_malformed.py", "test_grader_cli.py",
+              "test_grader_similarity.py", "test_site.py", "test_notebooks.py", "test_student_path.py",
+              "test_same_numbers.py"}
+SLOW_TESTS = {"test_ctrl_c_at_random_moments_leaves_the_previous_or_the_complete_results",
+              "test_jobs_2_gives_the_same_numbers_as_jobs_1"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: left out of the fast loop (python -m pytest -m \"not slow\")")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if (item.path.name in SLOW_FILES or item.originalname in SLOW_TESTS
+                or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.slow)
+
 
 # theory's quick run writes its section into a report that already holds another command's section
 # and an old theory section: the run must keep the first and replace the second

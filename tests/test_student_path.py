@@ -20,7 +20,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from numpy_mamba.cli import COMMANDS, main, notebooks
+from numpy_mamba.cli import COMMANDS, main
+from numpy_mamba.site import notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "tutorials" / "README.md"

@@ -16,9 +16,9 @@ import pytest
 from numpy_mamba import TrainConfig, network, train
 from numpy_mamba.cli import COMMANDS
 from numpy_mamba.ablation import gap
-from numpy_mamba.ablation.gap import QUICK, AblationSettings, factor_cases, heldout_cases
-from numpy_mamba.ablation.one_run import ARMS, HELD_OUT, STREAM, TESTS, group_counts, prompts_for, run_unit, training_world
-from numpy_mamba.ablation.report import change_verdict
+from numpy_mamba.ablation.gap import QUICK, AblationSettings, change_verdict, factor_cases, heldout_cases
+from numpy_mamba.ablation.one_run import (ARMS, HELD_OUT, STREAM, TESTS, group_counts, prompts_for, run_unit,
+                                         training_world)
 from numpy_mamba.ablation.results import FACTORS, PAPER, spread
 from numpy_mamba.ablation.terms import layer_scores, pattern_terms, signed_steps, step_classes
 from numpy_mamba.data import training_batch

@@ -39,7 +39,8 @@ def figure(results: dict, out: Path) -> list:
         _bars(axes[0, col], result, "all", m, L, [f for f in FACTORS if f != "heldout"])
         _bars(axes[1, col], result, "heldout", m, L, ["untrained", "baseline", "all_pairs", "heldout"])
         _ratios(axes[2, col], result, m, L)
-        axes[0, col].set_title(f"{MODEL_TEXT[m]}, {layers(L)}: distance-2 accuracy\n(prompts of every task)", fontsize=10)
+        axes[0, col].set_title(f"{MODEL_TEXT[m]}, {layers(L)}: distance-2 accuracy\n(prompts of every task)",
+                               fontsize=10)
         axes[1, col].set_title(f"{MODEL_TEXT[m]}, {layers(L)}: held-out pairs two steps apart", fontsize=10)
     for col, test in enumerate(("FQ", "clean")):
         _curves(fig, axes[3, 2 * col:2 * col + 2], result, test)

@@ -6,13 +6,13 @@ task set, steps, both, held-out pairs, pre-norm) at one and three layers and mea
 accuracy per task group on Table 1's FQ, R, CQ and clean prompts, every layer's learned
 cross-pattern score of Corollary 1:
 
-    gap.py       the experiment: settings, the step-size rule (delta = 0.2 first), the runs, the JSON, its claims
+    gap.py       the experiment: settings, the step-size rule (delta = 0.2 first), the runs, the claims and
+                 the REPORT.md section
     one_run.py   one training run (seed, model, arm, task set): accuracy and mechanism at every checkpoint
     terms.py     S(a, b) by signed step on the cycle, split into the parts of W = W^(0) + dW; scores by step per layer
-    results.py   the "ablation" JSON assembled from the runs: accuracy, paired changes, mechanism by layer
+    results.py   the "ablation" JSON assembled from the runs (accuracy, paired changes, mechanism by layer), read
     figure.py    ablation.png, drawn from the JSON
-    report.py    its REPORT.md section, drawn from the JSON
-    templates/ablation.md  the sentences and table headers of that section
+    templates/ablation.md  the sentences and table headers of its REPORT.md section
 
 ``COMMAND`` is the ``ablation`` command: its registry, one experiment (``runs.experiment.Command``).
 """

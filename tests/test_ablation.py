@@ -15,11 +15,12 @@ import pytest
 
 from numpy_mamba import TrainConfig, network, train
 from numpy_mamba.cli import COMMANDS
-from numpy_mamba.ablation.report import change_verdict, report_section
-from numpy_mamba.ablation.results import PAPER, spread
-from numpy_mamba.ablation.settings import HELD_OUT, QUICK, STREAM, TESTS, AblationSettings
+from numpy_mamba.ablation import gap
+from numpy_mamba.ablation.gap import QUICK, AblationSettings, change_verdict, factor_cases, heldout_cases
+from numpy_mamba.ablation.one_run import (ARMS, HELD_OUT, STREAM, TESTS, group_counts, prompts_for, run_unit,
+                                         training_world)
+from numpy_mamba.ablation.results import FACTORS, PAPER, spread
 from numpy_mamba.ablation.terms import layer_scores, pattern_terms, signed_steps, step_classes
-from numpy_mamba.ablation.units import group_counts, prompts_for, run_unit, training_world
 from numpy_mamba.data import training_batch
 from numpy_mamba.fused import network as fused_network
 from numpy_mamba.model import scores
@@ -167,7 +168,6 @@ def test_signed_steps_and_layer_scores_known_answers():
 def _claims_result(d2, others=0.99, change=0.05, t95=0.01, held=None):
     """An ablation result whose every (test, model, depth, factor) has distance-2 accuracy d2[factor]
     and the other groups at ``others``; paired change ``change`` +- t95 against the baseline."""
-    from numpy_mamba.ablation.settings import FACTORS
     cell = lambda v: {"mean": v, "min": v, "max": v, "t95": 0.0, "n_seeds": 2}  # noqa: E731
     groups = ["training", "reversed", "distance_2", "distance_3"]
     table, diff = {"all": {}, "heldout": {}}, {"all": {}, "heldout": {}}
@@ -193,7 +193,6 @@ def test_ablation_rules_reach_each_level():
     # to the other groups closes the gap (holds), one that raises it partly holds in trend, one that
     # lowers it fails; the untrained model above the trained one holds; held-out pairs learned as well
     # as trained ones hold, better than the baseline only in trend.
-    from numpy_mamba.ablation.claims import factor_cases, heldout_cases
     from numpy_mamba.measure.rules import judge_cases
     level = lambda cases: judge_cases(cases)["level"]  # noqa: E731
     r = _claims_result({"untrained": 0.97, "baseline": 0.80, "all_pairs": 0.99, "long": 0.85, "prenorm": 0.70})
@@ -216,7 +215,7 @@ def test_quick_command_writes_stamped_json_figure_and_report(ablation_quick):
     # settings), figure, claims and report section, does not say it is a smoke run, leaves out a
     # factor, a test or a layer's mechanism, or records a delta choice that breaks the rule (0.2
     # first; the next only if every eta diverged).
-    assert COMMANDS["ablation"][0] == "numpy_mamba.ablation.run"
+    assert COMMANDS["ablation"][0] == "numpy_mamba.ablation"
     assert ablation_quick.code == 0
     out = ablation_quick.out
     result = json.loads((out / "ablation.json").read_text())
@@ -236,12 +235,35 @@ def test_quick_command_writes_stamped_json_figure_and_report(ablation_quick):
             assert all(c["diverged"] for r in tried[:-1] for c in r["candidates"])
     text = (out / "REPORT.md").read_text()
     assert SMOKE in text and text.count("<!-- BEGIN ablation -->") == 1
-    assert report_section(result) in text, "the report's section is not the one its JSON renders"
+    saved = json.loads((out / "claims_ablation.json").read_text())
+    assert gap.section({"ablation": result}, None, saved["rows"], saved["headlines"]) in text, \
+        "the report's section is not the one its JSON renders"
     assert "ablation.png" in re.findall(r"\]\(([\w.]+\.png)\)", text)
     assert not [link for link in broken_links(out / "REPORT.md") if not link.startswith("#")]
-    rows = json.loads((out / "claims_ablation.json").read_text())["rows"]
-    assert {r["key"] for r in rows} == {"ab_untrained", "ab_all_pairs", "ab_long", "ab_all_pairs_long", "ab_prenorm",
+    assert {r["key"] for r in saved["rows"]} == {"ab_untrained", "ab_all_pairs", "ab_long", "ab_all_pairs_long", "ab_prenorm",
                                         "ab_heldout"}
+
+
+def test_the_next_delta_is_tried_only_where_every_eta_diverged():
+    # If this fails, the step-size rule tries a smaller delta where an eta trained at delta = 0.2, or
+    # not where every eta diverged, asks again for a delta it has, or trains although no delta worked.
+    record = lambda delta, eta=None: {"delta": delta, "chosen": None if eta is None else {"eta": eta}}  # noqa: E731
+    first = gap.selection(QUICK, {})
+    assert set(first) == {("ablation", m, a, 0.2) for m in ("mamba", "linear_transformer") for a in ARMS}
+    lt3 = ("ablation", "linear_transformer", "three_layer")
+    chosen = {key: record(0.2, None if key[:3] == lt3 else 0.1) for key in first}
+    assert set(gap.selection(QUICK, chosen)) == {(*lt3, 0.1)}
+    chosen[(*lt3, 0.1)] = record(0.1)
+    assert set(gap.selection(QUICK, chosen)) == {(*lt3, 0.05)}
+    chosen[(*lt3, 0.05)] = record(0.05, 0.01)
+    assert gap.selection(QUICK, chosen) == {}
+    step = gap.step_sizes(QUICK, chosen)["linear_transformer"]["three_layer"]
+    assert (step["delta"], step["eta"], [r["delta"] for r in step["tried"]]) == (0.05, 0.01, [0.2, 0.1, 0.05])
+    assert gap.step_sizes(QUICK, chosen)["mamba"]["three_layer"]["tried"] == [record(0.2, 0.1)]
+    chosen[(*lt3, 0.05)] = record(0.05)
+    assert gap.selection(QUICK, chosen) == {}
+    with pytest.raises(ValueError, match="no eta of .* trains at any delta"):
+        gap.units(QUICK, chosen)
 
 
 def test_change_verdict_follows_the_interval_over_seeds():

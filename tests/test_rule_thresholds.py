@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import t as t_dist
 
-from numpy_mamba.ablation.claims import CLOSE, factor_cases, heldout_cases
+from numpy_mamba.ablation.gap import factor_cases, heldout_cases
+from numpy_mamba.measure.rules import GAP_CLOSE as CLOSE
 from numpy_mamba.gates import compare as gates_experiment
 from numpy_mamba.measure.rules import (below_at_every_alpha, rise_after_half, table1_numbers, table1_pattern,
                                                 theorem4_context, theorem4_sufficient)

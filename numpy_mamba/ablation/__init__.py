@@ -6,13 +6,17 @@ task set, steps, both, held-out pairs, pre-norm) at one and three layers and mea
 accuracy per task group on Table 1's FQ, R, CQ and clean prompts, every layer's learned
 cross-pattern score of Corollary 1:
 
-    run.py       the command: step sizes, every run, the JSON, figure, claims and REPORT.md section
-    settings.py  what is varied (arms, task sets, held-out pairs, factors, test prompts) and ``AblationSettings``
-    units.py     the step-size rule per model and arm, and one training run per (seed, model, arm, task set)
+    gap.py       the experiment: settings, the step-size rule (delta = 0.2 first), the runs, the claims and
+                 the REPORT.md section
+    one_run.py   one training run (seed, model, arm, task set): accuracy and mechanism at every checkpoint
     terms.py     S(a, b) by signed step on the cycle, split into the parts of W = W^(0) + dW; scores by step per layer
-    results.py   the "ablation" JSON assembled from the runs: accuracy, paired changes, mechanism by layer
-    claims.py    its questions as rules that can fail: the rows of REPORT.md's results table
+    results.py   the "ablation" JSON assembled from the runs (accuracy, paired changes, mechanism by layer), read
     figure.py    ablation.png, drawn from the JSON
-    report.py    its REPORT.md section, drawn from the JSON
-    tables.py    the section's number tables: accuracy by task group, mechanism by layer
+    templates/ablation.md  the sentences and table headers of its REPORT.md section
+
+``COMMAND`` is the ``ablation`` command: its registry, one experiment (``runs.experiment.Command``).
 """
+from ..runs.experiment import Command
+from . import gap
+
+COMMAND = Command("ablation", (gap,), gap.__doc__, gap.heading, gap.section, seeds=True)

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..model import PAPER_MODELS as MODELS
 from ..runs.output import footnote, save_figure, subplots
-from .settings import FACTOR_LABEL, FACTORS, MODEL_TEXT, TESTS
-from .tables import mean_over
+from .one_run import TESTS
+from .results import FACTOR_LABEL, FACTORS, MODEL_TEXT, layers, ratio
 
 FACTOR_COLOR = {"untrained": "#BBBBBB", "baseline": "#555555", "all_pairs": "#0072B2", "long": "#E69F00",
                 "all_pairs_long": "#56B4E9", "heldout": "#009E73", "prenorm": "#CC79A7"}
@@ -30,18 +30,18 @@ def _settings_text(result: dict) -> str:
             f"{s['K_prime']:g}. Step sizes (rule of step_size.py, delta = 0.2 first): {chosen}.")
 
 
-def figure(result: dict, path) -> Path:
+def figure(results: dict, out: Path) -> list:
     """ablation.png: the four rows of the module docstring, one panel per (model, depth)."""
     fig, axes = subplots(4, 4, figsize=(20, 21))
+    result = results["ablation"]
     s = result["settings"]
     for col, (m, L) in enumerate(PANELS):
         _bars(axes[0, col], result, "all", m, L, [f for f in FACTORS if f != "heldout"])
         _bars(axes[1, col], result, "heldout", m, L, ["untrained", "baseline", "all_pairs", "heldout"])
         _ratios(axes[2, col], result, m, L)
-        axes[0, col].set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: distance-2 accuracy\n(prompts of every task)",
+        axes[0, col].set_title(f"{MODEL_TEXT[m]}, {layers(L)}: distance-2 accuracy\n(prompts of every task)",
                                fontsize=10)
-        axes[1, col].set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: held-out pairs two steps apart",
-                               fontsize=10)
+        axes[1, col].set_title(f"{MODEL_TEXT[m]}, {layers(L)}: held-out pairs two steps apart", fontsize=10)
     for col, test in enumerate(("FQ", "clean")):
         _curves(fig, axes[3, 2 * col:2 * col + 2], result, test)
     fig.suptitle(f"Ablation of the distance-2 gap ({s['seeds']} seeds; bars: mean over seeds, whiskers: min-max; a "
@@ -53,7 +53,7 @@ def figure(result: dict, path) -> Path:
         handles = {lab: h for ax in axes[row] for h, lab in zip(*ax.get_legend_handles_labels())}
         fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(len(handles), 7), fontsize=9,
                    bbox_to_anchor=(0.5, axes[row, 0].get_position().y1 + 0.022))
-    return save_figure(fig, path, bool(s.get("quick")))
+    return [save_figure(fig, out / "ablation.png", bool(s.get("quick")))]
 
 
 def _bars(ax, result: dict, which: str, m: str, L: str, factors: list) -> None:
@@ -101,16 +101,15 @@ def _ratios(ax, result: dict, m: str, L: str) -> None:
         for j, (kind, hatch) in enumerate((("terms", "//"), ("scores", None))):
             vals = []
             for k in range(n_layers):
-                cells = mech[kind][k]["S"] if kind == "terms" else mech[kind][k]
-                s0, s2 = cells[0]["mean"], mean_over(cells, classes, 2)
-                vals.append(np.nan if s0 in (None, 0) or s2 is None else s2 / s0)
+                r = ratio(mech[kind][k]["S"] if kind == "terms" else mech[kind][k], classes)
+                vals.append(np.nan if r is None else r)
             x = np.arange(n_layers) + (2 * i + j - (2 * len(factors) - 1) / 2) * width
             ax.bar(x, vals, width, color=FACTOR_COLOR[f], hatch=hatch, edgecolor="white",
                    label=f"{FACTOR_LABEL[f]}, {'S in weight space' if kind == 'terms' else 's on the inputs'}")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(range(n_layers), [f"layer {k + 1}" for k in range(n_layers)])
     ax.set_ylabel("score at distance 2 / score at distance 0")
-    ax.set_title(f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}: distance-2 score by layer", fontsize=10)
+    ax.set_title(f"{MODEL_TEXT[m]}, {layers(L)}: distance-2 score by layer", fontsize=10)
 
 
 def _curves(fig, axes, result: dict, test: str) -> None:
@@ -123,7 +122,7 @@ def _curves(fig, axes, result: dict, test: str) -> None:
                 ok = [i for i, v in enumerate(cur) if v["mean"] is not None]
                 steps = np.asarray(c["step"])[ok]
                 ax.plot(steps, [100 * cur[i]["mean"] for i in ok], ls, marker="o", ms=3, color=MODEL_COLOR[m],
-                        label=f"{MODEL_TEXT[m]}, {L} layer{'s' * (L == '3')}")
+                        label=f"{MODEL_TEXT[m]}, {layers(L)}")
                 ax.fill_between(steps, [100 * cur[i]["min"] for i in ok], [100 * cur[i]["max"] for i in ok],
                                 color=MODEL_COLOR[m], alpha=0.12)
         ax.set_xlabel(f"SGD step (trained on {'the cycle' if tasks == 'cycle' else 'all pairs'})")

@@ -1,23 +1,44 @@
 """The "ablation" JSON assembled from every run: accuracy by (test, model, depth, factor, task
 group) with its spread over seeds, on prompts of every task and on the held-out pairs only, the
 paired change against the baseline, accuracy along the long runs, and every layer's mechanism
-(pattern terms and attention scores by step) at the end of every factor's run.
+(pattern terms and attention scores by step) at the end of every factor's run; and the readers of
+that JSON that the claims, the report and the figure share (``cell``, ``gap``, ``mean_over``).
 """
 from __future__ import annotations
 
 from dataclasses import asdict
+from itertools import product
 
 import numpy as np
-from scipy.stats import t as t_dist
 
 from ..data import SECTION4
 from ..measure.tasks import task_group_names
 from ..model import PAPER_MODELS as MODELS
 from ..runs.output import SMOKE
-from .settings import FACTORS, HELD_OUT, PROMPT_SETS, TASK_SETS, TERMS, TESTS, AblationSettings, source
+from .one_run import HELD_OUT, PROMPT_SETS, TASK_SETS, TERMS, TESTS
 from .terms import step_classes
 
 PAPER = asdict(SECTION4)          # Section 4's settings, as the JSON records them
+FACTORS = ("untrained", "baseline", "all_pairs", "long", "all_pairs_long", "heldout", "prenorm")
+FACTOR_LABEL = {"untrained": "untrained", "baseline": "baseline", "all_pairs": "all pairs", "long": "more steps",
+                "all_pairs_long": "all pairs + more steps", "heldout": "all pairs but held-out", "prenorm": "pre-norm"}
+GROUP_LABEL = {"training": "training", "reversed": "reversed", "distance_2": "distance 2", "distance_3": "distance 3",
+               "all": "all tasks"}
+MODEL_TEXT = {"mamba": "Mamba", "linear_transformer": "linear Transformer"}
+DEPTHS = ("1", "3")
+
+
+def layers(L: str) -> str:
+    return f"{L} layer{'s' * (L == '3')}"
+
+
+def source(factor: str, n_layers: int, settings):
+    """Where a factor's numbers come from: (arm, task set, checkpoint step); None for pre-norm at one layer."""
+    arm = "one_layer" if n_layers == 1 else "three_layer"
+    return {"untrained": (arm, "cycle", 0), "baseline": (arm, "cycle", settings.T_short),
+            "all_pairs": (arm, "all", settings.T_short), "long": (arm, "cycle", settings.T_long),
+            "all_pairs_long": (arm, "all", settings.T_long), "heldout": (arm, "heldout", settings.T_short),
+            "prenorm": None if n_layers == 1 else ("three_layer_prenorm", "cycle", settings.T_short)}[factor]
 
 
 def spread(values) -> dict:
@@ -25,6 +46,7 @@ def spread(values) -> dict:
     seeds).  The spread is taken on values scaled by their largest magnitude, so that the huge but
     finite terms of a run on its way to diverging give a finite interval; a statistic beyond the
     float range is None (not measured), never inf."""
+    from scipy.stats import t as t_dist                     # scipy.stats only when assembling: the command starts fast
     v = np.asarray([x for x in values if x is not None], dtype=float)
     if v.size == 0:
         return {"mean": None, "min": None, "max": None, "t95": None, "n_seeds": 0}
@@ -45,79 +67,66 @@ def _accuracy(counts: dict, g):
     return float(1 - wrong / n) if n > 0 else None
 
 
-def _checkpoints(by: dict, settings: AblationSettings, m: str, src) -> list:
+def _checkpoints(by: dict, settings, m: str, src) -> list:
     """One checkpoint per seed of a factor's (arm, task set, step), None where the run diverged before."""
     arm, tasks, t = src
     return [by[s, m, arm, tasks]["checkpoints"].get(str(t)) for s in range(settings.seeds)]
 
 
-def _tables(settings: AblationSettings, by: dict, groups: tuple) -> tuple:
+def _nest(d: dict, keys) -> dict:
+    for k in keys:
+        d = d.setdefault(k, {})
+    return d
+
+
+def _tables(settings, by: dict, groups: tuple) -> tuple:
     """{prompt set: {test: {model: {depth: {factor: {group: spread}}}}}} and the paired change of each
     factor against the baseline of the same depth, same nesting."""
-    cells = list(enumerate(groups)) + [(None, "all")]           # each task group, then all prompts
     table, change = {}, {}
-    for m in MODELS:
-        for L in (1, 3):
-            base = _checkpoints(by, settings, m, source("baseline", L, settings))
-            for f in FACTORS:
-                src = source(f, L, settings)
-                if src is None:
-                    continue
-                at = _checkpoints(by, settings, m, src)
-                for which in PROMPT_SETS:
-                    for test in TESTS:
-                        key = f"{test}/{which}"
-                        for g, name in cells:
-                            acc = [None if c is None else _accuracy(c[key], g) for c in at]
-                            ref = [None if c is None else _accuracy(c[key], g) for c in base]
-                            if all(a is None for a in ref):
-                                continue
-                            nest = lambda d: d.setdefault(which, {}).setdefault(test, {}).setdefault(m, {}).setdefault(str(L), {}).setdefault(f, {})  # noqa: E731
-                            nest(table)[name] = {**spread(acc), "per_seed": acc}
-                            if f != "baseline":
-                                nest(change)[name] = spread([None if a is None or b is None else a - b
-                                                             for a, b in zip(acc, ref)])
+    for m, L, f in product(MODELS, (1, 3), FACTORS):
+        if source(f, L, settings) is None:
+            continue
+        at, base = (_checkpoints(by, settings, m, source(x, L, settings)) for x in (f, "baseline"))
+        for which, test, (g, name) in product(PROMPT_SETS, TESTS, [*enumerate(groups), (None, "all")]):
+            acc, ref = ([None if c is None else _accuracy(c[f"{test}/{which}"], g) for c in cs] for cs in (at, base))
+            if all(a is None for a in ref):
+                continue
+            _nest(table, (which, test, m, str(L), f))[name] = {**spread(acc), "per_seed": acc}
+            if f != "baseline":
+                _nest(change, (which, test, m, str(L), f))[name] = spread(
+                    [None if a is None or b is None else a - b for a, b in zip(acc, ref)])
     return table, change
 
 
-def _mechanism(settings: AblationSettings, by: dict) -> dict:
+def _mechanism(settings, by: dict) -> dict:
     """{model: {depth: {factor: {"terms": [per layer: {term: [spread per step class]}], "scores": [per
     layer: [spread per step class]]}}}} at each factor's checkpoint."""
-    out, n_classes = {}, len(step_classes(SECTION4.M1))
-    for m in MODELS:
-        for L in (1, 3):
-            for f in FACTORS:
-                src = source(f, L, settings)
-                if src is None:
-                    continue
-                at = [c for c in _checkpoints(by, settings, m, src)]
-                layers = range(len(next(c for c in at if c is not None)["terms"])) if any(at) else []
-                out.setdefault(m, {}).setdefault(str(L), {})[f] = {
-                    "terms": [{term: [spread([None if c is None else c["terms"][k][term][j] for c in at])
-                                      for j in range(n_classes)] for term in TERMS} for k in layers],
-                    "scores": [[spread([None if c is None else c["scores"][k][j] for c in at]) for j in range(n_classes)]
-                               for k in layers]}
+    out, classes = {}, range(len(step_classes(SECTION4.M1)))
+    for m, L, f in product(MODELS, (1, 3), FACTORS):
+        if source(f, L, settings) is None:
+            continue
+        at = _checkpoints(by, settings, m, source(f, L, settings))
+        layers = range(len(next(c for c in at if c is not None)["terms"])) if any(at) else []
+        _nest(out, (m, str(L)))[f] = {
+            "terms": [{term: [spread([None if c is None else c["terms"][k][term][j] for c in at]) for j in classes]
+                       for term in TERMS} for k in layers],
+            "scores": [[spread([None if c is None else c["scores"][k][j] for c in at]) for j in classes]
+                       for k in layers]}
     return out
 
 
-def _curves(settings: AblationSettings, by: dict, groups: tuple) -> dict:
+def _curves(settings, by: dict, groups: tuple) -> dict:
     """Accuracy at every checkpoint of the long runs (cycle and all pairs), per test and task group."""
-    cells = list(enumerate(groups)) + [(None, "all")]
-    ts = list(range(0, settings.T_long + 1, settings.checkpoint_every))
-    out = {}
-    for m in MODELS:
-        for L, arm in ((1, "one_layer"), (3, "three_layer")):
-            for tasks in ("cycle", "all"):
-                runs = [by[s, m, arm, tasks] for s in range(settings.seeds)]
-                out.setdefault(m, {}).setdefault(str(L), {})[tasks] = {
-                    "step": ts, **{f"{test}_{name}": [spread([None if str(t) not in r["checkpoints"] else
-                                                              _accuracy(r["checkpoints"][str(t)][f"{test}/all"], g)
-                                                              for r in runs]) for t in ts]
-                                   for test in TESTS for g, name in cells}}
+    ts, out = list(range(0, settings.T_long + 1, settings.checkpoint_every)), {}
+    for m, (L, arm), tasks in product(MODELS, ((1, "one_layer"), (3, "three_layer")), ("cycle", "all")):
+        runs = [by[s, m, arm, tasks]["checkpoints"] for s in range(settings.seeds)]
+        _nest(out, (m, str(L)))[tasks] = {"step": ts, **{
+            f"{test}_{name}": [spread([_accuracy(r[str(t)][f"{test}/all"], g) if str(t) in r else None for r in runs])
+                               for t in ts] for test in TESTS for g, name in [*enumerate(groups), (None, "all")]}}
     return out
 
 
-def assemble(settings: AblationSettings, steps: dict, runs: list) -> dict:
+def assemble(settings, steps: dict, runs: list) -> dict:
     """Accuracy by (prompt set, test, model, depth, factor, task group), paired change against the
     baseline, accuracy along the long runs, and every layer's mechanism at every factor's checkpoint."""
     groups = task_group_names(SECTION4.M1)
@@ -125,10 +134,38 @@ def assemble(settings: AblationSettings, steps: dict, runs: list) -> dict:
     table, change = _tables(settings, by, groups)
     diverged = [{k: r[k] for k in ("seed", "model", "arm", "tasks", "delta", "eta", "diverged_at")}
                 for r in runs if r["diverged_at"] is not None]
-    return {"experiment": "ablation", "settings": settings.to_dict(), "paper": PAPER, "smoke": SMOKE if settings.quick else None,
-            "step": steps, "task_groups": list(groups), "task_sets": list(TASK_SETS), "held_out": [list(t) for t in HELD_OUT],
-            "tests": {k: {**v, "kappa_a_prime": settings.kappa_a_prime, "K_prime": settings.K_prime, "label_rule": "target",
-                          "target": settings.target} for k, v in TESTS.items()},
+    tests = {k: {**v, "kappa_a_prime": settings.kappa_a_prime, "K_prime": settings.K_prime, "label_rule": "target",
+                 "target": settings.target} for k, v in TESTS.items()}
+    return {"experiment": "ablation", "settings": settings.to_dict(), "paper": PAPER,
+            "smoke": SMOKE if settings.quick else None, "step": steps, "task_groups": list(groups),
+            "task_sets": list(TASK_SETS), "held_out": [list(t) for t in HELD_OUT], "tests": tests,
             "step_classes": step_classes(SECTION4.M1), "terms": list(TERMS), "factors": list(FACTORS),
             "table": table, "change_vs_baseline": change, "mechanism": _mechanism(settings, by),
             "accuracy_along_long_run": _curves(settings, by, groups), "diverged": diverged, "runs": runs}
+
+
+# ---------------------------------------------------------------- reading it
+def cell(result: dict, which: str, test: str, m: str, L: str, f: str, g: str):
+    """The spread of one accuracy (prompt set, test, model, depth, factor, task group); None: not measured."""
+    return result["table"].get(which, {}).get(test, {}).get(m, {}).get(L, {}).get(f, {}).get(g)
+
+
+def gap(result: dict, test: str, m: str, L: str, f: str):
+    """(distance-2 accuracy, lowest other group's accuracy) of one run (seed means), or None."""
+    d2 = cell(result, "all", test, m, L, f, "distance_2")
+    others = [cell(result, "all", test, m, L, f, g) for g in result["task_groups"] if g != "distance_2"]
+    if d2 is None or d2["mean"] is None or any(o is None or o["mean"] is None for o in others):
+        return None
+    return d2["mean"], min(o["mean"] for o in others)
+
+
+def mean_over(cells: list, classes: list, k: int):
+    """Mean of the seed means of the signed steps +k and -k (None if any is missing)."""
+    values = [c["mean"] for c, step in zip(cells, classes) if abs(step) == k]
+    return None if not values or any(v is None for v in values) else float(np.mean(values))
+
+
+def ratio(cells: list, classes: list):
+    """A score at distance 2 over the score at distance 0 (seed means; None where not measured or 0)."""
+    s0, s2 = cells[0]["mean"], mean_over(cells, classes, 2)
+    return None if s0 in (None, 0) or s2 is None else s2 / s0

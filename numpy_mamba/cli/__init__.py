@@ -22,7 +22,7 @@ COMMANDS = {   # the same words as the README's table of commands (tests/test_cl
                   "Figures 2-6 and Table 1 at one and three layers, and why Figure 2 misses (a factorial of its "
                   "protocol), with the reproduce section of REPORT.md"),
     "theory": ("numpy_mamba.theory", "numerical checks of the theorems, corollaries and lemmas, with the theory section"),
-    "ablation": ("numpy_mamba.ablation.run",
+    "ablation": ("numpy_mamba.ablation",
                  "why the trained models miss tasks two steps apart: untrained models, task sets, held-out pairs, "
                  "steps, pre-norm, with the ablation section"),
     "gates": ("numpy_mamba.gates",

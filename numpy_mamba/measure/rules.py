@@ -987,6 +987,29 @@ AB_HELDOUT_RULE = ("pairs kept out of all-pairs training are learned anyway: on 
                    "otherwise fails. Cases: model x depth x test prompts")
 
 
+def gap_closed(d2: float, lowest: float) -> bool:
+    """The gap of ``GAP`` is closed: distance-2 accuracy at least the lowest other group's less
+    GAP_CLOSE (seed means, as fractions)."""
+    return d2 >= lowest - GAP_CLOSE
+
+
+def measured_rise(change: dict) -> bool:
+    """A paired change {"mean", "t95"} whose 95% t-interval over seeds lies above 0 (one seed: no interval)."""
+    return change["t95"] is not None and change["mean"] - change["t95"] > 0
+
+
+def ab_closes_case(d2: float, lowest: float, change: dict) -> str:
+    """``AB_CLOSES_RULE`` (and ``AB_UNTRAINED_RULE``, the untrained model as the factor) in one case:
+    the factor's distance-2 and lowest other accuracy, and its paired change against the baseline."""
+    return "full" if gap_closed(d2, lowest) and measured_rise(change) else "trend" if change["mean"] > 0 else "none"
+
+
+def ab_heldout_case(held: float, all_pairs: float, change: dict) -> str:
+    """``AB_HELDOUT_RULE`` in one case: the held-out arm's and the all-pairs arm's accuracy on the
+    held-out pairs two steps apart, and the held-out arm's paired change against the baseline."""
+    return "full" if held >= all_pairs - GAP_CLOSE else "trend" if measured_rise(change) else "none"
+
+
 # ---------------------------------------------------------------- every rule by the name the report gives it
 RULES = {
     "vocabulary": VOCABULARY_RULE, "seed-interval": SEED_INTERVAL_RULE, "sd": SD_RULE, "tie": TIE_RULE,

@@ -1,13 +1,11 @@
-"""The ablation as independent units for ``runs.jobs``: the step-size rule per model and arm (delta
-= 0.2 first, the next delta only where every eta diverged) and one training run per (seed, model,
-arm, task set), which records accuracy per task group at every checkpoint (Algorithm 1's
-initialisation included), every layer's mechanism terms and attention scores by step there, and
-layer 1's terms along training (``terms.py``).
+"""One training run of the ablation, a unit of the runner: (seed, model, arm, task set) trained by
+Algorithm 1, recording at every checkpoint (step 0, the initialisation, included) the accuracy per
+task group on Table 1's test prompts and every layer's mechanism (``terms.py``), and layer 1's terms
+along training; and what a run varies: arms, task sets, held-out pairs, test prompts, terms.
 
-Streams: selection as ``reproduce``'s three-layer runs (default_rng([k, 8, 40, model + 1, n_layers,
-...])); seed s's world is ``runs.worlds.world_for(s)``, training default_rng([s, 11, 0, model]) (the
-same initialisation and minibatch stream at every depth, task set and factor), test prompts
-default_rng([s, 11, 1, test, prompt set]) (the same prompts for every model, depth and factor: paired).
+Streams: seed s's world is ``runs.worlds.world_for(s)``, training default_rng([s, 11, 0, model])
+(the same initialisation and minibatches at every depth, task set and factor), test prompts
+default_rng([s, 11, 1, test, prompt set]) (the same for every model, depth and factor: paired).
 """
 from __future__ import annotations
 
@@ -16,18 +14,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import SECTION4, World, testing_batch
+from ..fused import network
 from ..measure.tasks import task_group_names, task_groups
 from ..model import PAPER_MODELS as MODELS
 from ..network import Network
-from ..runs.jobs import Plan, Unit, run_plans
-from ..measure.rules import STEP_SIZE_RULE as RULE
-from ..runs.step_size import selection_plan as step_size_plan
-from ..runs.worlds import selection_world, world_for
+from ..runs.worlds import world_for
 from ..sgd import DivergenceError, train
-from .results import assemble
-from .settings import (ARMS, HELD_OUT, PROMPT_SETS, STREAM, TESTS, TRACKED, AblationSettings, arm_network,
-                       run_length)
 from .terms import layer_scores, pattern_terms, score_by_step, signed_steps
+
+STREAM = 11
+ARMS = {"one_layer": (1, False), "three_layer": (3, False), "three_layer_prenorm": (3, True)}   # (layers, pre-norm)
+# the training task sets: T_tr (Condition 1's cycle), every ordered pair of T, and every ordered pair
+# but HELD_OUT, which stay unseen so that the all-pairs arm's generalisation can still be measured
+TASK_SETS = ("cycle", "all", "heldout")
+# one pair of patterns held out per pattern: (0, 2) and (3, 5) two steps apart, (1, 4) three steps
+# apart on the cycle, each in both orders; every pattern keeps four of its five partners
+HELD_OUT = ((0, 2), (2, 0), (3, 5), (5, 3), (1, 4), (4, 1))
+TESTS = {"FQ": dict(alpha=0.5, placement="farthest"), "R": dict(alpha=0.5, placement="random"),
+         "CQ": dict(alpha=0.5, placement="closest"), "clean": dict(alpha=0.0, placement="random")}
+PROMPT_SETS = ("all", "heldout")            # test prompts from every task of T, and from HELD_OUT only
+TERMS = ("S", "init", "linear", "product", "via_ends", "via_middle", "via_other", "outside", "dW_B", "dW_C")
+TRACKED = ("S", "linear", "product", "via_middle")          # terms of layer 1 recorded along training
+
+
+def arm_network(model: str, arm: str) -> Network:
+    """The Network an arm trains: eq (3) at one layer, the residual or pre-norm stack at three."""
+    n_layers, prenorm = ARMS[arm]
+    return network(model, n_layers, prenorm)
+
+
+def run_length(settings, arm: str, tasks: str) -> int:
+    """Steps of one run: T_long for the residual arms on the cycle and on all pairs (their checkpoints
+    give the T_short factors too), T_short for the held-out task set and the pre-norm arm."""
+    return settings.T_long if tasks in ("cycle", "all") and not ARMS[arm][1] else settings.T_short
 
 
 @dataclass(frozen=True)
@@ -44,13 +63,13 @@ class HeldOutWorld(World):
 
 
 def training_world(world: World, tasks: str) -> tuple:
-    """(world to train on, TrainConfig.tasks) of a task set of ``settings.TASK_SETS``."""
+    """(world to train on, TrainConfig.tasks) of a task set of TASK_SETS."""
     if tasks == "heldout":
         return HeldOutWorld(world.mu, world.nu, world.v_star, world.beta), "cycle"
     return world, tasks
 
 
-def prompts_for(world, settings: AblationSettings, seed: int) -> dict:
+def prompts_for(world, settings, seed: int) -> dict:
     """Seed ``seed``'s test prompts of every setting in TESTS and prompt set (every task of T, and
     only the held-out pairs): {(test, prompt set): (Batch, task group (n,))}."""
     out = {}
@@ -97,7 +116,7 @@ def finite_or_none(obj):
     return None if isinstance(obj, float) and not np.isfinite(obj) else obj
 
 
-def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks: str, step: dict) -> dict:
+def run_unit(settings, seed: int, model: str, arm: str, tasks: str, step: dict) -> dict:
     """Train ``model`` (arm: depth and architecture; tasks: a task set of TASK_SETS) on seed ``seed``'s
     world with step = {"delta", "eta"} for ``run_length`` steps.  Records, at every checkpoint (step
     0 = the initialisation included), accuracy per task group and every layer's mechanism
@@ -130,59 +149,3 @@ def run_unit(settings: AblationSettings, seed: int, model: str, arm: str, tasks:
     return {"seed": seed, "model": model, "arm": arm, "tasks": tasks, "T": config.T, **step, "diverged_at": diverged_at,
             "checkpoints": {str(t): c for t, c in checkpoints.items()},
             "trajectory": finite_or_none({k: np.asarray(v, dtype=float).tolist() for k, v in history.items()})}
-
-
-def selection_plan(settings: AblationSettings, model: str, arm: str, delta: float) -> Plan:
-    """step_size.py's rule over ``eta_grid`` at one delta (``step_size.selection_plan``: held-out hinge
-    loss and margin of the arm's own Network, the etas of a selection seed trained together):
-    assembles to its record, or to {"chosen": None, ...} when every eta diverged (then the next delta
-    is tried)."""
-    n_layers, prenorm = ARMS[arm]
-    stream = (8, round(100 * settings.p_a), MODELS.index(model) + 1, n_layers) + ((2,) if prenorm else ())
-    seeds = range(settings.select_seeds)
-    rule = step_size_plan({"eta": settings.eta_grid}, seeds, selection_world,
-                          settings.config(settings.eta_grid[0], delta, settings.T_short), arm_network(model, arm),
-                          settings.n_heldout, stream, f"step size {model} {arm} delta = {delta:g}")
-
-    def assemble(found):
-        try:
-            record = rule.assemble(found)
-        except ValueError:                               # every eta diverged at this delta
-            record = {"rule": RULE, "grid": {"eta": list(settings.eta_grid)}, "seeds": list(seeds), "chosen": None,
-                      "candidates": [{"fields": {"eta": e}, "losses": [None] * len(seeds), "diverged": True,
-                                      "mean": None} for e in settings.eta_grid]}
-        return {"delta": delta, **record}
-
-    return Plan(rule.units, assemble)
-
-
-def choose_steps(settings: AblationSettings, jobs: int, progress=True) -> dict:
-    """{model: {arm: {"delta", "eta", "tried": [record per delta tried]}}}: delta = 0.2 first, the next
-    delta of ``settings.deltas`` only where every eta diverged.  Raises ValueError if none trains."""
-    tried = {(m, a): [] for m in MODELS for a in ARMS}
-    pending = list(tried)
-    for delta in settings.deltas:
-        found, _ = run_plans({key: selection_plan(settings, *key, delta) for key in pending}, jobs=jobs,
-                             name=f"ablation: step size at delta = {delta:g}", progress=progress)
-        for key, record in found.items():
-            tried[key].append(record)
-        pending = [key for key in pending if found[key]["chosen"] is None]
-        if not pending:
-            break
-    if pending:
-        raise ValueError(f"no eta of {settings.eta_grid} trains at any delta of {settings.deltas} for {pending}.")
-    return {m: {a: {"delta": tried[m, a][-1]["delta"], "eta": tried[m, a][-1]["chosen"]["eta"], "tried": tried[m, a]}
-                for a in ARMS} for m in MODELS}
-
-
-def plan(settings: AblationSettings, steps: dict) -> Plan:
-    """Every (seed, model, arm, task set) run as a unit, slowest first; assembles to the "ablation" JSON.
-    The residual arms train on every task set, the pre-norm arm on the cycle only."""
-    keys = [(s, m, a, tasks) for s in range(settings.seeds) for m in MODELS for a in ARMS
-            for tasks in (("cycle",) if ARMS[a][1] else ("cycle", "all", "heldout"))]
-    cost = {"mamba": 2.0, "linear_transformer": 1.0}        # relative cost of a three-layer step; orders units only
-    keys.sort(key=lambda k: -(cost[k[1]] if ARMS[k[2]][0] > 1 else 0.05) * run_length(settings, k[2], k[3]))
-    units = [Unit(k, f"seed {k[0] + 1}/{settings.seeds} {k[1]} {k[2]} tasks={k[3]}", run_unit,
-                  (settings, k[0], k[1], k[2], k[3], {"delta": steps[k[1]][k[2]]["delta"], "eta": steps[k[1]][k[2]]["eta"]}))
-             for k in keys]
-    return Plan(units, lambda found: assemble(settings, steps, [found[k] for k in sorted(found)]))

@@ -33,8 +33,9 @@ computes and writes:
 
 fig2, fig3, fig4 and table1 train the one-layer models of eq (3), depth3 the three-layer stacks of
 stack.py.  ``--seeds`` sets the training seeds of the one-layer experiments (fig2, fig3, fig4,
-table1); factorial and depth3 keep their own.  ``--quick`` runs the same pipeline at reduced size.
-The JSON files are written first; figures and report are drawn from the JSON as saved."""
+table1); factorial and depth3 keep their own.  fig3, fig4 and table1 come from one training run:
+``--only`` any of them writes all three.  ``--quick`` runs the same pipeline at reduced size.  The
+JSON files are written first; figures and report are drawn from the JSON as saved."""
 
 
 def _section(results: dict, run, rows: list, heads: list) -> str:

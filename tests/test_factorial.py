@@ -11,7 +11,8 @@ import pytest
 from numpy_mamba import init_params, make_world
 from numpy_mamba.data import testing_batch
 from numpy_mamba.reproduce import common, factorial
-from numpy_mamba.runs.jobs import run_plans
+from numpy_mamba.runs.experiment import Run
+from numpy_mamba.runs.runner import run_units
 
 
 def test_crossing_interpolates_where_the_error_reaches_one_half():
@@ -65,12 +66,12 @@ def test_runs_past_the_divergence_bound_are_flagged_and_kept_out_of_every_number
     """If this fails, a run that diverged (here the linear Transformer at a fixed eta of 1000)
     still counts: its seeds must be flagged with the step, carry no prompts into the pooled rates
     and no ratio into the break-even, and the healthy arms must keep theirs."""
-    fs = replace(factorial.settings(common.QUICK), T=20, seeds=2, n_test=40, kappa_a_primes=(2.0,),
-                 curve_alphas=(0.3, 0.7), eta_fixed=1e3)
+    fs = replace(factorial.QUICK, T=20, seeds=2, n_test=40, kappa_a_primes=(2.0,), curve_alphas=(0.3, 0.7),
+                 eta_fixed=1e3)
     records = {key: {"chosen": {"eta": 0.05}} for tasks in ("cycle", "all") for key in
                (common.selection_key(fs, m, fs.p_a_fig2, tasks) for m in common.MODELS)}
-    found, _ = run_plans({"f": factorial.plan(fs, records)}, jobs=1, progress=False)
-    res = found["f"]["factorial"]
+    found = run_units(factorial.units(fs, records), 1, "factorial", progress=False)
+    res = factorial.assemble(fs, records, found, Run("reproduce", "", True, 1, {"factorial": 0.0}))["factorial"]
     assert res["healthy"]["linear_transformer"]["cycle/fixed"] == [False, False]
     assert all(r["diverged_at"] is not None for r in res["training"]["linear_transformer"]["cycle/fixed"])
     bad = res["error"]["linear_transformer"]["cycle/fixed"]["flip"]["all"]

@@ -10,14 +10,15 @@ import pytest
 from scipy.stats import binomtest
 
 from numpy_mamba import Params, attention_scores
-from numpy_mamba.reproduce import mechanism as experiments_mechanism, run as experiments
 from numpy_mamba import data
 from numpy_mamba.data import Batch, make_world
 from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba.measure.rates import rate_summary
 from numpy_mamba.measure.rules import clopper_pearson
-from numpy_mamba.reproduce.common import QUICK, settings_for
-from numpy_mamba.reproduce import depth3
+from numpy_mamba.reproduce import COMMAND, depth3, fig2, mechanism
+from numpy_mamba.reproduce.common import QUICK
+from numpy_mamba.runs.command import chosen_experiments, compute, main
+from numpy_mamba.runs.experiment import Run
 from tests.helpers import broken_links
 
 PNGS = ["fig2.png", "fig2_kappa8.png", "fig2_sensitivity.png", "fig2_training.png", "fig3.png", "fig4.png",
@@ -153,9 +154,11 @@ def test_untrained_models_are_in_the_json_beside_the_trained_ones(quick_run):
 
 def test_quick_stdout_is_stamped_and_counts_the_verdicts(quick_run):
     """If this fails, a quick run's terminal summary does not say it is a smoke run, leaves out its
-    headline numbers, miscounts the claims, or states another elapsed time than its report."""
+    headline numbers, miscounts the claims, or its report states another wall time than the run
+    recorded (the time printed last counts the whole command: at least that)."""
     lines = quick_run.stdout.splitlines()
-    rows = json.loads((quick_run.out / "claims_reproduce.json").read_text())["rows"]
+    claims = json.loads((quick_run.out / "claims_reproduce.json").read_text())
+    rows = claims["rows"]
     assert "SMOKE RUN" in lines[0] and "SMOKE RUN" in lines[-1], "a quick run's summary must say it is a smoke run"
     tally = next(k for k, line in enumerate(lines) if line.startswith(f"reproduce: {len(rows)} verdicts"))
     counts = [int(part.split()[0]) for part in lines[tally].split("): ", 1)[-1].split(", ")]
@@ -163,8 +166,9 @@ def test_quick_stdout_is_stamped_and_counts_the_verdicts(quick_run):
     heads = [line for line in lines[:tally] if ": paper " in line]
     assert 3 <= len(heads) <= 5, "3-5 headline numbers, paper against ours, above the verdict counts"
     assert any(line.startswith("open:") and "REPORT.md" in line for line in lines)
-    seconds = next(line for line in lines if line.startswith("time:")).split()[1]
-    assert f"; {seconds} s wall time" in (quick_run.out / "REPORT.md").read_text()
+    seconds = float(next(line for line in lines if line.startswith("time:")).split()[1])
+    wall = claims["seconds"]["wall"]
+    assert f"; {wall:.1f} s wall time" in (quick_run.out / "REPORT.md").read_text() and seconds >= wall
 
 
 def test_report_names_its_figures_relative_to_its_own_folder(quick_run):
@@ -204,12 +208,19 @@ def test_step_size_selection_uses_worlds_of_its_own():
         assert all(not np.allclose(selection_world(k).mu, world_for(s).mu) for s in range(20))
 
 
+def run_experiments(settings: dict, jobs: int = 1) -> dict:
+    """{file: result} of the experiments of ``settings`` ({experiment: its settings}) run by the runner,
+    no file written."""
+    found, seconds, chosen = compute(tuple(settings), settings, jobs, "reproduce", progress=False)
+    run = Run("reproduce", "", True, jobs, seconds)
+    return {f: r for e, s in settings.items() for f, r in e.assemble(s, chosen, found[e.NAME], run).items()}
+
+
 def test_same_seed_same_numbers_and_other_seed_other_world():
     """If this fails, a run's numbers depend on something other than its seeds."""
     tiny = replace(QUICK, seeds=1, T=20, record_every=5, n_test=40, n_probe=8, n_heldout=16, alphas=(0.5,),
                    kappa_a_primes=(2.0,), K_primes=(1.5,), eta_grid=(0.1,))
-    only = ("fig2", "fig3", "fig4")
-    (a, _), (b, _) = (experiments.compute(tiny, only, progress=False) for _ in range(2))
+    a, b = (run_experiments({fig2: tiny, mechanism: tiny}) for _ in range(2))
     for model in ("mamba", "linear_transformer"):
         np.testing.assert_array_equal(a["fig2"]["wrong"][model], b["fig2"]["wrong"][model], err_msg="a seed must fix the run")
     np.testing.assert_array_equal(a["fig3"]["per_seed"]["mamba"][0]["score_same"],
@@ -255,17 +266,20 @@ def test_score_sums_split_by_pattern():
     rng = np.random.default_rng(2)
     params = Params(rng.normal(size=(9, 9)), rng.normal(size=(9, 9)), rng.normal(size=9))
     s = np.array([attention_scores(params, P)[:-1] for P in batch.P])
-    sums = experiments_mechanism.score_sums(params, batch)
+    sums = mechanism.score_sums(params, batch)
     assert sums["score_same"] == pytest.approx(np.mean(np.sum(s * batch.same_pattern, 1)))
     assert sums["score_diff"] == pytest.approx(np.mean(np.sum(s * ~batch.same_pattern, 1)))
 
 
-def test_bad_options_are_refused(tmp_path):
-    assert experiments.parse_only(["fig3,fig2", "table1"]) == ("fig2", "fig3", "table1")
+def test_only_picks_experiments_by_their_files_and_bad_options_are_refused(tmp_path, capsys):
+    """If this fails, --only names another experiment than the one that writes the file (fig3, fig4 and
+    table1 are one experiment's), or a bad --only or --seeds is not a usage error."""
+    assert chosen_experiments(COMMAND, ["fig3,fig2", "table1"]) == (fig2, mechanism)
+    assert chosen_experiments(COMMAND, ["depth3"]) == (depth3,)
     with pytest.raises(ValueError, match="--only takes"):
-        experiments.parse_only(["fig5"])
-    assert experiments.parse_only(["depth3"]) == ("depth3",)
-    with pytest.raises(ValueError, match="seeds must be a positive integer"):
-        settings_for(False, 0)
-    with pytest.raises(SystemExit):
-        experiments.main(["--only", "fig9", "--out", str(tmp_path)])
+        chosen_experiments(COMMAND, ["fig5"])
+    for argv in (["--only", "fig9"], ["--seeds", "0"]):
+        with pytest.raises(SystemExit) as info:
+            main(COMMAND, [*argv, "--out", str(tmp_path)])
+        assert info.value.code == 2
+    assert "expected an integer >= 1" in capsys.readouterr().err

@@ -8,8 +8,8 @@ from numpy_mamba.measure.gates import gate_profile
 from numpy_mamba import Params
 from numpy_mamba.data import make_world, testing_batch
 from numpy_mamba.reproduce import depth3, mechanism
-from numpy_mamba.reproduce.claims_mechanism import fig4_claims
-from numpy_mamba.reproduce.report_depth3 import grid_edges
+from numpy_mamba.reproduce.mechanism import fig4_claims
+from numpy_mamba.reproduce.depth3 import grid_edges
 from numpy_mamba.stack import LayerParams, forward_with_caches, init_stack
 
 
@@ -120,8 +120,8 @@ def test_three_layer_settings_keep_the_one_layer_test_grid():
     from numpy_mamba.reproduce.common import FULL, QUICK
     for key in ("alphas", "kappa_a_primes", "K_primes", "main_kappa_a_prime", "main_K_prime", "p_a_mechanism",
                 "alpha_fig3", "alpha_fig4", "alpha_table1", "K"):
-        assert getattr(depth3.SETTINGS, key) == getattr(FULL, key), key
+        assert getattr(depth3.FULL, key) == getattr(FULL, key), key
         assert getattr(depth3.QUICK, key) == getattr(QUICK, key), f"quick run: {key}"
-    assert depth3.QUICK.quick and not depth3.SETTINGS.quick, "a quick three-layer run must be stamped as one"
-    cfg = depth3.SETTINGS.train_config(0.4, 0.1, 0.05)
-    assert depth3.SETTINGS.n_layers == 3 and cfg.delta == 0.05 and cfg.eta == 0.1 and cfg.p_a == 0.4
+    assert depth3.QUICK.quick and not depth3.FULL.quick, "a quick three-layer run must be stamped as one"
+    cfg = depth3.FULL.train_config(0.4, 0.1, 0.05)
+    assert depth3.FULL.n_layers == 3 and cfg.delta == 0.05 and cfg.eta == 0.1 and cfg.p_a == 0.4

@@ -1,8 +1,8 @@
 """``python -m numpy_mamba reproduce --jobs N`` and its all-or-nothing output folder.
 
 The numbers must not depend on N (every unit's randomness comes from its own seed stream and
-results are assembled by key); an interrupted run must leave the previous folder as it was; an
-unwritable --out must be found before any training."""
+results are assembled by key); an interrupted run must leave the previous folder as it was.  An
+unwritable --out found before any training is tests/test_runs.py's, for every command."""
 from __future__ import annotations
 
 import json
@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from numpy_mamba.runs import output, staging
+from numpy_mamba.runs import output
+from numpy_mamba.runs.command import main
 from numpy_mamba.runs.output import write_section
-from numpy_mamba.reproduce import registry, run as reproduce
+from numpy_mamba.reproduce import COMMAND, depth3, factorial, fig2, mechanism
 from numpy_mamba.reproduce.common import QUICK
-from test_runs import _interrupted_run, _unwritable_folders
+from test_reproduce import run_experiments
+from test_runs import _interrupted_run
 
 TIMING_KEYS = {"seconds", "train_seconds"}
 TINY = replace(QUICK, seeds=2, T=12, record_every=4, eta_grid=(0.05, 0.5), n_test=30, n_probe=8, n_heldout=16,
@@ -35,9 +37,11 @@ def numbers(obj):
 def test_jobs_2_gives_the_same_numbers_as_jobs_1():
     """If this fails, a unit's numbers depend on the process that ran it or on the other units
     (randomness not from its own seed stream, or results assembled in completion order)."""
-    one, _ = reproduce.compute(TINY, jobs=1, progress=False)
-    two, _ = reproduce.compute(TINY, jobs=2, progress=False)
-    assert set(one) == set(two) == set(registry.json_names())
+    settings = {e: TINY for e in (fig2, mechanism)}
+    settings.update({factorial: factorial.FactorialSettings(**{**TINY.to_dict(), "curve_alphas": (0.3, 0.5, 0.7, 0.9)}),
+                     depth3: depth3.QUICK})
+    one, two = (run_experiments(settings, jobs) for jobs in (1, 2))
+    assert set(one) == set(two) == set(COMMAND.files())
     a, b = (json.dumps(output._plain(numbers(r)), sort_keys=True) for r in (one, two))
     assert a == b
 
@@ -49,12 +53,12 @@ def test_the_step_size_rule_as_units_is_the_rule_of_choose():
     from numpy_mamba.runs.worlds import selection_world
     from numpy_mamba.measure.rules import choose
     from numpy_mamba.runs.step_size import heldout_loss_after_training
-    from numpy_mamba.runs.jobs import run_plans
+    from numpy_mamba.runs.runner import run_units
     from numpy_mamba.fused import network                              # the Network the command trains
     s = replace(TINY, eta_grid=(0.01, 0.5, 2000.0), select_seeds=2)     # 2000 diverges: excluded
     plans = eta_selection(s, 0.4, "t")
-    found, _ = run_plans(plans, jobs=1, progress=False)
-    found = chosen_records(found, s, 0.4)
+    found = chosen_records({key: plan.assemble(run_units(plan.units, 1, "t", progress=False))
+                            for key, plan in plans.items()}, s, 0.4)
     for m, model in enumerate(("mamba", "linear_transformer")):
         direct = choose({"eta": s.eta_grid}, heldout_loss_after_training(
             selection_world, s.train_config(0.4, s.eta_grid[0]), network(model), s.n_heldout, (8, 40, m + 1)), range(2))
@@ -85,19 +89,9 @@ def test_an_interrupted_reproduce_leaves_the_previous_folder_intact(tmp_path):
     assert not [line for line in r["stderr"] if "Traceback" in line], "a traceback on Ctrl-C"
 
 
-def test_an_unwritable_out_is_a_one_line_error_before_any_training(tmp_path, monkeypatch, capsys):
-    """If this fails, reproduce trains for minutes and only then finds --out unwritable."""
-    monkeypatch.setattr(reproduce, "run_plans", lambda *a, **k: pytest.fail("computing started before --out was checked"))
-    for case, out in _unwritable_folders(tmp_path).items():
-        assert reproduce.main(["--quick", "--out", str(out)]) == 2, case
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("reproduce: error: ") and str(out) in err[0], (case, err)
-    assert not list(tmp_path.glob(f"**/{staging.STAGING_PREFIX}*"))
-
-
 @pytest.mark.parametrize("argv", [["--seeds", "0"], ["--seeds", "-2"], ["--seeds", "two"], ["--jobs", "0"]])
 def test_bad_numbers_are_usage_errors(argv, capsys):
     """If this fails, --seeds 0 or --jobs 0 crash with a traceback (or run nothing) instead of a usage error."""
     with pytest.raises(SystemExit) as info:
-        reproduce.main(["--quick", *argv])
+        main(COMMAND, ["--quick", *argv])
     assert info.value.code == 2 and "expected" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from numpy_mamba.measure.rules import clean_gate_decay, corollary1, gate_ratio, 
 from numpy_mamba.measure.rules import seed_interval
 from numpy_mamba.measure.rules import EXPONENT_TOL, ROUNDING, at_most, below, bound_case
 from numpy_mamba.measure.rules import DIVERGED_ABOVE, TIE, choose
+from numpy_mamba.measure.rules import BREAKEVEN_CLOSE, BREAKEVEN_LOOSE, breakeven_case, gap_growth
 from numpy_mamba.measure.rules import LOGIT_TOL, clean_logits, m1_slope, outlier_logits, slope_verdict
 from numpy_mamba.theory.lemmas import judge_trajectory
 from numpy_mamba.theory.tolerance import judge_tolerated
@@ -477,3 +478,23 @@ def test_step_size_tie_either_side_of_its_threshold(gap, tied):
     score = {0.1: (0.5 + gap, 1.0), 0.2: (0.5, 9.0)}
     r = choose({"eta": (0.1, 0.2)}, lambda f, s: score[f["eta"]], seeds=[0])
     assert r["chosen"] == ({"eta": 0.1} if tied else {"eta": 0.2})
+
+
+# ------------------------------------------------------------------ the reproduction's break-even (factorial)
+@pytest.mark.parametrize("off, level", [(IN * BREAKEVEN_CLOSE, "full"), (OUT * BREAKEVEN_CLOSE, "trend"),
+                                        (IN * BREAKEVEN_LOOSE, "trend"), (OUT * BREAKEVEN_LOOSE, "none")])
+def test_breakeven_either_side_of_one_and_two_grid_steps(off, level):
+    """If this fails, the breakeven rule decides elsewhere than its text says: a predicted break-even
+    within 0.05 of the measured one holds, within 0.1 holds in trend, farther fails, on either side;
+    a measured one beyond the grid's end (None) counts the prediction's distance below that end."""
+    for predicted, measured in ((0.7, 0.7 + off), (0.7, 0.7 - off)):
+        assert breakeven_case(predicted, measured, 0.95)[0] == level
+    assert breakeven_case(0.95 - off, None, 0.95)[0] == level
+    assert breakeven_case(0.99, None, 0.95) == ("full", False), "a prediction past the grid's end holds there"
+    assert breakeven_case(0.7, 0.7 + OUT * BREAKEVEN_CLOSE, 0.95)[1], "1 % past 0.05 is borderline"
+
+
+def test_gap_growth_with_too_few_records_fails_and_says_why():
+    """If this fails, Fig 3's gap with too few records to judge is called growing (or crashes)."""
+    r = gap_growth(np.ones((2, 2)), np.arange(2.0))
+    assert r["level"] == "none" and "too few" in r["error"] and r["per_seed"] == []

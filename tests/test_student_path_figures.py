@@ -14,22 +14,22 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.transforms import Bbox
 
 from figure_checks import legends_over_data
-from numpy_mamba.reproduce import figures_table1
+from numpy_mamba.reproduce import table1
 from numpy_mamba.runs.output import WATERMARK
 
 
 def _drawn_table1(result, tmp_path, monkeypatch):
-    """The Figure table1_png draws for ``result``, as it is saved (smoke stamp included)."""
+    """The Figure table1.png draws for ``result``, as it is saved (smoke stamp included)."""
     seen = []
-    save = figures_table1.save
+    save = table1.save
 
     def keep(fig, path, result, **kwargs):
         out = save(fig, path, result, **kwargs)
         seen.append(fig)
         return out
 
-    monkeypatch.setattr(figures_table1, "save", keep)
-    figures_table1.table1_png(result, tmp_path / "table1.png")
+    monkeypatch.setattr(table1, "save", keep)
+    table1.png(result, tmp_path / "table1.png")
     (fig,) = seen
     FigureCanvasAgg(fig).draw()                      # a bare Figure: give it the canvas it was saved with
     return fig

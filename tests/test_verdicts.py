@@ -5,14 +5,20 @@ a rise at one kappa_a' would be called a rise everywhere, or one model matching 
 import numpy as np
 import pytest
 
-from numpy_mamba.reproduce.claims import _lt_rise_row, _remark5_row
-from numpy_mamba.reproduce.claims_mechanism import fig3_claims, fig4_claims, table1_claims
-from numpy_mamba.reproduce.common import FULL, MAIN_SETTING_RULE, PAPER, main_table1
+from numpy_mamba.reproduce.fig2 import lt_rise_row, remark5_row
+from numpy_mamba.reproduce.mechanism import claims as mechanism_claims, fig3_claims, fig4_claims
+from numpy_mamba.reproduce.common import FULL, PAPER, main_table1
 from numpy_mamba.reproduce.mechanism import vote_baseline
+from numpy_mamba.reproduce.section import TEXT as SECTION_TEXT
 from numpy_mamba.measure.tasks import task_group_names, task_groups
 from numpy_mamba.measure.rules import candidates, choose
 from numpy_mamba.measure.rules import where_it_holds
 from numpy_mamba.sgd import DivergenceError
+
+def table1_claims(res: dict) -> list:
+    """Table 1's two rows (numbers, pattern) of a one-layer table1 result."""
+    return mechanism_claims({"table1": res})
+
 
 ALPHAS = np.round(np.arange(0.0, 0.951, 0.05), 2)
 
@@ -175,7 +181,7 @@ def test_one_main_setting_for_every_figure_and_table():
     both must be at kappa_a' = kappa_a = 2, the magnitude Section 4 states, with K' = 1.5; Section 4.2's
     labels are the targeted ones Table 1's numbers admit."""
     assert FULL.main_kappa_a_prime == PAPER["kappa_a"] == 2.0 and FULL.main_K_prime == 1.5
-    assert main_table1(FULL.to_dict()) == ("target", 2.0) and "kappa_a' = kappa_a = 2" in MAIN_SETTING_RULE
+    assert main_table1(FULL.to_dict()) == ("target", 2.0) and "kappa_a' = kappa_a = 2" in SECTION_TEXT("main-setting")
 
 
 def test_vote_baseline_known_answers_by_symmetry():
@@ -212,15 +218,15 @@ def test_lt_rise_row_names_the_settings_where_the_rise_holds():
     where one seed does not rise (intervals overlap): holds at kappa_a' = 8, in trend at 2; an error
     that falls across 1/2 everywhere fails everywhere."""
     up, flat, low = np.where(ALPHAS > 0.5, 0.8, 0.2), np.full(ALPHAS.size, 0.2), np.full(ALPHAS.size, 0.01)
-    row = _lt_rise_row(_fig2_result({2.0: ([up, flat], [low, low]), 8.0: ([up, up * 0.95], [low, low])}, None))
+    row = lt_rise_row(_fig2_result({2.0: ([up, flat], [low, low]), 8.0: ([up, up * 0.95], [low, low])}, None))
     assert row["verdict"] == "holds in part" and "holds: kappa_a' = 8" in row["where"]
     assert "in trend: kappa_a' = 2" in row["where"]
     falling = np.where(ALPHAS > 0.5, 0.15, 0.2)
-    assert _lt_rise_row(_fig2_result([falling, falling], [low, low]))["verdict"] == "does not hold here"
+    assert lt_rise_row(_fig2_result([falling, falling], [low, low]))["verdict"] == "does not hold here"
 
 
 def test_remark5_row_reaches_holds_in_trend_when_one_seed_of_mamba_is_as_bad_as_the_lt():
     lt = np.where(ALPHAS > 0.5, 0.6, 0.1)
     good, bad = np.full(ALPHAS.size, 0.05), np.where(ALPHAS > 0.5, 0.7, 0.05)
-    assert _remark5_row(_fig2_result([lt] * 3, [good] * 3))["verdict"] == "holds"
-    assert _remark5_row(_fig2_result([lt] * 3, [good, good, bad]))["verdict"] == "holds in trend"
+    assert remark5_row(_fig2_result([lt] * 3, [good] * 3))["verdict"] == "holds"
+    assert remark5_row(_fig2_result([lt] * 3, [good, good, bad]))["verdict"] == "holds in trend"

@@ -18,7 +18,7 @@ import sys
 
 COMMANDS = {   # the same words as the README's table of commands (tests/test_cli.py)
     "train": ("numpy_mamba.cli.train", "a short SGD run (Algorithm 1) that prints its loss falling"),
-    "reproduce": ("numpy_mamba.reproduce.run",
+    "reproduce": ("numpy_mamba.reproduce",
                   "Figures 2-6 and Table 1 at one and three layers, and why Figure 2 misses (a factorial of its "
                   "protocol), with the reproduce section of REPORT.md"),
     "theory": ("numpy_mamba.theory", "numerical checks of the theorems, corollaries and lemmas, with the theory section"),

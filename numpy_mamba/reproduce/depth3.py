@@ -11,29 +11,36 @@ tests/test_reproduce_depth3.py checks them against a literal loop over ``stack.f
 
 Delta and eta are chosen per model by the rule of runs/step_size.py over delta x eta grids on
 selection worlds (never the test settings; ties go to the paper's delta = 0.2, then the smaller
-eta).  This part runs its own number of seeds and steps (``SETTINGS``).
+eta).  This part runs its own number of seeds and steps (``FULL``; ``--seeds`` does not apply).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
-from ..runs.jobs import Plan, Unit
-from ..model import Params
 from ..fused import network, stack_forward
-from ..sgd import TrainConfig, train
-from . import common, figures_depth3, report_depth3
-from .experiment import Experiment
-from .claims_mechanism import MECHANISM_RULES, depth3_claims, depth3_not_run
-from .common import MODELS, PAPER, Settings, heldout_check
+from ..measure.rules import PAPER_DELTA
+from ..model import Params
+from ..runs.claims import claim_row
+from ..runs.report import Template
+from ..runs.runner import Unit
+from ..runs.step_size import selection_plan, table_rows
 from ..runs.worlds import selection_world, world_for
-from .results import GROUPS
-from .common import keep_initial
-from .mechanism import final_sums, gate_profiles, mechanism_settings, probe_batch, score_sums, summarise_table1, table1_counts
-from .results import setting_key
-from ..runs.step_size import selection_plan
+from ..sgd import TrainConfig, train
+from . import common, corollaries
+from .common import GROUPS, MODELS, PAPER, SHORT, Settings, final_losses, heldout_check, keep_initial, md_table, \
+    setting_key, spread, view
+from .mechanism import final_sums, gate_profiles, mechanism_settings, probe_batch, score_sums, summarise_table1, \
+    table1_counts
+
+NAME, FILES = "depth3", ("depth3",)
+OUTPUTS = """\
+depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
+                    Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
+                    fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md"""
+RULES = ("cor1", "growth", "gate-ratio", "decay", "table1-numbers", "table1-pattern")
+TEXT = Template(__package__, "depth3.md")
 
 
 @dataclass(frozen=True)
@@ -50,16 +57,16 @@ class Depth3Settings(Settings):
                            kappa_a=PAPER["kappa_a"], delta=delta)
 
 
-# the one-layer test grid (Depth3Settings' defaults are FULL's) with fewer seeds and steps
-SETTINGS = Depth3Settings(seeds=5, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1,
-                          record_every=10, n_test=1000, n_probe=256, n_heldout=1024)
-QUICK = replace(SETTINGS, seeds=1, T=12, eta_grid=(0.01, 0.1), delta_grid=(0.05, 0.2), record_every=4,
+# the one-layer test grid (Depth3Settings' defaults are the one-layer FULL's) with fewer seeds and steps
+FULL = Depth3Settings(seeds=5, T=500, eta_grid=(0.003, 0.01, 0.03, 0.1, 0.3), select_seeds=1,
+                      record_every=10, n_test=1000, n_probe=256, n_heldout=1024)
+QUICK = replace(FULL, seeds=1, T=12, eta_grid=(0.01, 0.1), delta_grid=(0.05, 0.2), record_every=4,
                 n_test=120, n_probe=16, n_heldout=32, alphas=common.QUICK.alphas, quick=True)
 
 
-def settings(one_layer: Settings) -> Depth3Settings:
-    """QUICK for a quick run, else SETTINGS: this part keeps its own seeds (``--seeds`` is the one-layer part's)."""
-    return QUICK if one_layer.quick else SETTINGS
+def settings(quick: bool, seeds=None) -> Depth3Settings:
+    """QUICK or FULL: this part keeps its own seeds (``--seeds`` is the one-layer experiments')."""
+    return QUICK if quick else FULL
 
 
 # ---------------------------------------------------------------- per-layer measurement
@@ -85,8 +92,7 @@ def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
     Table 1, trained and at initialisation.  Same worlds and test prompts as the one-layer seed ``seed``."""
     world = world_for(seed)
     probe, probe_group = probe_batch(world, settings, seed)
-    out = {"training": {}, "scores": {}}
-    trained = {}
+    out, trained = {"training": {}, "scores": {}}, {}
     for m, model in enumerate(MODELS):
         cfg = settings.train_config(settings.p_a_mechanism, chosen[model]["eta"], chosen[model]["delta"])
         net = network(model, settings.n_layers)
@@ -94,11 +100,8 @@ def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
         layers, history = train(world, cfg, net, rng=np.random.default_rng([seed, 10, m]),
                                 record_every=settings.record_every, record=callback)
         trained[model], trained[f"{model}_untrained"] = (net, layers), (net, initial[0])
-        last = max(1, len(history["loss"]) // 10)
-        out["training"][model] = {
-            "seed": seed, **chosen[model], "final_minibatch_loss": float(np.mean(history["loss"][-last:])),
-            "final_minibatch_error": float(np.mean(history["error"][-last:])),
-            **heldout_check(world, layers, net, cfg, settings.n_heldout, np.random.default_rng([seed, 10, m, 99]))}
+        out["training"][model] = {"seed": seed, **chosen[model], **final_losses(history), **heldout_check(
+            world, layers, net, cfg, settings.n_heldout, np.random.default_rng([seed, 10, m, 99]))}
         out["scores"][model] = {"step": history["step"], "loss": history["loss"],
                                 **{k: v for k, v in history.items() if k.startswith("L")}}
     mamba = trained["mamba"][1]
@@ -111,65 +114,157 @@ def seed_unit(settings: Depth3Settings, seed: int, chosen: dict) -> dict:
     return out
 
 
-def selection(settings: Depth3Settings) -> dict:
+def selection(settings: Depth3Settings, chosen: dict) -> dict:
     """{("depth3", model): Plan} of the step-size rule over delta x eta for the three-layer models at p_a = 0.4."""
     grid = {"delta": settings.delta_grid, "eta": settings.eta_grid}
     return {("depth3", model): selection_plan(grid, range(settings.select_seeds), selection_world,
-                                  settings.train_config(settings.p_a_mechanism, settings.eta_grid[0]),
-                                  network(model, settings.n_layers),
-                                  settings.n_heldout, (8, round(100 * settings.p_a_mechanism), m + 1, settings.n_layers),
-                                  f"depth3 step size, {model}")
+                                              settings.train_config(settings.p_a_mechanism, settings.eta_grid[0]),
+                                              network(model, settings.n_layers), settings.n_heldout,
+                                              (8, round(100 * settings.p_a_mechanism), m + 1, settings.n_layers),
+                                              f"depth3 step size, {model}")
             for m, model in enumerate(MODELS)}
 
 
-def plan(settings: Depth3Settings, selection: dict, names=("depth3",)) -> Plan:
-    """The three-layer experiments as units (one per seed); assembles to {"depth3": JSON-ready result}:
-    per layer k, "layers"[k-1] = {"scores": {model: [per seed]}, "gates": [per seed]}, and "table1"."""
-    selection = {m: selection[("depth3", m)] for m in MODELS}
-    chosen = {m: dict(selection[m]["chosen"]) for m in MODELS}
-    units = [Unit(seed, f"three-layer seed {seed + 1}/{settings.seeds}", seed_unit, (settings, seed, chosen))
-             for seed in range(settings.seeds)]
+def units(settings: Depth3Settings, chosen: dict) -> list:
+    """One unit per seed, at the delta and eta the rule chose."""
+    picked = {m: dict(chosen[("depth3", m)]["chosen"]) for m in MODELS}
+    return [Unit(seed, f"three-layer seed {seed + 1}/{settings.seeds}", seed_unit, (settings, seed, picked))
+            for seed in range(settings.seeds)]
 
-    def assemble(found: dict) -> dict:
-        runs = [found[seed] for seed in range(settings.seeds)]
-        layers = []
-        for k in range(1, settings.n_layers + 1):
-            scores = {m: [{key[len(f"L{k}_"):] if key.startswith(f"L{k}_") else key: value
-                           for key, value in r["scores"][m].items() if key[0] != "L" or key.startswith(f"L{k}_")}
-                          for r in runs] for m in MODELS}
-            layers.append({"layer": k, "scores": scores, "gates": [r["gates"][k - 1] for r in runs]})
-        return {"depth3": {"experiment": "depth3", "settings": settings.to_dict(), "paper": PAPER, "n_layers": settings.n_layers,
-                "p_a": settings.p_a_mechanism, "eta": {m: chosen[m]["eta"] for m in MODELS},
-                "delta": {m: chosen[m]["delta"] for m in MODELS}, "step_size": selection,
-                "task_groups": list(GROUPS), "alpha_fig3": settings.alpha_fig3, "alpha_fig4": settings.alpha_fig4,
-                "setting_keys": [key for _, _, key in mechanism_settings(settings)],
-                "main_setting": setting_key(settings.mechanism_label_rule, settings.main_kappa_a_prime),
-                "training": {m: [r["training"][m] for r in runs] for m in MODELS}, "layers": layers,
-                "table1": summarise_table1([r["table1"] for r in runs], settings)}}
 
-    return Plan(units, assemble)
+def assemble(settings: Depth3Settings, chosen: dict, found: dict, run) -> dict:
+    """depth3.json: per layer k, "layers"[k-1] = {"scores": {model: [per seed]}, "gates": [per seed]}, and "table1"."""
+    selection = {m: chosen[("depth3", m)] for m in MODELS}
+    picked = {m: dict(selection[m]["chosen"]) for m in MODELS}
+    runs = [found[seed] for seed in range(settings.seeds)]
+    layers = []
+    for k in range(1, settings.n_layers + 1):
+        scores = {m: [{key[len(f"L{k}_"):] if key.startswith(f"L{k}_") else key: value
+                       for key, value in r["scores"][m].items() if key[0] != "L" or key.startswith(f"L{k}_")}
+                      for r in runs] for m in MODELS}
+        layers.append({"layer": k, "scores": scores, "gates": [r["gates"][k - 1] for r in runs]})
+    return {"depth3": {"experiment": "depth3", "settings": settings.to_dict(), "paper": PAPER, "n_layers": settings.n_layers,
+                       "p_a": settings.p_a_mechanism, "eta": {m: picked[m]["eta"] for m in MODELS},
+                       "delta": {m: picked[m]["delta"] for m in MODELS}, "step_size": selection,
+                       "task_groups": list(GROUPS), "alpha_fig3": settings.alpha_fig3, "alpha_fig4": settings.alpha_fig4,
+                       "setting_keys": [key for _, _, key in mechanism_settings(settings)],
+                       "main_setting": setting_key(settings.mechanism_label_rule, settings.main_kappa_a_prime),
+                       "training": {m: [r["training"][m] for r in runs] for m in MODELS}, "layers": layers,
+                       "table1": summarise_table1([r["table1"] for r in runs], settings), "seconds": run.seconds[NAME]}}
+
+
+def figure(results: dict, out) -> list:
+    """fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png and table1_L3.md."""
+    from . import figures, table1                           # matplotlib only when drawing
+    result = results["depth3"]
+    note = figures.depth_note(result)
+    md = out / "table1_L3.md"
+    md.write_text(table1.markdown(view(result, "table1"), "three") + "\n")
+    return [figures.fig3(view(result, "fig3", 1), out / "fig3_L3.png", "Figure 3 (three-layer models, layer 1)", note),
+            figures.fig4(view(result, "fig4", 1), out / "fig4_L3.png", "Figure 4 (three-layer Mamba, layer 1)", note,
+                         "d+1,"),
+            figures.fig5(result, out / "fig5.png"), figures.fig6(result, out / "fig6.png"),
+            table1.png(view(result, "table1"), out / "table1_L3.png", "three-layer models", note), md]
+
+
+NOT_RUN = (("cor1_3", "Corollary 1 at 3 layers (Figs 3, 5)"), ("growth_3", "Figs 3, 5 at 3 layers: the gap grows"),
+           ("gate_ratio_3", "Corollary 2 (i) at 3 layers (Figs 4, 6)"), ("decay_3", "Corollary 2 (ii) at 3 layers (Figs 4, 6)"),
+           ("table1_numbers_3", "Table 1 (3 layers): numbers"), ("table1_pattern_3", "Table 1 (3 layers): pattern"))
 
 
 def claims(results: dict) -> list:
-    """Corollaries 1-2 and Table 1 at three layers, layer by layer (Figs 3-6); "not run" rows without depth3."""
-    return depth3_claims(results["depth3"]) if "depth3" in results else depth3_not_run()
+    """The one-layer rules on the three-layer runs, every layer a case (Figs 3-4 on layer 1, Figs 5-6 on
+    layers 2 and 3: the paper says they show "the same trend"), and Table 1.  Without depth3.json (e.g.
+    after ``--only fig2``) the paper's three-layer claims are "not run" rows, never dropped silently."""
+    if "depth3" not in results:
+        return [claim_row(key, title, "three-layer models", "no three-layer result here (run `reproduce --only depth3`)",
+                          {"level": "not run"}, "", []) for key, title in NOT_RUN]
+    res = results["depth3"]
+    L, M1 = res["n_layers"], res["paper"]["M1"]
+    fig3 = [(k, view(res, "fig3", k)) for k in range(1, L + 1)]
+    fig4 = [(k, view(res, "fig4", k)) for k in range(1, L + 1)]
+    s3, s4 = [("fig3_L3", "fig3_L3.png"), ("fig5", "fig5.png")], [("fig4_L3", "fig4_L3.png"), ("fig6", "fig6.png")]
+    return [corollaries.cor1_row(fig3, "cor1_3", f"Corollary 1 at {L} layers (Figs 3, 5): attention on the query's "
+                                 "pattern", s3),
+            corollaries.growth_row(fig3, "growth_3", f"Figs 3, 5 ({L} layers): the gap between the two sums grows in "
+                                   "training", s3),
+            corollaries.gate_ratio_row(fig4, "gate_ratio_3", f"Corollary 2 (i) at {L} layers (Figs 4, 6): outlier gates "
+                                       "near zero", s4, M1),
+            corollaries.decay_row(fig4, "decay_3", f"Corollary 2 (ii) at {L} layers (Figs 4, 6): clean gates decay "
+                                  "exponentially", s4),
+            *corollaries.table1_rows(view(res, "table1"), f"{L} layers", [("table1_L3.png", "table1_L3.png"),
+                                                                          ("table", "table1_L3.md")])]
 
 
-def draw(results: dict, out: Path) -> list:
-    """fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png and table1_L3.md (``figures_depth3.py``)."""
-    return figures_depth3.draw(results["depth3"], out)
+# ---------------------------------------------------------------- its part of the report
+def grid_edges(selection: dict) -> list:
+    """The fields whose chosen value is the smallest or largest of its grid: ["delta = 0.2 (largest)", ...]."""
+    out = []
+    for field, value in selection["chosen"].items():
+        grid = selection["grid"][field]
+        if len(grid) > 1 and value in (min(grid), max(grid)):
+            where = "smallest" if value == min(grid) else "largest"
+            bound = {"delta": (0.2, "cannot-delta"), "eta": (1.0, "cannot-eta")}.get(field)
+            why = TEXT(bound[1]) if bound and where == "largest" and value >= bound[0] else ""
+            out.append(TEXT("edge", field=field, value=value, where=where, why=why))
+    return out
 
 
-def report(results: dict) -> str:
-    """The three-layer runs: delta and eta chosen, training, Table 1 (``report_depth3.py``)."""
-    return report_depth3.section(results["depth3"]) if "depth3" in results else ""
+def tie_text(sel: dict) -> str:
+    """' (tied with 5 other candidates at held-out loss 0.00e+00; the tie-break took ...)' or ''."""
+    best = next(r["mean"] for r in sel["candidates"] if r["fields"] == sel["chosen"])
+    if "tied" not in sel:                 # a record without "tied": its rule broke ties by grid order
+        tied = sum(r["mean"] == best for r in sel["candidates"]) - 1
+        return TEXT("tied-grid", others=tied, best=best) if tied else ""
+    if len(sel["tied"]) < 2:
+        return ""
+    margins = {tuple(r["fields"].items()): r.get("mean_margin") for r in sel["candidates"]}
+    tied = "; ".join(f"{', '.join(f'{k} = {v:g}' for k, v in f.items())}: margin "
+                     + ("n/a" if margins.get(tuple(f.items())) is None else f"{margins[tuple(f.items())]:.2f}")
+                     for f in sel["tied"])
+    why = TEXT("by-delta" if "delta" in sel["chosen"] and sel["chosen"]["delta"] == PAPER_DELTA
+               and any(f.get("delta") != PAPER_DELTA for f in sel["tied"]) else "by-eta")
+    return TEXT("tied", others=len(sel["tied"]) - 1, best=best, tied=tied, why=why)
 
 
-# its training and step sizes are in its own report part, so no runs_label
-EXPERIMENT = Experiment(
-    "depth3", ("depth3",),
-    """\
-depth3              Section 4.2 with three-layer models (stack.py): Figures 3-4 for layer 1,
-                    Figures 5-6 (Appendix B) for layers 2-3, Table 1 -> depth3.json,
-                    fig3_L3.png, fig4_L3.png, fig5.png, fig6.png, table1_L3.png/.md""",
-    selection, plan, claims, draw, report, rules=MECHANISM_RULES, settings=settings)
+def delta_text(res: dict) -> str:
+    """'; delta = 0.2, the paper's value, for both models', or for each model that departs from it
+    the best held-out loss at delta = 0.2 against the chosen one, from the rule's record."""
+    off = []
+    for m in MODELS:
+        if res["delta"][m] == PAPER_DELTA:
+            continue
+        sel = res["step_size"][m]
+        chosen = next(r["mean"] for r in sel["candidates"] if r["fields"] == sel["chosen"])
+        at_paper = [r["mean"] for r in sel["candidates"] if r["fields"].get("delta") == PAPER_DELTA and r["mean"] is not None]
+        why = (TEXT("paper-delta-diverged") if not at_paper else
+               TEXT("paper-delta-loss", best=min(at_paper), chosen=chosen,
+                    tie=TEXT("paper-delta-tie") if min(at_paper) <= chosen else ""))
+        off.append(f"{SHORT[m]} {res['delta'][m]:g} ({why})")
+    return TEXT("paper-delta", delta=PAPER_DELTA) if not off else TEXT("other-delta", delta=PAPER_DELTA,
+                                                                         off="; ".join(off))
+
+
+def report(results: dict, run) -> str:
+    """The three-layer runs: delta and eta chosen, run size, training, Table 1."""
+    from . import table1
+    res = results["depth3"]
+    s = res["settings"]
+    lines = [TEXT("head", models=table1.TEXT("models-three"), deltas=", ".join(f"{x:g}" for x in s["delta_grid"]),
+                  etas=", ".join(f"{x:g}" for x in s["eta_grid"]), select_seeds=s["select_seeds"], T=s["T"],
+                  n_heldout=s["n_heldout"], p_a=res["p_a"], paper=PAPER_DELTA, delta=delta_text(res),
+                  chosen="; ".join(f"{SHORT[m]} delta {res['delta'][m]:g}, eta {res['eta'][m]:g}" for m in MODELS),
+                  seeds=s["seeds"], B=s["B"], n_test=s["n_test"], n_probe=s["n_probe"]), ""]
+    for model in MODELS:
+        sel = res["step_size"][model]
+        edges = grid_edges(sel)
+        lines += [TEXT("chosen", model=SHORT[model], chosen=", ".join(f"{k} = {v:g}" for k, v in sel["chosen"].items()),
+                       flag=(TEXT("edges", edges="; ".join(edges)) if edges else "") + tie_text(sel)), ""]
+        lines += md_table(["candidate"] + [f"held-out loss, selection seed {k}" for k in sel["seeds"]] + ["mean", ""],
+                          table_rows(sel)) + [""]
+    lines += [TEXT("training"), "", TEXT("training-header")]
+    for model in MODELS:
+        f = lambda key: spread([r[key] for r in res["training"][model]])  # noqa: E731
+        lines.append(f"| {SHORT[model]} | {res['delta'][model]:g} | {res['eta'][model]:g} | {f('final_minibatch_loss')} | "
+                     f"{f('loss_train_tasks')} | {f('error_train_tasks')} | {f('error_all_tasks')} |")
+    return "\n".join(lines + ["", table1.markdown(view(res, "table1"), "three", heading=True)])

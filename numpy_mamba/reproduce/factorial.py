@@ -36,22 +36,31 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..data import LABEL_RULES, testing_batch
+from ..fused import network
 from ..measure.rates import group_wrong_counts, rate_summary
-from ..measure.rules import sample_sd
+from ..measure.rules import FIG2_EPS, bound_case, breakeven_case, case, case_name, describe, judge_cases, sample_sd
 from ..measure.tasks import task_groups
 from ..model import gates_for, scores
-from ..fused import network
-from ..runs.jobs import Plan, Unit
+from ..runs.claims import anchor, claim_row
+from ..runs.report import Template
+from ..runs.runner import Unit
 from ..runs.worlds import world_for
 from ..sgd import DivergenceError, train
-from .common import MODELS, PAPER, Settings, chosen_records, eta_selection, keep_initial
-from .experiment import Experiment
-from .factorial_report import FACTORIAL_RULES, claims, draw, report, summary
-from .results import GROUPS, subset_counts
+from . import common
+from .common import GROUPS, MODELS, PAPER, SHORT, Settings, chosen_records, eta_selection, keep_initial, md_table, \
+    subset_counts
 
+NAME, FILES = "factorial", ("factorial",)
+OUTPUTS = "Figure 2 factorial  training tasks x eta x kappa_a', gate ratio, break-even -> factorial.png, factorial.json"
+RULES = ("fig2-where", "breakeven")
+TEXT = Template(__package__, "factorial.md")
 ARMS = (("cycle", "rule"), ("cycle", "fixed"), ("all", "rule"), ("all", "fixed"))
 ARM_NAMES = tuple(f"{tasks}/{eta}" for tasks, eta in ARMS) + ("untrained",)
+ARM_TEXT = {"cycle/rule": "cycle, rule's eta", "cycle/fixed": "cycle, eta 0.02", "all/rule": "all pairs, rule's eta",
+            "all/fixed": "all pairs, eta 0.02", "untrained": "untrained"}
+SUBSET_TEXT = {"all": "all tasks", "seen": "the cycle's 6", "unseen": "the other 24"}
 STREAM = 13                     # test prompts: default_rng([seed, 13, ...]), a stream of no other experiment
+SECTION, MECHANISM = "### Why Figure 2 misses: the factorial", "### The gate and the break-even"
 
 
 @dataclass(frozen=True)
@@ -66,10 +75,14 @@ class FactorialSettings(Settings):
     alpha_ratio: float = 0.5
 
 
-def settings(base: Settings) -> FactorialSettings:
-    """Figure 2's one-layer settings with 8 seeds and 2000 test prompts per point (quick: the run's own sizes)."""
-    own = dict(curve_alphas=(0.3, 0.5, 0.7, 0.9)) if base.quick else dict(seeds=8, n_test=2000)
-    return FactorialSettings(**{**base.to_dict(), **own})
+def settings(quick: bool, seeds=None) -> FactorialSettings:
+    """Figure 2's one-layer settings with 8 seeds and 2000 test prompts per point (quick: the quick
+    run's own sizes); ``--seeds`` does not apply."""
+    own = dict(curve_alphas=(0.3, 0.5, 0.7, 0.9)) if quick else dict(seeds=8, n_test=2000)
+    return FactorialSettings(**{**(common.QUICK if quick else common.FULL).to_dict(), **own})
+
+
+FULL, QUICK = settings(False), settings(True)
 
 
 def vote_ratios(model: str, params, batch) -> tuple[float, float]:
@@ -141,51 +154,52 @@ def seed_unit(fs: FactorialSettings, seed: int, eta: dict) -> dict:
     return {"training": training, **measure(world, fs, seed, trained)}
 
 
-def selection(fs: FactorialSettings) -> dict:
+def selection(fs: FactorialSettings, chosen: dict) -> dict:
     """The step-size rule at p_a = 0.6 on each training set (the cycle's is Figure 2's: one run of it)."""
     return {key: plan for tasks in ("cycle", "all")
             for key, plan in eta_selection(fs, fs.p_a_fig2, f"factorial {tasks}", tasks).items()}
 
 
-def plan(fs: FactorialSettings, selection: dict, names=("factorial",)) -> Plan:
-    """One unit per seed; assembles to {"factorial": JSON-ready result}: counts per seed (a diverged
-    run's as 0 of 0 prompts, so every pooled rate and interval leaves it out), rates per model, arm,
-    labelling and subset, and the break-even per model, arm and kappa_a'."""
-    records = {tasks: chosen_records(selection, fs, fs.p_a_fig2, tasks) for tasks in ("cycle", "all")}
-    eta = {(m, tasks): records[tasks][m]["chosen"]["eta"] for m in MODELS for tasks in records}
-    units = [Unit(seed, f"factorial seed {seed + 1}/{fs.seeds}", seed_unit, (fs, seed, eta)) for seed in range(fs.seeds)]
+def units(fs: FactorialSettings, chosen: dict) -> list:
+    """One unit per seed, at the step sizes the rule chose on each training set."""
+    eta = {(m, tasks): chosen_records(chosen, fs, fs.p_a_fig2, tasks)[m]["chosen"]["eta"] for m in MODELS
+           for tasks in ("cycle", "all")}
+    return [Unit(seed, f"factorial seed {seed + 1}/{fs.seeds}", seed_unit, (fs, seed, eta)) for seed in range(fs.seeds)]
 
-    def assemble(found: dict) -> dict:
-        runs = [found[s] for s in range(fs.seeds)]
-        res = {"experiment": "factorial", "settings": fs.to_dict(), "paper": PAPER, "p_a": fs.p_a_fig2,
-               "eta_rule": {m: {t: eta[m, t] for t in records} for m in MODELS}, "arms": list(ARM_NAMES),
-               "label_rules": list(LABEL_RULES), "task_groups": list(GROUPS),
-               "step_size": {m: {t: records[t][m] for t in records} for m in MODELS},
-               "axes": "table: seed, labelling, kappa_a', table alpha, task group; curve: seed, kappa_a', curve alpha "
-                       "(flipped labels, all tasks); ratios: seed, kappa_a', (r_G, r_V)",
-               "training": {m: {a: [r["training"].get((m, a)) for r in runs] for a in ARM_NAMES[:-1]} for m in MODELS},
-               "n_table": np.stack([r["n_table"] for r in runs]), "n_curve": np.stack([r["n_curve"] for r in runs]),
-               "wrong_table": {}, "wrong_curve": {}, "ratios": {}, "error": {}, "breakeven": {}, "healthy": {}}
-        for m in MODELS:
-            for name in ARM_NAMES:
-                ok = [(m, name) in r for r in runs]
-                res["healthy"].setdefault(m, {})[name] = ok
-                table = np.stack([r[m, name]["table"] if h else np.zeros_like(r["n_table"]) for r, h in zip(runs, ok)])
-                curve = np.stack([r[m, name]["curve"] if h else np.zeros_like(r["n_curve"]) for r, h in zip(runs, ok)])
-                n_table = res["n_table"] * np.reshape(ok, (-1, 1, 1, 1, 1))      # a diverged seed: 0 prompts
-                n_curve = res["n_curve"] * np.reshape(ok, (-1, 1, 1))
-                ratios = [r[m, name]["ratios"].tolist() if h else None for r, h in zip(runs, ok)]
-                res["wrong_table"].setdefault(m, {})[name] = table
-                res["wrong_curve"].setdefault(m, {})[name] = curve
-                res["ratios"].setdefault(m, {})[name] = ratios
-                sw, sn = subset_counts(table), subset_counts(n_table)
-                res["error"].setdefault(m, {})[name] = {
-                    rule: {sub: rate_summary(sw[sub][:, r], sn[sub][:, r]) for sub in ("all", "seen", "unseen")}
-                    for r, rule in enumerate(LABEL_RULES)}
-                res["breakeven"].setdefault(m, {})[name] = breakeven(fs.curve_alphas, curve, n_curve, ratios)
-        return {"factorial": res}
 
-    return Plan(units, assemble)
+def assemble(fs: FactorialSettings, chosen: dict, found: dict, run) -> dict:
+    """factorial.json: counts per seed (a diverged run's as 0 of 0 prompts, so every pooled rate and
+    interval leaves it out), rates per model, arm, labelling and subset, and the break-even per
+    model, arm and kappa_a'."""
+    records = {tasks: chosen_records(chosen, fs, fs.p_a_fig2, tasks) for tasks in ("cycle", "all")}
+    runs = [found[s] for s in range(fs.seeds)]
+    res = {"experiment": "factorial", "settings": fs.to_dict(), "paper": PAPER, "p_a": fs.p_a_fig2,
+           "eta_rule": {m: {t: records[t][m]["chosen"]["eta"] for t in records} for m in MODELS},
+           "arms": list(ARM_NAMES), "label_rules": list(LABEL_RULES), "task_groups": list(GROUPS),
+           "step_size": {m: {t: records[t][m] for t in records} for m in MODELS},
+           "axes": "table: seed, labelling, kappa_a', table alpha, task group; curve: seed, kappa_a', curve alpha "
+                   "(flipped labels, all tasks); ratios: seed, kappa_a', (r_G, r_V)",
+           "training": {m: {a: [r["training"].get((m, a)) for r in runs] for a in ARM_NAMES[:-1]} for m in MODELS},
+           "n_table": np.stack([r["n_table"] for r in runs]), "n_curve": np.stack([r["n_curve"] for r in runs]),
+           "wrong_table": {}, "wrong_curve": {}, "ratios": {}, "error": {}, "breakeven": {}, "healthy": {}}
+    for m in MODELS:
+        for name in ARM_NAMES:
+            ok = [(m, name) in r for r in runs]
+            res["healthy"].setdefault(m, {})[name] = ok
+            table = np.stack([r[m, name]["table"] if h else np.zeros_like(r["n_table"]) for r, h in zip(runs, ok)])
+            curve = np.stack([r[m, name]["curve"] if h else np.zeros_like(r["n_curve"]) for r, h in zip(runs, ok)])
+            n_table = res["n_table"] * np.reshape(ok, (-1, 1, 1, 1, 1))      # a diverged seed: 0 prompts
+            n_curve = res["n_curve"] * np.reshape(ok, (-1, 1, 1))
+            ratios = [r[m, name]["ratios"].tolist() if h else None for r, h in zip(runs, ok)]
+            res["wrong_table"].setdefault(m, {})[name] = table
+            res["wrong_curve"].setdefault(m, {})[name] = curve
+            res["ratios"].setdefault(m, {})[name] = ratios
+            sw, sn = subset_counts(table), subset_counts(n_table)
+            res["error"].setdefault(m, {})[name] = {
+                rule: {sub: rate_summary(sw[sub][:, r], sn[sub][:, r]) for sub in ("all", "seen", "unseen")}
+                for r, rule in enumerate(LABEL_RULES)}
+            res["breakeven"].setdefault(m, {})[name] = breakeven(fs.curve_alphas, curve, n_curve, ratios)
+    return {"factorial": {**res, "seconds": run.seconds[NAME]}}
 
 
 def crossing(alphas, error) -> float | None:
@@ -221,7 +235,214 @@ def breakeven(alphas, wrong, n, ratios) -> dict:
     return out
 
 
-EXPERIMENT = Experiment(
-    "factorial", ("factorial",),
-    "Figure 2 factorial  training tasks x eta x kappa_a', gate ratio, break-even -> factorial.png, factorial.json",
-    selection, plan, claims, draw, report, rules=FACTORIAL_RULES, settings=settings, summary=summary)
+def figure(results: dict, out) -> list:
+    """factorial.png: Mamba's error at alpha = 0.8 against kappa_a' per arm (one panel per labelling),
+    and the break-even the vote ratio predicts against the measured one (both models)."""
+    from ..runs.output import footnote, subplots
+    from .plots import COLOR, GREY, save                    # matplotlib only when drawing
+    res = results["factorial"]
+    s = res["settings"]
+    kappas, end = s["kappa_a_primes"], s["curve_alphas"][-1]
+    style = {"cycle/rule": ("#0072B2", "-", "o"), "cycle/fixed": ("#56B4E9", "--", "s"),
+             "all/rule": ("#009E73", "-", "^"), "all/fixed": ("#8CD17D", "--", "v"), "untrained": (GREY, ":", "x")}
+    fig, axes = subplots(1, 4, figsize=(17, 4.6))
+    for ax, rule in zip(axes[:3], LABEL_RULES):
+        for arm in res["arms"]:
+            color, ls, marker = style[arm]
+            ax.plot(kappas, [point(res, "mamba", arm, rule, "all", k, 0.8)["rate"] for k in kappas], color=color, ls=ls,
+                    marker=marker, label=ARM_TEXT[arm])
+        ax.axhline(0.01, color="black", ls="--", lw=0.8)
+        ax.set_yscale("symlog", linthresh=0.01, linscale=0.5)
+        ax.set_ylim(0, 1.05)
+        ax.set_xticks(kappas)
+        ax.set_xlabel(r"test outlier magnitude $\kappa_a'$")
+        ax.set_title(f"Mamba, alpha = 0.8, outlier labels {rule}", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("test error, all tasks (symlog; dashed: 0.01)")
+    axes[0].legend(fontsize=8, title="training tasks, eta", title_fontsize=8)
+    ax = axes[3]
+    for m, marker in zip(MODELS, ("o", "s")):
+        for arm in res["arms"][:-1]:
+            b = res["breakeven"][m][arm]
+            xs = [x for x in b["predicted_vote"] if x is not None]
+            ys = [end if y is None else y for y, x in zip(b["measured"], b["predicted_vote"]) if x is not None]
+            ax.scatter(xs, ys, color=style[arm][0], marker=marker, s=36, edgecolor=COLOR[m], linewidth=1.2)
+    ax.plot([0.3, 1.0], [0.3, 1.0], color="black", lw=0.8)
+    ax.axhline(end, color=GREY, ls=":", lw=0.8)
+    ax.set_xlim(0.3, 1.0)
+    ax.set_ylim(0.3, 1.0)
+    ax.set_xlabel(r"predicted break-even $1/(1 + r_V)$")
+    ax.set_ylabel(r"measured: flipped-label error reaches 1/2")
+    ax.set_title("the gate and the break-even (circles: Mamba, squares: LT)", fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.suptitle("Why Figure 2 misses: training tasks x step size x test outlier magnitude (Figure 2's protocol)")
+    footnote(fig, f"Training: p_a = {res['p_a']:g}, T = {s['T']}, B = {s['B']}, rule's eta (Mamba cycle / all pairs "
+                  f"{res['eta_rule']['mamba']['cycle']:g} / {res['eta_rule']['mamba']['all']:g}) or {s['eta_fixed']:g}; {s['seeds']} "
+                  f"seeds x {s['n_test']} test prompts per point, K' = {s['main_K_prime']:g}; points on the dotted line: "
+                  "error below 1/2 up to the grid's end.", "One-layer models of eq (3), as in the paper's Figure 2")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    return [save(fig, out / "factorial.png", res)]
+
+
+# ---------------------------------------------------------------- the claims
+def point(res: dict, model: str, arm: str, rule: str, subset: str, kappa: float, alpha: float) -> dict:
+    """One cell: {"rate", "seed_ci95_low", "seed_ci95_high"} at a kappa_a' and table alpha."""
+    s = res["settings"]
+    cell = res["error"][model][arm][rule][subset]
+    k, a = s["kappa_a_primes"].index(kappa), s["table_alphas"].index(alpha)
+    return {key: cell[key][k][a] for key in ("rate", "seed_ci95_low", "seed_ci95_high")}
+
+
+def _rate(e: dict, interval: bool = True) -> str:
+    if e["rate"] is None:
+        return "n/a"
+    return f"{e['rate']:.3f}" + (f" [{e['seed_ci95_low']:.3f}, {e['seed_ci95_high']:.3f}]" if interval else "")
+
+
+def _alpha(x) -> str:
+    return "beyond the grid" if x is None else f"{x:.2f}"
+
+
+def _arm_case(arm: str) -> tuple:
+    tasks, eta = arm.split("/")
+    return ("", "all pairs" if tasks == "all" else "cycle"), ("eta", "rule's" if eta == "rule" else "0.02")
+
+
+def where_reached(res: dict) -> tuple[dict, list, dict]:
+    """fig2-where's cases: {case: level}, the borderline ones, {case: Mamba's error at alpha = 0.8}."""
+    cases, border, value = {}, [], {}
+    for arm in res["arms"][:-1]:
+        for kappa in res["settings"]["kappa_a_primes"]:
+            for rule in LABEL_RULES:
+                name = case(*_arm_case(arm), ("kappa_a'", kappa), ("", rule))
+                value[name] = point(res, "mamba", arm, rule, "all", kappa, 0.8)["rate"]
+                cases[name], thin = bound_case(value[name], FIG2_EPS)
+                if thin:
+                    border.append(name)
+    return cases, border, value
+
+
+def breakeven_cases(res: dict) -> tuple[dict, list]:
+    """breakeven's cases: {case: level} and the borderline ones (``measure.rules.breakeven_case``)."""
+    cases, border = {}, []
+    for m in MODELS:
+        for arm in res["arms"][:-1]:
+            b = res["breakeven"][m][arm]
+            for k, kappa in enumerate(res["settings"]["kappa_a_primes"]):
+                if b["predicted_vote"][k] is None:
+                    continue
+                name = case(("", SHORT[m]), *_arm_case(arm), ("kappa_a'", kappa))
+                cases[name], thin = breakeven_case(b["predicted_vote"][k], b["measured"][k],
+                                                   res["settings"]["curve_alphas"][-1])
+                if thin:
+                    border.append(name)
+    return cases, border
+
+
+def claims(results: dict) -> list:
+    """Two rows: where Figure 2's size is reached in the factorial; whether the vote ratio predicts the break-even."""
+    if "factorial" not in results:
+        return []
+    res = results["factorial"]
+    cases, border, value = where_reached(res)
+    main = " / ".join(_rate(point(res, "mamba", "cycle/rule", r, "all", 2.0, 0.8), False) for r in LABEL_RULES)
+    best = min(value, key=lambda c: value[c])
+    b = res["breakeven"]["mamba"]["cycle/rule"]
+    k = res["settings"]["kappa_a_primes"].index(2.0)
+    return [claim_row("factorial_reached", "Ours, Fig 2 factorial: Mamba's error < 0.01 at alpha = 0.8 across training "
+                      "tasks x eta x kappa_a'", "< 0.01 at alpha ~ 0.8 (A, B, C)",
+                      f"cycle, rule's eta, kappa_a' = 2 (Fig 2): {main}; lowest: {case_name(best)} {value[best]:.3f}",
+                      judge_cases(cases, border), "fig2-where", [("factorial.png", "factorial.png"),
+                                                                 ("tables", anchor(SECTION))],
+                      "Mamba's error on all tasks at alpha = 0.8, every case: " + "; ".join(
+                          f"{case_name(c)} {v:.3f}" for c, v in value.items()) + "."),
+            claim_row("breakeven", "Ours, mechanism: the outlier / clean vote ratio r of eq (3) predicts the "
+                      "flipped-label break-even 1 / (1 + r)", "Cor 2 (i): outlier gates near 0, so alpha* near 1",
+                      f"Mamba, cycle, rule's eta, kappa_a' = 2: r_G {b['r_gate'][k]:.2f}, r_V {b['r_vote'][k]:.2f}, "
+                      f"predicted {b['predicted_vote'][k]:.2f}, measured {_alpha(b['measured'][k])}",
+                      judge_cases(*breakeven_cases(res)), "breakeven", [("break-even table", anchor(MECHANISM))])]
+
+
+def summary(results: dict) -> list:
+    """Two lines of the report's first screen: why Figure 2 misses (which tasks carry the error, what
+    the gate lets through) and where its size is reached, each linked to its table; every comparison
+    in the words is made on the numbers it shows."""
+    if "factorial" not in results:
+        return []
+    res = results["factorial"]
+    rate = lambda rule, sub, arm="cycle/rule": point(res, "mamba", arm, rule, sub, 2.0, 0.8)["rate"]  # noqa: E731
+    text = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    k = res["settings"]["kappa_a_primes"].index(2.0)
+    b = res["breakeven"]["mamba"]["cycle/rule"]
+    seen, unseen = [rate(r, "seen") for r in ("target", "random")], [rate(r, "unseen") for r in ("target", "random")]
+    carry = all(u is not None and s_ is not None and u > 2 * s_ for s_, u in zip(seen, unseen))
+    links = dict(section=anchor(SECTION), mechanism=anchor(MECHANISM))
+    why = TEXT("why-misses", **links, seen=" / ".join(map(text, seen)), unseen=" / ".join(map(text, unseen)),
+               carry=TEXT("carry") if carry else "", flip_seen=text(rate("flip", "seen")),
+               flip_unseen=text(rate("flip", "unseen")), r_vote=b["r_vote"][k], r_gate=b["r_gate"][k],
+               predicted=b["predicted_vote"][k], measured=_alpha(b["measured"][k]),
+               side="below" if b["predicted_vote"][k] < 0.8 else "above", p_a=res["p_a"],
+               all_pairs=" / ".join(text(rate(r, "all", "all/rule")) for r in LABEL_RULES))
+    cases, _, value = where_reached(res)
+    held = [c for c, level in cases.items() if level == "full"]
+    best = min(value, key=lambda c: value[c])
+    where = (TEXT("reached", where=describe(held, list(cases)), n=len(held), of=len(cases)) if held else
+             TEXT("nowhere", lowest=value[best], at=case_name(best)))
+    return [why, TEXT("where-reached", **links, where=where)]
+
+
+# ---------------------------------------------------------------- its part of the report
+def error_table(res: dict, rule: str) -> list:
+    """One labelling: per kappa_a' and arm, Mamba at both test alphas (all, the cycle's 6, the other
+    24) and the linear Transformer (all), pooled over the healthy seeds [95% interval over seeds]."""
+    s = res["settings"]
+    header = ["kappa_a'", "training, eta"] + [f"Mamba {SUBSET_TEXT[sub]}, alpha = {a:g}" for a in s["table_alphas"]
+                                             for sub in ("all", "seen", "unseen")] + \
+             [f"LT all tasks, alpha = {a:g}" for a in s["table_alphas"]] + ["healthy seeds (Mamba, LT)"]
+    return md_table(header, [[f"{kappa:g}", ARM_TEXT[arm]]
+                             + [_rate(point(res, "mamba", arm, rule, sub, kappa, a)) for a in s["table_alphas"]
+                                for sub in ("all", "seen", "unseen")]
+                             + [_rate(point(res, "linear_transformer", arm, rule, "all", kappa, a)) for a in s["table_alphas"]]
+                             + [", ".join(f"{sum(res['healthy'][m][arm])} of {s['seeds']}" for m in MODELS)]
+                             for kappa in s["kappa_a_primes"] for arm in res["arms"]])
+
+
+def breakeven_rows(res: dict) -> list:
+    """Per model, arm and kappa_a': the ratios (mean ± sample sd over seeds), the break-evens they predict and the measured one."""
+    rows = []
+    for m in MODELS:
+        for arm in res["arms"]:
+            b = res["breakeven"][m][arm]
+            for k, kappa in enumerate(res["settings"]["kappa_a_primes"]):
+                if b["r_gate"][k] is None:
+                    continue
+                per, every = [x for x in b["measured_per_seed"][k] if x is not None], b["measured_per_seed"][k]
+                rows.append([SHORT[m], ARM_TEXT[arm], f"{kappa:g}", f"{b['r_gate'][k]:.2f} ± {b['r_gate_sd'][k]:.2f}",
+                             f"{b['r_vote'][k]:.2f} ± {b['r_vote_sd'][k]:.2f}", f"{1 / (1 + b['r_gate'][k]):.2f}",
+                             f"{b['predicted_vote'][k]:.2f}", _alpha(b["measured"][k]),
+                             (f"{np.mean(per):.2f} ± {sample_sd(per):.2f} ({len(per)})" if per else "-")
+                             + (f"; {len(every) - len(per)} beyond the grid" if len(per) < len(every) else ""),
+                             str(b["seeds"])])
+    return ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def report(results: dict, run) -> str:
+    """The factorial's part of the "reproduce" section: settings, one error table per labelling, the break-even table."""
+    res = results["factorial"]
+    s = res["settings"]
+    diverged = [f"{SHORT[m]} {ARM_TEXT[a]} seed {i} (step {t['diverged_at']})" for m in MODELS
+                for a, runs in res["training"][m].items() for i, t in enumerate(runs) if t["diverged_at"] is not None]
+    chosen = "; ".join(f"{SHORT[m]} " + ", ".join(
+        f"{'cycle' if t == 'cycle' else 'all pairs'} {res['eta_rule'][m][t]:g}" + (
+            TEXT("tied", others=len(res["step_size"][m][t]["tied"]) - 1)
+            if len(res["step_size"][m][t].get("tied", ())) > 1 else "") for t in ("cycle", "all")) for m in MODELS)
+    lines = [TEXT("setup", section=SECTION, p_a=res["p_a"], T=s["T"], B=s["B"], K=s["K"], l=PAPER["l_tr"],
+                  delta=PAPER["delta"], K_prime=s["main_K_prime"], kappas=", ".join(f"{k:g}" for k in s["kappa_a_primes"]),
+                  seeds=s["seeds"], n_test=s["n_test"], grid=", ".join(f"{e:g}" for e in s["eta_grid"]),
+                  select_seeds=s["select_seeds"], chosen=chosen, eta_fixed=s["eta_fixed"],
+                  diverged="; ".join(diverged) if diverged else "none")]
+    for rule in res["label_rules"]:
+        lines += ["", TEXT("labelling", rule=rule), ""] + error_table(res, rule)
+    lines += ["", TEXT("breakeven", mechanism=MECHANISM, first=s["curve_alphas"][0], last=s["curve_alphas"][-1],
+                       alpha=s["alpha_ratio"], n_test=s["n_test"]), "", TEXT("breakeven-header")] + breakeven_rows(res)
+    return "\n".join(lines)

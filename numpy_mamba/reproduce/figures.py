@@ -1,7 +1,7 @@
-"""Figures 3 and 4 of the paper, drawn from ``mechanism.py`` results, and their panels (score
-curves, gates per position and per clean rank), which the three-layer figures of
-``figures_depth3.py`` reuse for every layer.  Table 1 is drawn by ``figures_table1.py``; the shared
-style lives in ``plots.py``.
+"""Figures 3 and 4 of the paper (one layer, from ``mechanism.py``) and their panels (score curves,
+gates per position and per clean rank), and the three-layer figures of ``depth3.py`` drawn with the
+same panels: Figures 3 and 4 for layer 1 (fig3_L3.png, fig4_L3.png), the paper's Appendix B Figures
+5 and 6 for layers 2 and 3 (fig5.png, fig6.png).  The shared style lives in ``plots.py``.
 """
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..runs.output import subplots
-from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE
+from ..runs.output import footnote, subplots
+from .common import MODEL_LABEL, MODELS, ONE_LAYER_NOTE, view
+from .corollaries import MIN_RANK_PROMPTS, clean_rank_curve
 from .plots import CLEAN, GREY, OUTLIER, save, settings_line, training_curves
-from ..runs.output import footnote
-
 
 GROUP_STYLE = {"training": ("#D55E00", "-", "training partner (a training task)"),
                "reversed": ("#CC79A7", "--", "reversed training pair"),
@@ -96,19 +95,6 @@ def main_profiles(result: dict) -> list:
     return [r[result["main_setting"]] for r in result["per_seed"]]
 
 
-MIN_RANK_PROMPTS = 100      # ranks j held by fewer test prompts (pooled over seeds) are not shown
-
-
-def clean_rank_curve(runs: list):
-    """Ranks j = 1, 2, ... held by >= MIN_RANK_PROMPTS test prompts (pooled over seeds) whose mean
-    clean gate G_{h(j),l+1} is positive in every seed (a log axis and fit need it; a gate that
-    underflowed to 0 is left out), and those per-seed means, (S, n_ranks)."""
-    rank = _stack(runs, "clean_rank_mean")
-    enough = (np.sum([r["clean_rank_count"] for r in runs], axis=0) >= MIN_RANK_PROMPTS) & np.all(
-        np.isfinite(rank) & (rank > 0), axis=0)
-    return np.flatnonzero(enough) + 1, rank[:, enough]
-
-
 def _stack(runs, key):
     return np.array([[np.nan if v is None else v for v in r[key]] for r in runs], dtype=float)
 
@@ -172,3 +158,56 @@ def rank_panel(ax, runs: list, channel: str = "") -> None:
     ax.set_title("clean examples ranked by distance from the query (eq (18))")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
+
+
+# ---------------------------------------------------------------- the three-layer figures
+def depth_note(result: dict) -> str:
+    """The footnote of every three-layer figure: which models, and the delta and eta the rule chose."""
+    chosen = ", ".join(f"{'Mamba' if m == 'mamba' else 'LT'} delta = {result['delta'][m]:g}, eta = {result['eta'][m]:g}"
+                       for m in result["delta"])
+    return (f"NOTE: {result['n_layers']}-layer models (stack.py: H^(k) = H^(k-1) + O^(k), F = H^(L)[d+1, l+1]; "
+            f"our architecture); a layer's examples are the columns h_i of its input H^(k-1); delta and eta chosen "
+            f"per model by the step-size rule: {chosen}")
+
+
+def fig5(result: dict, path) -> Path:
+    """Figure 5 (Appendix B): attention-score sums s_{i,l+1} of layers 2 and 3 on fixed test prompts
+    during training, same-pattern vs different-pattern examples (by task group), one row per layer."""
+    rows = range(2, result["n_layers"] + 1)
+    fig, axes = subplots(len(rows), 2, figsize=(13, 5.2 * len(rows)), squeeze=False)
+    for row, k in zip(axes, rows):
+        score_panels(row, view(result, "fig3", k), title=f"layer {k}: {{model}}, $\\eta$ = {{eta:g}}")
+        row[0].set_ylabel(f"layer {k}: {SCORE_LABEL}".replace("p_i", "h_i").replace("p_{query}", "h_{l+1}")
+                          + "\n(mean over the prompts of each group)", fontsize=9)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9,
+               bbox_to_anchor=(0.5, 0.09 / len(rows)))
+    fig.suptitle("Figure 5 (Appendix B): sums of attention scores in layers 2 and 3 of the three-layer models")
+    s = result["settings"]
+    return _finish(fig, path, result, "fig3", 0.2 / len(rows),
+                   f"{s['n_probe']} fixed test prompts per seed (alpha = {result['alpha_fig3']}, "
+                   f"{main_text(view(result, 'fig3', 2))}); lines: mean over prompts and seeds, bands: min-max over seeds.")
+
+
+def fig6(result: dict, path) -> Path:
+    """Figure 6 (Appendix B): the label-channel gates G_{d+1,i,l+1} of layers 2 and 3 of the Mamba
+    stack on outlier and clean examples (alpha = 0.3), per position and per clean rank, one row per layer."""
+    rows = range(2, result["n_layers"] + 1)
+    fig, axes = subplots(len(rows), 2, figsize=(15, 5.4 * len(rows)), squeeze=False)
+    for row, k in zip(axes, rows):
+        runs = main_profiles(view(result, "fig4", k))
+        gate_position_panel(row[0], runs, "d+1,")
+        rank_panel(row[1], runs, "d+1,")
+        for ax in row:
+            ax.set_title(f"layer {k}: {ax.get_title()}", fontsize=10)
+    fig.suptitle(f"Figure 6 (Appendix B): Mamba's gates in layers 2 and 3 at alpha = {result['alpha_fig4']}")
+    s = result["settings"]
+    return _finish(fig, path, result, "fig4", 0.1 / len(rows),
+                   f"{s['n_test']} test prompts per seed, {main_text(view(result, 'fig4', 2))}; gate of the label "
+                   "channel d+1 at the query column (the gate that moves F).")
+
+
+def _finish(fig, path, result: dict, part: str, bottom: float, text: str) -> Path:
+    """Footnote (settings and the three-layer note), layout above ``bottom``, save (smoke stamp if quick)."""
+    footnote(fig, settings_line(view(result, part, 2), text), depth_note(result))
+    fig.tight_layout(rect=(0, bottom, 1, 0.97))
+    return save(fig, path, view(result, part, 2))

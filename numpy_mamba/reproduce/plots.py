@@ -1,10 +1,6 @@
-"""The figure style shared by every ``reproduce`` figure, and Figure 2's figures.
-
-What goes where: a drawing helper that several experiments' figures use (colours, the settings
-footer ``settings_line``, ``save`` with the smoke stamp, ``training_curves``) lives here; the
-figures of one experiment live in its figures module (Figure 2 here, Figures 3-4 and Table 1 in
-``figures.py``, whose panels the three-layer figures of ``figures_depth3.py`` reuse); the
-experiment's ``draw`` (``Experiment.draw``) names the files.
+"""The figure style every ``reproduce`` figure shares (colours, the settings footer, saving with the
+smoke stamp, training curves), and the figures of Figure 2 and of its factorial.  Figures 3-6 are in
+``figures.py``, Table 1's image in ``table1.py``.
 
 Colours: the Okabe-Ito palette (colour-blind safe).  Every figure carries a footnote saying which
 model it shows and with which settings it was made.
@@ -17,9 +13,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from ..data import SECTION4
-from .common import MODEL_LABEL, MODELS
-from .results import curve, untrained_view
 from ..runs.output import footnote, save_figure, subplots
+from .common import MODEL_LABEL, MODELS, curve, untrained_view
 
 COLOR = {"mamba": "#0072B2", "linear_transformer": "#E69F00"}
 OUTLIER, CLEAN, GREY = "#D55E00", "#009E73", "#555555"
@@ -173,3 +168,4 @@ def fig2_training(result: dict, path) -> Path:
     footnote(fig, settings_line(result), FIG2_NOTE)
     fig.tight_layout(rect=(0, 0.1, 1, 0.97))
     return save(fig, path, result)
+

@@ -1,29 +1,24 @@
-"""Verdicts for Figures 3-4 and Table 1 (one-layer analogues and three-layer runs) and Figures 5-6
-(layers 2 and 3), each judged in every test setting (labelling x kappa_a') and, at three layers, in
-every layer, and returned as rows of REPORT.md's results table (``measure.rules.claim_row``).
+"""The claims of Section 4.2 at any depth, as rows of REPORT.md's results table: Corollary 1 and the
+growth of Fig 3's gap, Corollary 2 (i) and (ii) (Fig 4), Table 1's numbers and pattern, each judged
+in every test setting (labelling x kappa_a') and, at three layers, in every layer.
 
 The paper's Figures 3-4 and Table 1 use three-layer models and Figures 5-6 show their layers 2
 and 3.  Our one-layer runs test Corollaries 1-2 (which are one-layer results) and give one-layer
-analogues of the figures; the three-layer runs (depth3.json) get the same rules, layer by layer.
+analogues of the figures (``mechanism.py``); the three-layer runs (``depth3.py``) get the same
+rules, layer by layer.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .common import main_table1
-from .figures import clean_rank_curve
-from .figures_table1 import PAPER_TABLE1
-from .results import view
-from ..measure.rules import (PLACES, TABLE1_NUMBERS_RULE, TABLE1_PATTERN_RULE, table1_numbers,
-                                      table1_pattern)
-from ..measure.rules import (COROLLARY1_RULE, DECAY_RULE, GATE_RATIO_RULE, GROWTH_RULE, clean_gate_decay,
-                                          corollary1, gate_ratio, grows_in_training)
-from ..measure.rules import case, case_name, combine, judge_cases
+from ..measure.rules import (PLACES, case, case_name, clean_gate_decay, combine, corollary1, gap_growth, gate_ratio,
+                             judge_cases, table1_numbers, table1_pattern)
 from ..runs.claims import claim_row
+from .common import main_table1, view
 
-MECHANISM_RULES = {"cor1": COROLLARY1_RULE.format(r=0.1), "growth": GROWTH_RULE.format(tail=0.1, margin=0.25, early=0.1),
-                   "gate-ratio": GATE_RATIO_RULE, "decay": DECAY_RULE,
-                   "table1-numbers": TABLE1_NUMBERS_RULE.format(close=2, loose=5), "table1-pattern": TABLE1_PATTERN_RULE}
+PAPER_TABLE1 = {"mamba": {"FQ": 0.9984, "R": 0.9904, "CQ": 0.7328},
+                "linear_transformer": {"FQ": 0.7852, "R": 0.7828, "CQ": 0.7860}}
+MIN_RANK_PROMPTS = 100      # ranks j held by fewer test prompts (pooled over seeds) are not fitted nor shown
 
 
 def _setting(key: str) -> tuple:
@@ -38,14 +33,14 @@ def corollary1_at(res: dict, key: str) -> dict:
     return corollary1(cat("same"), cat("different"), cat("group").astype(int), res["task_groups"])
 
 
-def gap_growth(runs: list) -> dict:
-    """The shared growth rule (``grows_in_training``) on the gap between the same- and different-
-    pattern sums, per seed; a "none" verdict naming the reason if there are too few records."""
-    gap = np.array([np.subtract(r["score_same"], r["score_diff"]) for r in runs], dtype=float)   # (S, records)
-    try:
-        return grows_in_training(gap, np.asarray(runs[0]["step"], dtype=float))
-    except ValueError as e:
-        return {**judge_cases({"too few records": "none"}), "error": str(e), "per_seed": []}
+def clean_rank_curve(runs: list):
+    """Ranks j = 1, 2, ... held by >= MIN_RANK_PROMPTS test prompts (pooled over seeds) whose mean
+    clean gate G_{h(j),l+1} is positive in every seed (a log axis and fit need it; a gate that
+    underflowed to 0 is left out), and those per-seed means, (S, n_ranks)."""
+    rank = np.array([[np.nan if v is None else v for v in r["clean_rank_mean"]] for r in runs], dtype=float)
+    enough = (np.sum([r["clean_rank_count"] for r in runs], axis=0) >= MIN_RANK_PROMPTS) & np.all(
+        np.isfinite(rank) & (rank > 0), axis=0)
+    return np.flatnonzero(enough) + 1, rank[:, enough]
 
 
 def cor1_row(layers: list, key: str, title: str, see: list) -> dict:
@@ -85,7 +80,8 @@ def growth_row(layers: list, key: str, title: str, see: list) -> dict:
     results, parts = {}, []
     for layer, res in layers:
         runs = res["per_seed"]["mamba"]
-        g = gap_growth(runs)
+        g = gap_growth(np.array([np.subtract(r["score_same"], r["score_diff"]) for r in runs], dtype=float),
+                       np.asarray(runs[0]["step"], dtype=float))                 # (S, records), (records,)
         results[case(("layer", layer)) if layer else "one layer"] = g
         same, diff = np.array([r["score_same"] for r in runs]), np.array([r["score_diff"] for r in runs])
         lt = res["per_seed"]["linear_transformer"]
@@ -217,53 +213,3 @@ def table1_counts_of(res: dict, rule: str, kappa_a_prime: float) -> dict:
     n = np.asarray(res["n_prompts"])[:, r, k].sum(-1)                       # (S, placements)
     return {m: {p: (np.asarray(res["wrong"][m])[:, r, k, q].sum(-1), n[:, q]) for q, p in enumerate(PLACES)}
             for m in ("mamba", "linear_transformer")}
-
-
-def fig3_claims(res: dict) -> list:
-    see = [("fig3.png", "fig3.png")]
-    return [cor1_row([("", res)], "cor1_1", "Corollary 1 (one layer; the claim behind Fig 3): attention concentrates "
-                     "on examples with the query's pattern", see),
-            growth_row([("", res)], "growth_1", "Fig 3 (one layer): the gap between the two sums grows in training", see)]
-
-
-def fig4_claims(res: dict) -> list:
-    see = [("fig4.png", "fig4.png")]
-    M1 = res["paper"]["M1"]
-    return [gate_ratio_row([("", res)], "gate_ratio_1", "Corollary 2 (i) / Fig 4 (one layer): gates on outlier "
-                           "examples near zero", see, M1),
-            decay_row([("", res)], "decay_1", "Corollary 2 (ii) / Fig 4 (one layer): clean gates decay about "
-                      "exponentially with distance from the query", see)]
-
-
-def table1_claims(res: dict) -> list:
-    return table1_rows(res, "1 layer", [("table1.png", "table1.png"), ("table", "table1.md")])
-
-
-def depth3_claims(res: dict) -> list:
-    """The same rules on the three-layer runs, every layer a case (Figs 3-4 on layer 1, Figs 5-6
-    on layers 2 and 3: the paper says they show "the same trend"), and Table 1."""
-    L, M1 = res["n_layers"], res["paper"]["M1"]
-    fig3 = [(k, view(res, "fig3", k)) for k in range(1, L + 1)]
-    fig4 = [(k, view(res, "fig4", k)) for k in range(1, L + 1)]
-    s3, s4 = [("fig3_L3", "fig3_L3.png"), ("fig5", "fig5.png")], [("fig4_L3", "fig4_L3.png"), ("fig6", "fig6.png")]
-    return [cor1_row(fig3, "cor1_3", f"Corollary 1 at {L} layers (Figs 3, 5): attention on the query's pattern", s3),
-            growth_row(fig3, "growth_3", f"Figs 3, 5 ({L} layers): the gap between the two sums grows in training", s3),
-            gate_ratio_row(fig4, "gate_ratio_3", f"Corollary 2 (i) at {L} layers (Figs 4, 6): outlier gates near zero",
-                           s4, M1),
-            decay_row(fig4, "decay_3", f"Corollary 2 (ii) at {L} layers (Figs 4, 6): clean gates decay exponentially", s4),
-            *table1_rows(view(res, "table1"), f"{L} layers", [("table1_L3.png", "table1_L3.png"),
-                                                              ("table", "table1_L3.md")])]
-
-
-# the paper's three-layer claims, listed as "not run" when depth3.json is absent (e.g. --only fig2)
-DEPTH3_CLAIMS = (("cor1_3", "Corollary 1 at 3 layers (Figs 3, 5)"), ("growth_3", "Figs 3, 5 at 3 layers: the gap grows"),
-                 ("gate_ratio_3", "Corollary 2 (i) at 3 layers (Figs 4, 6)"),
-                 ("decay_3", "Corollary 2 (ii) at 3 layers (Figs 4, 6)"), ("table1_numbers_3", "Table 1 (3 layers): numbers"),
-                 ("table1_pattern_3", "Table 1 (3 layers): pattern"))
-
-
-def depth3_not_run() -> list:
-    """The paper's three-layer claims as "not run" rows, for a folder without depth3.json (e.g. after
-    ``--only fig2``), so the claims table never drops them silently."""
-    return [claim_row(key, title, "three-layer models", "no three-layer result here (run `reproduce --only depth3`)",
-                      {"level": "not run"}, "", []) for key, title in DEPTH3_CLAIMS]

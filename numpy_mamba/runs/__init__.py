@@ -1,18 +1,19 @@
 """How every experiment command runs and writes its results; the families import it, it imports no family.
 
-    jobs.py        ``--jobs``: independent units (seeds, settings) in worker processes, same numbers for every N
-    memory.py      glibc's heap padding for the processes that train (a freed step's pages are reused)
-    staging.py     all-or-nothing output folders (``run_staged``): --out checked before computing
-    interrupts.py  Ctrl-C and SIGTERM: recorded, raised, never swallowed
-    output.py      results on disk: JSON (compact for large results), named sections of REPORT.md,
-                   figures without pyplot, the smoke-run stamp and settings footers of figures;
-                   show_figure for the tutorials
+    experiment.py  what an experiment is (one module with the same few parts) and what a command is
+                   (a name over a registry of experiments): read this first to add an experiment
+    command.py     the one runner of reproduce, theory, gates and ablation: options, step-size rule,
+                   units, JSON, figures, claims, report section, the closing lines
+    runner.py      independent units in worker processes (``--jobs``), all-or-nothing output folders,
+                   Ctrl-C and SIGTERM
+    claims.py      a claim as a row (``claim_row``), and the results table that opens REPORT.md: every
+                   command's claims_<command>.json, one row per claim
+    report.py      the report's sentences as Markdown templates, filled from the results
+    output.py      results on disk: JSON, named sections of REPORT.md, figures without pyplot, the
+                   smoke-run stamp and settings footers of figures; show_figure and check for the tutorials
+    step_size.py   the training and scoring of the step-size rule (measure.rules.choose) per model on
+                   held-out training prompts, never on test settings
     worlds.py      the seeded worlds of training seed s and of step-size selection seed k, which
                    every experiment command shares
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
-    summary.py     the closing lines every experiment command prints: headline numbers, verdicts, files, time
-    claims.py      a claim as a row (``claim_row``), and the results table that opens REPORT.md: every
-                   command's claims_<command>.json, one row per claim
-    step_size.py   the rule that chooses eta (or delta, or any training field) per model on held-out
-                   training prompts, never on test settings; reproduce, theory and ablation use it
 """

@@ -73,7 +73,7 @@ def heldout_loss_after_training(world_for_seed: Callable, config: TrainConfig, n
 
 def selection_plan(grid: Mapping[str, Sequence], seeds: Sequence[int], world_for_seed: Callable,
                    config: TrainConfig, net: Network, n_heldout: int, stream: Sequence[int], label: str) -> Plan:
-    """The rule of ``choose`` as a ``runs.jobs.Plan``: one unit ``heldout_losses`` per selection seed
+    """The rule of ``choose`` as a ``runs.runner.Plan``: one unit ``heldout_losses`` per selection seed
     (every candidate trained together), assembled by ``choose`` in the parent.  Same numbers as
     ``choose(grid, heldout_loss_after_training(...), seeds)``, for any number of worker processes.
     ``world_for_seed`` must be a module-level function (units go to worker processes)."""

@@ -125,3 +125,20 @@ def test_two_experiments_asking_for_one_step_size_selection_share_one_run():
     from numpy_mamba.reproduce import factorial, fig2
     first, second = fig2.selection(fig2.QUICK, {}), factorial.selection(factorial.QUICK, {})
     assert set(first) < set(second) and len(second) == 2 * len(first), "the factorial adds its all-pairs selections"
+
+
+def test_a_contributors_experiment_module_runs_through_reproduce_only(tmp_path, monkeypatch):
+    """If this fails, a new experiment written as a contributor would write one (tests/toy_experiment.py:
+    settings, units, JSON, figure, a claim judged by a rule, a report part from its Markdown template)
+    needs more than its module and one line in the registry to run through ``reproduce --only``, or
+    one of its outputs is lost: its JSON, its PNG, its row with a verdict, its part of the section."""
+    import toy_experiment
+    monkeypatch.setattr(reproduce, "COMMAND", replace(COMMAND, experiments=COMMAND.experiments + (toy_experiment,)))
+    assert cli_main(["reproduce", "--quick", "--only", "toy", "--out", str(tmp_path), "--jobs", "2", "--quiet"]) == 0
+    accuracy = json.loads((tmp_path / "toy.json").read_text())["accuracy"]
+    assert len(accuracy) == toy_experiment.QUICK.seeds and all(0 <= a <= 1 for a in accuracy)
+    assert (tmp_path / "toy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    row = json.loads((tmp_path / "claims_reproduce.json").read_text())["rows"][-1]
+    assert row["key"] == "toy" and row["verdict"] in ("holds", "holds in part", "does not hold here")
+    section = (tmp_path / "REPORT.md").read_text().split("<!-- BEGIN reproduce -->")[1]
+    assert "### A toy experiment" in section and f"({toy_experiment.QUICK.seeds} seeds)" in section

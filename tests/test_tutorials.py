@@ -14,7 +14,7 @@ nothing into the repository or its working directory; and draw no figure whose l
 or where one line hides another (tests/figure_checks.py, measured on each figure as show_figure gets
 it).  tests/test_notebooks.py executes some of them as notebooks too.  For every tutorial, a static
 check that each figure goes through show_figure (so none is lost under Agg).  The figure helper
-``numpy_mamba.runs.output.show_figure`` and the check line's ``check`` are tested on their own below.
+``numpy_mamba.site.tutorial.show_figure`` and the check line's ``check`` are tested on their own below.
 """
 import ast
 import json
@@ -30,7 +30,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
-from numpy_mamba.runs import output
+from numpy_mamba.site import tutorial as output
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))    # the numbered tutorials
@@ -48,7 +48,7 @@ RUNNER = '''import json, runpy, sys
 tutorial, findings, tests = sys.argv[1:4]
 sys.path.insert(0, tests)
 import figure_checks
-from numpy_mamba.runs import output
+from numpy_mamba.site import tutorial as output
 show_figure, seen = output.show_figure, []
 def measured(fig, name):
     seen.append({"name": name, "legends": figure_checks.legends_over_data(fig), "hidden": figure_checks.hidden_lines(fig)})
@@ -234,7 +234,7 @@ def test_tutorial_format(path):
     assert re.search(r"\$[^$\n]+\$", markdown), f"{path.name}: no LaTeX math ($...$) in the prose cells"
     assert markdown.count("$$") % 2 == 0, f"{path.name}: an odd number of $$, one display equation is unclosed"
     assert "NUMPY_MAMBA_FIGDIR" not in text and "def show(" not in text, (
-        f"{path.name}: use numpy_mamba.runs.output.show_figure rather than a figure helper of its own")
+        f"{path.name}: use numpy_mamba.site.tutorial.show_figure rather than a figure helper of its own")
 
 
 # --- show_figure, the figure helper of the tutorials ------------------------------------------------------------

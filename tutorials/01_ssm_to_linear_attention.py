@@ -31,7 +31,7 @@ import numpy as np
 from scipy.special import expit
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
+from numpy_mamba.site.tutorial import check, show_figure  # a checked number printed; a figure shown or saved
 from numpy_mamba.scan import scan_outputs
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"     # same work either way here

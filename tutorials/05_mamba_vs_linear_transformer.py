@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
+from numpy_mamba.site.tutorial import check, show_figure  # a checked number printed; a figure shown or saved
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 T = 600 if QUICK else 2000

@@ -39,7 +39,7 @@ import numpy as np
 import numpy_mamba as nm
 from numpy_mamba import Params, TrainConfig, gradcheck, make_world, testing_batch, train, zero_one_error
 from numpy_mamba.gates import Mamba2Params, gate_recurrent_forward, gate_values, network
-from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
+from numpy_mamba.site.tutorial import check, show_figure  # a checked number printed; a figure shown or saved
 
 QUICK = os.environ.get("NUMPY_MAMBA_QUICK") == "1"
 rng = np.random.default_rng(0)

@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import numpy_mamba as nm
-from numpy_mamba.runs.output import check, show_figure  # a checked number printed; a figure shown or saved
+from numpy_mamba.site.tutorial import check, show_figure  # a checked number printed; a figure shown or saved
 from numpy_mamba.loss import mean_hinge_slope
 from numpy_mamba.scan import scan_outputs
 from numpy_mamba.stack import (LayerParams, forward, forward_with_caches, gradients, hinge_loss,

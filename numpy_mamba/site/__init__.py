@@ -8,7 +8,9 @@ the core's API as one website.
     project.py    its Sphinx project: settings, navigation, the API page, the hooks that let the pages
                   build as they are written
     check.py      ``site --check``: every page opened in headless Chromium (console, images, links, math)
+    tutorial.py   what every tutorial uses: ``check`` (a measured number beside the expected one) and
+                  ``show_figure`` (a window, or a PNG saved and named where none can open)
 
-Both commands run from a clone (the tutorials and the report are not part of the installed package)
+The two commands run from a clone (the tutorials and the report are not part of the installed package)
 and need an extra: ``notebooks``, or ``docs`` for the site.
 """

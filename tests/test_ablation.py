@@ -16,8 +16,8 @@ import pytest
 from numpy_mamba import TrainConfig, network, train
 from numpy_mamba.cli import COMMANDS
 from numpy_mamba.ablation import gap
-from numpy_mamba.ablation.gap import QUICK, AblationSettings, change_verdict, factor_cases, heldout_cases
-from numpy_mamba.ablation.one_run import (ARMS, HELD_OUT, STREAM, TESTS, group_counts, prompts_for, run_unit,
+from numpy_mamba.ablation.gap import QUICK, AblationSettings, change_verdict, factor_verdict, heldout_verdict
+from numpy_mamba.ablation.one_run import (ARMS, HELD_OUT, RUNS, STREAM, TESTS, group_counts, prompts_for, run_unit,
                                          training_world)
 from numpy_mamba.ablation.results import FACTORS, PAPER, spread
 from numpy_mamba.ablation.terms import layer_scores, pattern_terms, signed_steps, step_classes
@@ -111,13 +111,13 @@ def test_settings_refuse_checkpoints_that_miss_the_baseline():
         AblationSettings(T_short=8, T_long=8, checkpoint_every=4, record_every=2)
 
 
-def test_baseline_is_the_long_run_at_T_short():
-    # If this fails, the baseline (checkpoint T_short of the long run) is not what a run of T_short
-    # steps from the same seed gives, so "more steps" would change more than the number of steps; or
-    # step 0 is not Algorithm 1's initialisation (the untrained factor).
+def test_a_run_is_algorithm_1_on_its_seeds_streams_and_step_0_is_the_initialisation():
+    # If this fails, the baseline's run is not what Algorithm 1 gives for T_short steps from the same
+    # seed's streams (a long run continues the same streams: its checkpoint at T_short is the same
+    # run's at that step), or step 0 is not Algorithm 1's initialisation (the untrained factor).
     step = {"delta": 0.2, "eta": 0.1}
-    got = run_unit(SMALL, 0, "mamba", "three_layer", "cycle", step)
-    assert got["T"] == SMALL.T_long and got["diverged_at"] is None
+    got = run_unit(SMALL, 0, "mamba", "three_layer", "cycle", "long", step)
+    assert got["T"] == SMALL.T_long and got["diverged_at"] is None and got["length"] == "long"
     world = world_for(0)
     config = SMALL.config(step["eta"], step["delta"], SMALL.T_short)
     net = fused_network("mamba", 3)                       # the Network the command trains
@@ -193,21 +193,20 @@ def test_ablation_rules_reach_each_level():
     # to the other groups closes the gap (holds), one that raises it partly holds in trend, one that
     # lowers it fails; the untrained model above the trained one holds; held-out pairs learned as well
     # as trained ones hold, better than the baseline only in trend.
-    from numpy_mamba.measure.rules import judge_cases
-    level = lambda cases: judge_cases(cases)["level"]  # noqa: E731
+    level = lambda verdict: verdict["level"]  # noqa: E731
     r = _claims_result({"untrained": 0.97, "baseline": 0.80, "all_pairs": 0.99, "long": 0.85, "prenorm": 0.70})
-    assert level(factor_cases(r, "all_pairs")) == "full" and level(factor_cases(r, "long")) == "trend"
-    assert level(factor_cases(r, "prenorm")) == "none" and level(factor_cases(r, "untrained")) == "trend"
+    assert level(factor_verdict(r, "all_pairs")) == "full" and level(factor_verdict(r, "long")) == "trend"
+    assert level(factor_verdict(r, "prenorm")) == "none" and level(factor_verdict(r, "untrained")) == "trend"
     r = _claims_result({"untrained": 0.99, "baseline": 0.80, "all_pairs": 0.99}, t95=0.5)
-    assert level(factor_cases(r, "untrained")) == "trend", "an interval containing 0 is not a measured change"
+    assert level(factor_verdict(r, "untrained")) == "trend", "an interval containing 0 is not a measured change"
     r = _claims_result({"untrained": 0.99, "baseline": 0.80}, t95=0.01)
-    assert level(factor_cases(r, "untrained")) == "full"
+    assert level(factor_verdict(r, "untrained")) == "full"
     held = {"baseline": 0.80, "all_pairs": 0.99, "heldout": 0.985}
-    assert level(heldout_cases(_claims_result({"baseline": 0.8}, held=held))) == "full"
+    assert level(heldout_verdict(_claims_result({"baseline": 0.8}, held=held))) == "full"
     held["heldout"] = 0.9
-    assert level(heldout_cases(_claims_result({"baseline": 0.8}, held=held))) == "trend"
+    assert level(heldout_verdict(_claims_result({"baseline": 0.8}, held=held))) == "trend"
     held["heldout"] = 0.7
-    assert level(heldout_cases(_claims_result({"baseline": 0.8}, held=held))) == "none"
+    assert level(heldout_verdict(_claims_result({"baseline": 0.8}, held=held))) == "none"
 
 
 def test_quick_command_writes_stamped_json_figure_and_report(ablation_quick):
@@ -228,11 +227,14 @@ def test_quick_command_writes_stamped_json_figure_and_report(ablation_quick):
             assert set(result["table"]["all"][test][m]["1"]) == one
             assert set(result["table"]["all"][test][m]["3"]) == one | {"prenorm"}
         assert [len(result["mechanism"][m][L]["baseline"]["scores"]) for L in ("1", "3")] == [1, 3]
-        for arm, chosen in result["step"][m].items():
-            tried = chosen["tried"]
-            assert tried[0]["delta"] == 0.2 and chosen["delta"] == tried[-1]["delta"]
-            assert all(r["chosen"] is None for r in tried[:-1]) and tried[-1]["chosen"]["eta"] == chosen["eta"]
-            assert all(c["diverged"] for r in tried[:-1] for c in r["candidates"])
+        assert {(arm, *run.split("/")) for arm, runs in result["step"][m].items() for run in runs} == set(RUNS), \
+            "every run has its own step size"
+        for arm, runs in result["step"][m].items():
+            for chosen in runs.values():
+                tried = chosen["tried"]
+                assert tried[0]["delta"] == 0.2 and chosen["delta"] == tried[-1]["delta"]
+                assert all(r["chosen"] is None for r in tried[:-1]) and tried[-1]["chosen"]["eta"] == chosen["eta"]
+                assert all(c["diverged"] for r in tried[:-1] for c in r["candidates"])
     text = (out / "REPORT.md").read_text()
     assert SMOKE in text and text.count("<!-- BEGIN ablation -->") == 1
     saved = json.loads((out / "claims_ablation.json").read_text())
@@ -249,17 +251,19 @@ def test_the_next_delta_is_tried_only_where_every_eta_diverged():
     # not where every eta diverged, asks again for a delta it has, or trains although no delta worked.
     record = lambda delta, eta=None: {"delta": delta, "chosen": None if eta is None else {"eta": eta}}  # noqa: E731
     first = gap.selection(QUICK, {})
-    assert set(first) == {("ablation", m, a, 0.2) for m in ("mamba", "linear_transformer") for a in ARMS}
-    lt3 = ("ablation", "linear_transformer", "three_layer")
-    chosen = {key: record(0.2, None if key[:3] == lt3 else 0.1) for key in first}
+    assert set(first) == {("ablation", m, *run, 0.2) for m in ("mamba", "linear_transformer") for run in RUNS}, (
+        "every run (arm, task set, length) chooses its own step size")
+    lt3 = ("ablation", "linear_transformer", "three_layer", "cycle", "short")
+    chosen = {key: record(0.2, None if key[:5] == lt3 else 0.1) for key in first}
     assert set(gap.selection(QUICK, chosen)) == {(*lt3, 0.1)}
     chosen[(*lt3, 0.1)] = record(0.1)
     assert set(gap.selection(QUICK, chosen)) == {(*lt3, 0.05)}
     chosen[(*lt3, 0.05)] = record(0.05, 0.01)
     assert gap.selection(QUICK, chosen) == {}
-    step = gap.step_sizes(QUICK, chosen)["linear_transformer"]["three_layer"]
+    step = gap.step_sizes(QUICK, chosen)["linear_transformer"]["three_layer"]["cycle/short"]
     assert (step["delta"], step["eta"], [r["delta"] for r in step["tried"]]) == (0.05, 0.01, [0.2, 0.1, 0.05])
-    assert gap.step_sizes(QUICK, chosen)["mamba"]["three_layer"]["tried"] == [record(0.2, 0.1)]
+    assert gap.step_sizes(QUICK, chosen)["mamba"]["three_layer"]["cycle/short"]["tried"] == [record(0.2, 0.1)]
+    assert gap.step_sizes(QUICK, chosen)["linear_transformer"]["three_layer"]["all/long"]["tried"] == [record(0.2, 0.1)]
     chosen[(*lt3, 0.05)] = record(0.05)
     assert gap.selection(QUICK, chosen) == {}
     with pytest.raises(ValueError, match="no eta of .* trains at any delta"):

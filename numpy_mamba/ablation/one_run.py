@@ -1,4 +1,4 @@
-"""One training run of the ablation, a unit of the runner: (seed, model, arm, task set) trained by
+"""One training run of the ablation, a unit of the runner: (seed, model, arm, task set, length) trained by
 Algorithm 1, recording at every checkpoint (step 0, the initialisation, included) the accuracy per
 task group on Table 1's test prompts and every layer's mechanism (``terms.py``), and layer 1's terms
 along training; and what a run varies: arms, task sets, held-out pairs, test prompts, terms.
@@ -32,6 +32,11 @@ TASK_SETS = ("cycle", "all", "heldout")
 HELD_OUT = ((0, 2), (2, 0), (3, 5), (5, 3), (1, 4), (4, 1))
 TESTS = {"FQ": dict(alpha=0.5, placement="farthest"), "R": dict(alpha=0.5, placement="random"),
          "CQ": dict(alpha=0.5, placement="closest"), "clean": dict(alpha=0.0, placement="random")}
+# every run of a seed and model: (arm, task set, length); each chooses its own step size
+RUNS = tuple((arm, tasks, length) for arm, (_, prenorm) in ARMS.items()
+             for tasks, length in ((("cycle", "short"),) if prenorm else
+                                   (("cycle", "short"), ("cycle", "long"), ("all", "short"), ("all", "long"),
+                                    ("heldout", "short"))))
 PROMPT_SETS = ("all", "heldout")            # test prompts from every task of T, and from HELD_OUT only
 TERMS = ("S", "init", "linear", "product", "via_ends", "via_middle", "via_other", "outside", "dW_B", "dW_C")
 TRACKED = ("S", "linear", "product", "via_middle")          # terms of layer 1 recorded along training
@@ -43,10 +48,9 @@ def arm_network(model: str, arm: str) -> Network:
     return network(model, n_layers, prenorm)
 
 
-def run_length(settings, arm: str, tasks: str) -> int:
-    """Steps of one run: T_long for the residual arms on the cycle and on all pairs (their checkpoints
-    give the T_short factors too), T_short for the held-out task set and the pre-norm arm."""
-    return settings.T_long if tasks in ("cycle", "all") and not ARMS[arm][1] else settings.T_short
+def run_length(settings, length: str) -> int:
+    """Steps of a run: T_short ("short") or T_long ("long")."""
+    return {"short": settings.T_short, "long": settings.T_long}[length]
 
 
 @dataclass(frozen=True)
@@ -116,15 +120,15 @@ def finite_or_none(obj):
     return None if isinstance(obj, float) and not np.isfinite(obj) else obj
 
 
-def run_unit(settings, seed: int, model: str, arm: str, tasks: str, step: dict) -> dict:
+def run_unit(settings, seed: int, model: str, arm: str, tasks: str, length: str, step: dict) -> dict:
     """Train ``model`` (arm: depth and architecture; tasks: a task set of TASK_SETS) on seed ``seed``'s
-    world with step = {"delta", "eta"} for ``run_length`` steps.  Records, at every checkpoint (step
+    world with step = {"delta", "eta"} (its own, ``gap.selection``) for ``run_length`` steps.  Records, at every checkpoint (step
     0 = the initialisation included), accuracy per task group and every layer's mechanism
     (``mechanism_by_layer``), and layer 1's terms every ``record_every`` steps; a diverged run keeps
     what it recorded before and says at which step it diverged."""
     world, net = world_for(seed), arm_network(model, arm)
     train_on, config_tasks = training_world(world, tasks)
-    config = settings.config(step["eta"], step["delta"], run_length(settings, arm, tasks), config_tasks)
+    config = settings.config(step["eta"], step["delta"], run_length(settings, length), config_tasks)
     tests, n_groups = prompts_for(world, settings, seed), len(task_group_names(world.M1))
     clean = tests["clean", "all"][0]
     checkpoints = {}
@@ -146,6 +150,7 @@ def run_unit(settings, seed: int, model: str, arm: str, tasks: str, step: dict) 
                            record_every=settings.record_every, record=record)
     except DivergenceError as exc:
         history, diverged_at = exc.history, exc.step
-    return {"seed": seed, "model": model, "arm": arm, "tasks": tasks, "T": config.T, **step, "diverged_at": diverged_at,
+    return {"seed": seed, "model": model, "arm": arm, "tasks": tasks, "length": length, "T": config.T, **step,
+            "diverged_at": diverged_at,
             "checkpoints": {str(t): c for t, c in checkpoints.items()},
             "trajectory": finite_or_none({k: np.asarray(v, dtype=float).tolist() for k, v in history.items()})}

@@ -15,7 +15,7 @@ from ..data import SECTION4
 from ..measure.tasks import task_group_names
 from ..model import PAPER_MODELS as MODELS
 from ..runs.output import SMOKE
-from .one_run import HELD_OUT, PROMPT_SETS, TASK_SETS, TERMS, TESTS
+from .one_run import HELD_OUT, PROMPT_SETS, RUNS, TASK_SETS, TERMS, TESTS
 from .terms import step_classes
 
 PAPER = asdict(SECTION4)          # Section 4's settings, as the JSON records them
@@ -33,12 +33,13 @@ def layers(L: str) -> str:
 
 
 def source(factor: str, n_layers: int, settings):
-    """Where a factor's numbers come from: (arm, task set, checkpoint step); None for pre-norm at one layer."""
+    """Where a factor's numbers come from: (arm, task set, length, checkpoint step); None for pre-norm
+    at one layer.  The untrained model is step 0 of the baseline's run."""
     arm = "one_layer" if n_layers == 1 else "three_layer"
-    return {"untrained": (arm, "cycle", 0), "baseline": (arm, "cycle", settings.T_short),
-            "all_pairs": (arm, "all", settings.T_short), "long": (arm, "cycle", settings.T_long),
-            "all_pairs_long": (arm, "all", settings.T_long), "heldout": (arm, "heldout", settings.T_short),
-            "prenorm": None if n_layers == 1 else ("three_layer_prenorm", "cycle", settings.T_short)}[factor]
+    return {"untrained": (arm, "cycle", "short", 0), "baseline": (arm, "cycle", "short", settings.T_short),
+            "all_pairs": (arm, "all", "short", settings.T_short), "long": (arm, "cycle", "long", settings.T_long),
+            "all_pairs_long": (arm, "all", "long", settings.T_long), "heldout": (arm, "heldout", "short", settings.T_short),
+            "prenorm": None if n_layers == 1 else ("three_layer_prenorm", "cycle", "short", settings.T_short)}[factor]
 
 
 def spread(values) -> dict:
@@ -68,9 +69,9 @@ def _accuracy(counts: dict, g):
 
 
 def _checkpoints(by: dict, settings, m: str, src) -> list:
-    """One checkpoint per seed of a factor's (arm, task set, step), None where the run diverged before."""
-    arm, tasks, t = src
-    return [by[s, m, arm, tasks]["checkpoints"].get(str(t)) for s in range(settings.seeds)]
+    """One checkpoint per seed of a factor's (arm, task set, length, step), None where the run diverged before."""
+    arm, tasks, length, t = src
+    return [by[s, m, arm, tasks, length]["checkpoints"].get(str(t)) for s in range(settings.seeds)]
 
 
 def _nest(d: dict, keys) -> dict:
@@ -119,7 +120,7 @@ def _curves(settings, by: dict, groups: tuple) -> dict:
     """Accuracy at every checkpoint of the long runs (cycle and all pairs), per test and task group."""
     ts, out = list(range(0, settings.T_long + 1, settings.checkpoint_every)), {}
     for m, (L, arm), tasks in product(MODELS, ((1, "one_layer"), (3, "three_layer")), ("cycle", "all")):
-        runs = [by[s, m, arm, tasks]["checkpoints"] for s in range(settings.seeds)]
+        runs = [by[s, m, arm, tasks, "long"]["checkpoints"] for s in range(settings.seeds)]
         _nest(out, (m, str(L)))[tasks] = {"step": ts, **{
             f"{test}_{name}": [spread([_accuracy(r[str(t)][f"{test}/all"], g) if str(t) in r else None for r in runs])
                                for t in ts] for test in TESTS for g, name in [*enumerate(groups), (None, "all")]}}
@@ -130,15 +131,15 @@ def assemble(settings, steps: dict, runs: list) -> dict:
     """Accuracy by (prompt set, test, model, depth, factor, task group), paired change against the
     baseline, accuracy along the long runs, and every layer's mechanism at every factor's checkpoint."""
     groups = task_group_names(SECTION4.M1)
-    by = {(r["seed"], r["model"], r["arm"], r["tasks"]): r for r in runs}
+    by = {(r["seed"], r["model"], r["arm"], r["tasks"], r["length"]): r for r in runs}
     table, change = _tables(settings, by, groups)
-    diverged = [{k: r[k] for k in ("seed", "model", "arm", "tasks", "delta", "eta", "diverged_at")}
+    diverged = [{k: r[k] for k in ("seed", "model", "arm", "tasks", "length", "delta", "eta", "diverged_at")}
                 for r in runs if r["diverged_at"] is not None]
     tests = {k: {**v, "kappa_a_prime": settings.kappa_a_prime, "K_prime": settings.K_prime, "label_rule": "target",
                  "target": settings.target} for k, v in TESTS.items()}
     return {"experiment": "ablation", "settings": settings.to_dict(), "paper": PAPER,
             "smoke": SMOKE if settings.quick else None, "step": steps, "task_groups": list(groups),
-            "task_sets": list(TASK_SETS), "held_out": [list(t) for t in HELD_OUT], "tests": tests,
+            "task_sets": list(TASK_SETS), "runs_per_seed": [list(r) for r in RUNS], "held_out": [list(t) for t in HELD_OUT], "tests": tests,
             "step_classes": step_classes(SECTION4.M1), "terms": list(TERMS), "factors": list(FACTORS),
             "table": table, "change_vs_baseline": change, "mechanism": _mechanism(settings, by),
             "accuracy_along_long_run": _curves(settings, by, groups), "diverged": diverged, "runs": runs}

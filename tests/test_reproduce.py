@@ -98,18 +98,22 @@ def test_report_has_a_verdict_per_claim(quick_run):
             "table1_numbers_1", "table1_pattern_1", "cor1_3", "growth_3", "gate_ratio_3", "decay_3", "table1_numbers_3",
             "table1_pattern_3", "factorial_reached", "breakeven"} == keys
     words = ("holds", "holds in part", "holds in trend", "does not hold here")
-    assert all(r["verdict"].removesuffix(" (borderline)") in words for r in rows), [r["verdict"] for r in rows]
+    judged = [r for r in rows if r["kind"] == "paper"]
+    assert all(r["verdict"].removesuffix(" (borderline)") in words for r in judged), [r["verdict"] for r in judged]
+    assert {r["key"] for r in rows if r["kind"] == "finding"} == {"factorial_reached", "breakeven"}, (
+        "the factorial and the break-even are findings, outside the claim count")
+    assert all(r["verdict"] == "finding" and not r["rule"] for r in rows if r["kind"] == "finding")
     for r in rows:
         assert f"#### {r['claim']}" in section, f"no detail for {r['key']}"
     assert "SMOKE RUN" in section.splitlines()[1], "a quick run must say so in the section header"
 
 
 def test_report_opens_with_the_summary_then_the_results_table(quick_run):
-    """If this fails, REPORT.md's first screen is not a summary of at most 15 lines (the verdicts,
-    why Figure 2 misses, where its size is reached, each linked to a heading of the report) and then
-    the results table (one row per claim, no cell a reader sees as over 200 characters, each row
-    linking its figure), or the main-setting argument and the rules are not written once in the
-    appendix below the results."""
+    """If this fails, REPORT.md's first screen is not a summary of at most 15 lines (the bottom line,
+    why Figure 2 misses, where its size is reached, the tally of the paper's claims, each linked to a
+    heading of the report) and then the results table (one row per claim of the paper, no cell a
+    reader sees as over 200 characters, each row linking its figure) and the findings' table, or the
+    main-setting argument and the rules are not written once in the appendix below the results."""
     from numpy_mamba.runs.claims import MAX_CELL, anchor, visible
     text = (quick_run.out / "REPORT.md").read_text()
     head = text.split("<!-- END results -->")[0]
@@ -117,13 +121,15 @@ def test_report_opens_with_the_summary_then_the_results_table(quick_run):
     assert lines[3] == "## Summary", "the summary is the first thing after the title"
     summary = head.split("## Summary")[1].split("## Results")[0]
     items = [line for line in summary.splitlines() if line.startswith("- ")]
-    assert 3 <= len(items) <= 15 and any("Why Figure 2 misses" in line for line in items)
+    assert 3 <= len(items) <= 15 and items[0].startswith("- **Bottom line**") and items[-1].startswith("- **Claims judged**")
     anchors = {anchor(line) for line in text.splitlines() if line.startswith("#")}
     for target in re.findall(r"\]\((#[^)]+)\)", summary):
         assert target in anchors, f"the summary links {target}, a heading the report does not have"
-    table = [line for line in lines if line.startswith("| ") and not line.startswith("| claim")]
+    table = [line for line in head.split("## Findings")[0].splitlines() if line.startswith("| ") and not line.startswith("| claim")]
     rows = json.loads((quick_run.out / "claims_reproduce.json").read_text())["rows"]
-    assert len(table) == len(rows), "every reproduce claim has its row on the first screen"
+    assert len(table) == sum(r["kind"] == "paper" for r in rows), "every reproduce claim has its row on the first screen"
+    findings = [line for line in head.split("## Findings")[1].splitlines() if line.startswith("| ") and not line.startswith("| finding")]
+    assert len(findings) == sum(r["kind"] == "finding" for r in rows) == 2
     for line in table:
         cells = [c.strip() for c in line.strip("|").split(" | ")]
         assert len(cells) == 6 and max(len(visible(c)) for c in cells) <= MAX_CELL == 200, line[:120]

@@ -43,4 +43,5 @@ def _section(results: dict, run, rows: list, heads: list) -> str:
 
 
 COMMAND = Command("reproduce", (fig2, factorial, mechanism, depth3), DOC, section.heading, _section,
-                  rules_before=("vocabulary", "step-size", "divergence", "tie", "sd"), notes=section.notes, seeds=True)
+                  rules_before=("vocabulary", "step-size", "divergence", "tie", "sd"), notes=section.notes,
+                  summary=section.bottom_line, seeds=True)

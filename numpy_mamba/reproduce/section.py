@@ -12,7 +12,7 @@ from ..runs.claims import details, opening
 from ..runs.output import SMOKE
 from ..runs.report import Template
 from ..runs.step_size import table_rows
-from .common import MODELS, PAPER, SHORT, md_table, spread
+from .common import MODELS, PAPER, SHORT, main_table1, md_table, spread, view
 from .corollaries import PAPER_TABLE1
 
 TEXT = Template(__package__, "reproduce.md")
@@ -114,3 +114,23 @@ def notes(results: dict) -> dict:
                   random=fmt("random"), paper=" / ".join(f"{100 * PAPER_TABLE1['linear_transformer'][p]:.2f}"
                                                          for p in ("FQ", "R", "CQ"))) if vote else ""
     return {"Main setting": TEXT("main-setting") + "." + counts}
+
+
+def bottom_line(results: dict) -> list:
+    """The report's first line: do the two headline experiments reproduce under the paper's stated
+    setting (Figure 2's row and three-layer Table 1's numbers, as judged), with their numbers and the
+    runs they come from."""
+    from . import depth3, fig2                              # the rows as their experiments judge them
+    if "fig2" not in results or "depth3" not in results:
+        return []
+    fig2_row = fig2.claims(results)[0]
+    table1_row = next(r for r in depth3.claims(results) if r["key"] == "table1_numbers_3")
+    res, three = results["fig2"], view(results["depth3"], "table1")
+    rule, kappa = main_table1(three["settings"])
+    miss = max(abs(100 * three["accuracy"][m][rule][str(kappa)][p]["all"]["rate"] - 100 * PAPER_TABLE1[m][p])
+               for m in MODELS for p in ("FQ", "R", "CQ"))
+    held = {"fig2": fig2_row["level"] == "full", "table1": table1_row["level"] == "full"}
+    verdict = TEXT("neither" if not any(held.values()) else "both" if all(held.values()) else
+                   "only-fig2" if held["fig2"] else "only-table1")
+    return [TEXT("bottom-line", verdict=verdict, fig2=fig2_row["headline"][2].replace(", ", " / "),
+                 seeds=res["settings"]["seeds"], miss=miss, seeds3=three["settings"]["seeds"])]

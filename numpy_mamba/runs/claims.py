@@ -1,15 +1,18 @@
-"""The first screen of figures/REPORT.md (a summary, then one row per claim of every command) and
-its appendix (the main-setting argument and every rule once).
+"""A claim as a record, the first screen of figures/REPORT.md, and its appendix.
+
+A row is one of three kinds: a claim of the paper ("paper"), judged by a rule; a claim of ours
+("ours": a hypothesis of the gates or of the ablation), judged the same way but counted apart; or a
+finding ("finding": something measured to explain a miss), with no verdict and outside every count.
 
 Each command judges its claims where it computes them and writes them, with the rules they cite,
-its headline numbers and its lines of the summary (the measured reason of a miss), to
-``claims_<command>.json`` beside its other files (``save_claims``).  ``write_results`` reads every
-such file of the output folder (the running command's from its staging folder) and writes the
-"results" section, which ``output.merge_section`` keeps first in the report: the summary (at most
-``SUMMARY_LINES`` lines: what holds, what does not, why, each with a link), then the table (no
-cell longer than ``MAX_CELL`` characters as read), and the "appendix" section, which it keeps
-last: the notes the commands give (the main-setting argument), then every rule once, by name.
-Rendering never changes a verdict: the rows carry their verdicts as judged.
+its headline numbers and its lines of the summary, to ``claims_<command>.json`` beside its other
+files (``save_claims``).  ``write_results`` reads every such file of the output folder (the running
+command's from its staging folder) and writes the "results" section, which ``output.merge_section``
+keeps first in the report: the summary (the commands' lines, at most ``SUMMARY_WORDS`` words, then
+the tally of the paper's claims, ours counted apart), the table of the paper's claims, the table of
+ours, the table of findings (no cell longer than ``MAX_CELL`` characters as read); and the "appendix"
+section, which it keeps last: the notes the commands give (the main-setting argument), then every
+rule once, by name.  Rendering never changes a verdict: the rows carry their verdicts as judged.
 """
 from __future__ import annotations
 
@@ -23,9 +26,12 @@ from .output import SMOKE, save_json, write_section
 COMMANDS = ("reproduce", "theory", "gates", "ablation")          # the order of the rows and sections
 MAX_CELL = 200                  # characters a reader sees in a cell (a link shows its text, not its target)
 SUMMARY_LINES = 15
+SUMMARY_WORDS = 150             # the summary a researcher reads in a minute, before the first table
+KINDS = ("paper", "ours", "finding")
 SECTION, APPENDIX = "results", "appendix"
 LEVEL_ORDER = ("none", "trend", "part", "full")     # the summary names the misses first
 HEADER = ("claim", "paper", "ours (main setting, 95% interval over seeds)", "verdict", "where it holds, where not", "see")
+FINDINGS_HEADER = ("finding", "what the paper says or implies", "measured", "see")
 
 
 def anchor(heading: str) -> str:
@@ -83,14 +89,17 @@ def _see(row: dict) -> str:
     return ", ".join(links + ([f"[detail]({anchor(row['claim'])})"] if row.get("detail") else []))
 
 
-def table(claims: dict) -> list:
-    """The Markdown lines of the results table: one row per claim, grouped by command."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|---" * len(HEADER) + "|"]
+def table(claims: dict, kind: str = "paper") -> list:
+    """The Markdown lines of one table: a row per claim of ``kind`` (a finding has no verdict columns)."""
+    findings = kind == "finding"
+    header = FINDINGS_HEADER if findings else HEADER
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for command, found in claims.items():
         smoke = " (SMOKE RUN)" if found["quick"] else ""
-        for r in found["rows"]:
+        for r in (r for r in found["rows"] if r.get("kind", "paper") == kind):
             verdict = f"**{r['verdict']}**" + (f" ([{r['rule']}](#rule-{r['rule']}))" if r["rule"] else "")
-            cells = [f"{r['claim']}{smoke}", r["paper"], r["ours"], verdict, r["where"], _see(r)]
+            cells = ([f"{r['claim']}{smoke}", r["paper"], r["ours"], _see(r)] if findings else
+                     [f"{r['claim']}{smoke}", r["paper"], r["ours"], verdict, r["where"], _see(r)])
             lines.append("| " + " | ".join(_cell(c, f"{command}/{r['key']} of claims_{command}.json; a file an older "
                                                   f"version wrote is rewritten by running `{command}` again")
                                            for c in cells) + " |")
@@ -108,19 +117,32 @@ def short_title(title: str, width: int = 42) -> str:
     return title if len(title) <= width else title[:title.rfind(" ", 0, width - 3)] + "..."
 
 
+def words(markdown: str) -> int:
+    """The words a reader reads in ``markdown``: links count by their text, a number is a word, a mark
+    (a dash, "/", "=") is none."""
+    return sum(bool(re.search(r"\w", w)) for w in visible(markdown).split())
+
+
+def tally(rows: list) -> str:
+    """'13 hold, 12 hold in part, 5 hold in trend, 3 do not hold here' over the rows given."""
+    counts = {level: sum(r["level"] == level for r in rows) for level in ("full", "part", "trend", "none")}
+    names = {"full": "hold", "part": "hold in part", "trend": "hold in trend", "none": "do not hold here"}
+    return ", ".join(f"{n} {names[level]}" for level, n in counts.items() if n)
+
+
 def summary(claims: dict) -> list:
-    """The report's opening lines: per verdict, how many claims and (but for "holds in part") which,
-    each linked; then every command's own lines (the measured reason of a miss, where the paper's
-    numbers are reached).  At most SUMMARY_LINES lines."""
-    rows = [r for found in claims.values() for r in found["rows"] if r["level"] in LEVEL_ORDER]
-    lines = []
-    for level in LEVEL_ORDER:
-        mine = [r for r in rows if r["level"] == level]
-        if mine:
-            word = mine[0]["verdict"].removesuffix(" (borderline)")           # the vocabulary's word for the level
-            names = "; ".join(f"[{short_title(r['claim'])}]({claim_link(r)})" for r in mine)
-            lines.append(f"- **{word}** ({len(mine)} of {len(rows)} claims): {names}.")
-    lines += [line for found in claims.values() for line in found.get("summary", [])]
+    """The report's opening: every command's lines (the bottom line, the measured reason of each miss,
+    where the paper's numbers are reached), then the tally of the paper's claims, ours counted apart,
+    the findings named.  At most SUMMARY_LINES lines."""
+    lines = [line for found in claims.values() for line in found.get("summary", [])]
+    rows = [r for found in claims.values() for r in found["rows"] if r["level"] in LEVEL_ORDER + ("finding",)]
+    kind = {k: [r for r in rows if r.get("kind", "paper") == k] for k in KINDS}
+    parts = [f"the paper's {len(kind['paper'])}: {tally(kind['paper'])} ([table](#results-the-papers-claims))"]
+    if kind["ours"]:
+        parts.append(f"ours, counted apart, {len(kind['ours'])}: {tally(kind['ours'])} ([table](#our-own-claims))")
+    if kind["finding"]:
+        parts.append(f"{len(kind['finding'])} findings, not counted ([table](#findings-what-we-measured-to-explain-the-misses))")
+    lines.append("- **Claims judged**: " + "; ".join(parts) + ".")
     if len(lines) > SUMMARY_LINES:
         raise ValueError(f"the report's summary has {len(lines)} lines, more than {SUMMARY_LINES}: shorten the "
                          "commands' summary lines.")
@@ -128,20 +150,27 @@ def summary(claims: dict) -> list:
 
 
 def section(claims: dict) -> str:
-    """The "results" section: the summary, then the table (rules and notes are in the appendix)."""
+    """The "results" section: the summary, then the paper's claims, ours and the findings (rules and
+    notes are in the appendix)."""
     quick = [c for c, found in claims.items() if found["quick"]]
     lines = ["## Summary", ""]
     if quick:
         lines += [f"**{SMOKE}** (from: {', '.join(quick)}): do not read these lines or rows as results.", ""]
     lines += summary(claims)
-    lines += ["", "## Results: every claim, paper against ours", "",
+    lines += ["", "## Results: the paper's claims", "",
               "Verdicts: **holds** (in every case of the claim's grid), **holds in part** (in the cases named), "
               "**holds in trend** (the direction, not the size), **does not hold here**; \"borderline\" where a "
-              "margin is within 10 % of its threshold. Each rule is written once under [Rules](#rules), the main "
-              "setting argued once under [Main setting](#main-setting), both in the appendix at the end. Sections: "
-              + ", ".join(f"[{c}]({anchor(found['heading'])})" for c, found in claims.items() if found.get("heading"))
-              + ".", ""]
-    lines += table(claims)
+              "value lies within 10 % of any threshold its rule uses. Each rule is written once under [Rules](#rules), "
+              "the main setting argued once under [Main setting](#main-setting), both in the appendix at the end. "
+              "Sections: " + ", ".join(f"[{c}]({anchor(found['heading'])})" for c, found in claims.items()
+                                        if found.get("heading")) + ".", ""]
+    lines += table(claims, "paper")
+    if any(r.get("kind") == "ours" for found in claims.values() for r in found["rows"]):
+        lines += ["", "## Our own claims", "", "Hypotheses of ours, not of the paper, judged by the same rules and counted "
+                  "apart from the paper's.", ""] + table(claims, "ours")
+    if any(r.get("kind") == "finding" for found in claims.values() for r in found["rows"]):
+        lines += ["", "## Findings: what we measured to explain the misses", "", "Measurements, not claims: no "
+                  "verdict, outside every count.", ""] + table(claims, "finding")
     return "\n".join(lines)
 
 
@@ -173,6 +202,10 @@ def details(rows: list) -> list:
     links to it), its verdict, rule, where it holds, paper against ours, and every number behind it."""
     lines = []
     for r in rows:
+        if r.get("kind") == "finding":
+            lines += ["", f"#### {r['claim']}", "", f"**finding** (no verdict). Paper: {r['paper']}. Measured: {r['ours']}."]
+            lines += ["", r["detail"]] if r.get("detail") else []
+            continue
         lines += ["", f"#### {r['claim']}", "",
                   f"**{r['verdict']}**" + (f" (rule [{r['rule']}](#rule-{r['rule']}))" if r["rule"] else "")
                   + (f"; {r['where']}" if r["where"] else "") + f". Paper: {r['paper']}. Ours: {r['ours']}."]
@@ -191,14 +224,17 @@ def overflow_details(rows: list) -> list:
 def opening(first: str, rows: list, heads: list | None = None) -> list:
     """The three lines that open a command's section: ``first`` (what ran), the verdicts counted, and
     the headline numbers (paper against ours; ``heads``, default those the rows carry)."""
+    judged = [r for r in rows if r.get("kind") != "finding"]
+    findings = len(rows) - len(judged)
     counts = {}
-    for r in rows:
+    for r in judged:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda x: -x[1]))
+    verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda x: -x[1]))
     heads = "; ".join(f"{what}: paper {paper}, ours {ours}" for what, paper, ours in
                       (headline_numbers(rows) if heads is None else heads))
-    claims = f"{len(rows)} claim{'s' * (len(rows) != 1)}"
-    return [f"- {first}", f"- {claims}: {tally}.", f"- Headline numbers: {heads or 'none'}."]
+    claims = f"{len(judged)} claim{'s' * (len(judged) != 1)}"
+    more = f"; {findings} finding{'s' * (findings != 1)}, not judged" if findings else ""
+    return [f"- {first}", f"- {claims}: {verdicts}{more}.", f"- Headline numbers: {heads or 'none'}."]
 
 
 def headline_numbers(rows: list) -> list:
@@ -207,15 +243,18 @@ def headline_numbers(rows: list) -> list:
 
 
 def claim_row(key: str, title: str, paper: str, ours: str, verdict: dict, rule: str, see: list, detail: str = "",
-              headline: tuple | None = None) -> dict:
+              headline: tuple | None = None, kind: str = "paper") -> dict:
     """One row of REPORT.md's results table (``runs.results``), as JSON-ready data.
 
     key : a stable short name ("fig2_small"); title : the claim as the paper states it; paper : the
     paper's number; ours : our number in the main setting with its interval; verdict : a
     ``judge_cases`` result, or {"level": "not run"}; rule : the name of its rule among the command's
     rules; see : [(text, link)] its figures and sections; detail : every number behind the verdict
-    (the command's section prints it); headline : (what, paper, ours) for the end of the command's output.
+    (the command's section prints it); headline : (what, paper, ours) for the end of the command's output;
+    kind : "paper" (a claim of the paper) or "ours" (a hypothesis of ours, counted apart).
     """
+    if kind not in KINDS[:2]:
+        raise ValueError(f"a judged claim is of kind 'paper' or 'ours'; got {kind!r} (a finding: finding_row).")
     level = verdict["level"]
     judged = level in LEVELS
     where = where_text(verdict) if judged else ""
@@ -225,4 +264,11 @@ def claim_row(key: str, title: str, paper: str, ours: str, verdict: dict, rule: 
     return {"key": key, "claim": title, "paper": paper, "ours": ours, "level": level,
             "verdict": verdict_text(verdict) if judged else level, "where": short,
             "rule": rule, "see": [list(s) for s in see], "detail": detail,
-            "headline": list(headline) if headline else None}
+            "headline": list(headline) if headline else None, "kind": kind}
+
+
+def finding_row(key: str, title: str, paper: str, measured: str, see: list, detail: str = "") -> dict:
+    """A finding as a row of the findings table: what was measured to explain a miss (``measured``)
+    against what the paper says or implies (``paper``); no rule, no verdict, outside every count."""
+    return {"key": key, "claim": title, "paper": paper, "ours": measured, "level": "finding", "verdict": "finding",
+            "where": "", "rule": "", "see": [list(s) for s in see], "detail": detail, "headline": None, "kind": "finding"}

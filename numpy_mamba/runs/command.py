@@ -200,7 +200,8 @@ def write(command, experiments, results: dict, run: Run, stage, out: Path, repor
     heads = [h for e in command.experiments for h in (e.headlines(saved) if hasattr(e, "headlines")
                                                       else headline_numbers(e.claims(saved)))]
     save_claims(stage.dir, command.name, rows, rules, run.quick, notes=command.notes(saved), heading=command.heading(run.quick),
-                summary=[line for e in command.experiments if hasattr(e, "summary") for line in e.summary(saved)],
+                summary=command.summary(saved) + [line for e in command.experiments if hasattr(e, "summary")
+                                                  for line in e.summary(saved)],
                 headlines=heads, extra={"jobs": run.jobs, "seconds": {**run.seconds, "wall": run.wall}})
     if report is not None:
         write_section(report, command.name, command.section(saved, run, rows, heads))

@@ -94,6 +94,8 @@ class Command:
                 the names of rules its rows and section cite besides the experiments' own (the report
                 lists them in this order: before, the experiments', after)
     notes       (results) -> {name: Markdown}: notes of the report's appendix (the main setting)
+    summary     (results) -> [line]: the command's own lines of the report's first screen (its bottom
+                line), before its experiments' lines
     extra       (results, run) -> {file: JSON}: files of the whole command (theory's summary)
     kept        names of ``extra``'s files that ``--replot`` reads back from OUT into ``results``, so that
                 what only the run knew (theory's run times) is written again as it was
@@ -107,6 +109,7 @@ class Command:
     rules_before: tuple = ()
     rules_after: tuple = ()
     notes: Callable = lambda results: {}
+    summary: Callable = lambda results: []
     extra: Callable = lambda results, run: {}
     kept: tuple = ()
     seeds: bool = False

@@ -153,7 +153,31 @@ def analyse_trajectory(out: dict, M1: int, beta: float = 3.0, V: int = 3) -> dic
     judge_trajectory(out, float(v[-1]), float(mu[-1]), float(nu[-1]), {l: x["max_mean_in_window"] for l, x in l6.items()})
     out["lemma6"]["checked_steps"] = int(np.sum(inside))
     out["lemma6"]["total_steps"] = int(step[-1])
+    out["lemma6"]["edge"] = window_edge(hist, step, inside, s["lemma6_l_grid"])
     return out
+
+
+def window_edge(hist: dict, step, inside, grid) -> dict:
+    """How much Lemma 6's verdict rests on where its range ends: per l, whether the largest mean inside
+    sits on the range's last record ("at_last"), and the first record after the range where some l's
+    mean passes the rule's 3 ("cross_t", None if none does), with every l's mean there ("cross")."""
+    k = int(np.sum(inside))                               # the first record after the range
+    means = {str(l): np.asarray(hist[f"lemma6_mean_l{l}"], dtype=float) for l in grid}
+    over = [i for i in range(k, len(step)) if any(m[i] > 3.0 for m in means.values())]
+    return {"at_last": {l: bool(np.argmax(m[:k]) == k - 1) for l, m in means.items()},
+            "cross_t": float(step[over[0]]) if over else None,
+            "cross": {l: float(m[over[0]]) for l, m in means.items()} if over else {}}
+
+
+def fragile(six: dict) -> str:
+    """The words that say Lemma 6 holds on a knife edge where it does: the sums still rising at the
+    range's last record and passing the rule's 3 soon after; "" otherwise."""
+    edge = six.get("edge", {})
+    if not edge.get("cross_t") or not any(edge["at_last"].values()):
+        return ""
+    over = {l: x for l, x in edge["cross"].items() if x > 3.0}
+    return TEXT("knife-edge", t=six["window_t"], cross_t=edge["cross_t"], after=edge["cross_t"] - six["window_t"],
+                values=", ".join(f"{x:.2f}" for x in over.values()), ls=", ".join(over))
 
 
 def judge_trajectory(t: dict, v, mu, nu, l6: dict) -> dict:
@@ -186,7 +210,8 @@ def claims(results: dict) -> list:
                       f"t* = {t['phases']['v_star']['t_star']:.0f}", t["judged"]["lemma4_5_two_phases"], "phases", see),
             claim_row("lemma6", "Lemma 6, eq (39): sum_i G_i (l - i + 1) <= Theta(1) in the first phase", "Theta(1)",
                       "largest " + ", ".join(f"{v['max_mean_in_window']:.2f}" for v in t["lemma6"]["by_l"].values())
-                      + f" (t <= {t['lemma6']['window_t']:.0f})", t["judged"]["lemma6_in_window"], "lemma6", see)]
+                      + f" (t <= {t['lemma6']['window_t']:.0f})" + fragile(t["lemma6"]), t["judged"]["lemma6_in_window"],
+                      "lemma6", see)]
 
 
 def report(results: dict, run) -> str:
@@ -201,4 +226,4 @@ def report(results: dict, run) -> str:
                 r2_linear=ph.get("phase2_r2_linear", float("nan")), window=six["window_t"],
                 checked=six.get("checked_steps", "n/a"), in_window=by_l("max_mean_in_window"),
                 window_1=six.get("window_constants_1", 0), in_window_1=by_l("max_mean_constants_1"),
-                whole=by_l("max_mean_whole_run"), outside=six["outside_window"])
+                whole=by_l("max_mean_whole_run"), outside=six["outside_window"], edge=fragile(six))

@@ -19,7 +19,7 @@ import numpy as np
 from ..data import SECTION4, SECTION4_TEST_OUTLIERS, World, make_world
 from ..fused import network
 from ..measure.rules import (THEOREM4_RULE, THM4D_TOL, case, case_name, judge_cases, remark5_case, sample_sd,
-                             slope_verdict, theorem2_case, theorem2_excess, theorem4_judged, verdict_text, where_text)
+                             slope_verdict, theorem2_excess, theorem4_judged, verdict_text, where_text)
 from ..model import PAPER_MODELS as MODELS
 from ..runs.claims import claim_row
 from ..runs.report import Template
@@ -30,7 +30,7 @@ from .measure import (ETA_GRID, LABEL_WORD, WORLD, Recorded, error_curve, header
                       seeds_text, slopes, world)
 
 NAME, FILES = "Theorems 2/4 and Remark 5, with the step sizes", ("theory_alpha",)
-RULES = ("slope", "thm2-alpha", "remark5-alpha", "thm4")
+RULES = ("slope", "thm2", "remark5-alpha", "thm4")
 OUTPUTS = ("theory_alpha        Theorems 2, 4 (d) and Remark 5: tolerated outlier fraction, context needed "
            "-> theory_alpha.json, theory_alpha.png")
 TEXT = Template(__package__, "tolerance.md")
@@ -220,7 +220,7 @@ def judge(results: dict) -> None:
 
 def judge_tolerated(out: dict, lt_context: dict | None = None) -> dict:
     """Verdicts of Theorem 2 (c), Theorem 4 and Remark 5 from ``out["runs"]``, case by case:
-    Theorem 2 in each (p_a, kappa_a', l_ts) case (rule thm2-alpha); Remark 5 in each case trained at
+    Theorem 2 in each (p_a, kappa_a', l_ts) case (rule thm2); Remark 5 in each case trained at
     the linear Transformer's p_a (rule remark5-alpha); Theorem 4 by ``judge_theorem4`` on the linear
     Transformer's error curves (and ``lt_context``'s).  Adds out["verdict"], out["verdict_detail"],
     out["judged"], out["theorem2_excess"]."""
@@ -232,20 +232,20 @@ def judge_tolerated(out: dict, lt_context: dict | None = None) -> dict:
     by_case = {}
     for r in mamba:
         by_case.setdefault((r["p_a"], r["kappa_a_prime"], r["l_ts"]), []).append(r)
-    thm2, rem5, border, excess = {}, {}, [], {}
+    thm2, rem5, border, border5, excess = {}, {}, [], [], {}
     for (p_a, kappa, l_ts), runs in by_case.items():
         name = case(("p_a", p_a), ("kappa_a'", kappa), ("l_ts", l_ts))
         excess[case_name(name)] = e = theorem2_excess(s["alphas"], [r["errors"] for r in runs], runs[0]["predicted"],
                                                       l_ts, M1)
-        thm2[name], borderline = theorem2_case(e["worst"])
-        if borderline:
-            border.append(name)
+        thm2[name] = e["level"]
+        border += [name] * e["borderline"]
         pairs = [(r["alpha_star"], lt[(p_a, kappa, l_ts, r["seed"])]) for r in runs if (p_a, kappa, l_ts, r["seed"]) in lt]
         if pairs:
-            rem5[name] = remark5_case(pairs)
+            rem5[name], thin = remark5_case(pairs)
+            border5 += [name] * thin
     out["verdict"], out["verdict_detail"], out["judged"] = {}, {}, {}
     out["theorem2_excess"] = excess
-    for claim, cases, bl in (("mamba", thm2, border), ("remark5", rem5, [])):
+    for claim, cases, bl in (("mamba", thm2, border), ("remark5", rem5, border5)):
         if cases:
             v = judge_cases(cases, bl)
             out["verdict"][claim], out["verdict_detail"][claim], out["judged"][claim] = verdict_text(v), where_text(v), v
@@ -319,14 +319,15 @@ def claims(results: dict) -> list:
     main = excess.get(key) or next(iter(excess.values()), None)
     r = a.get("mamba_alpha_star_vs_predicted_corr")
     corr = "n/a" if r is None else f"{r:+.2f}"
-    ours = (f"{key if key in excess else next(iter(excess))}: error added by outliers up to alpha = "
-            f"{main['alphas'][-1]:g}: {main['worst']:.3f}; alpha* and bound correlate at {corr}") if main else "n/a"
+    ours = (f"{key if key in excess else next(iter(excess))}: largest error up to alpha = {main['alphas'][-1]:g}: "
+            f"{main['worst_error']:.3f}, of which the outliers add {main['worst']:.3f}; alpha* and bound correlate at "
+            f"{corr}") if main else "n/a"
     out, judged = [], a.get("judged", {})
     if "mamba" in judged:
         out.append(claim_row("thm2", "Thm 2 (c), theory grid: Mamba's error <= eps for alpha < min(1, p_a l_tr / l_ts)",
-                             "error <= eps where (c) and (d) hold", ours, judged["mamba"], "thm2-alpha", SEE,
-                             headline=(f"Thm 2 (c): error added by outliers below the bound, {key}", "<= eps = 0.01",
-                                       f"{main['worst']:.3f}" if main else "n/a")))
+                             "error <= eps where (c) and (d) hold", ours, judged["mamba"], "thm2", SEE,
+                             headline=(f"Thm 2 (c): Mamba's largest error below the bound, {key}", "<= eps = 0.01",
+                                       f"{main['worst_error']:.3f}" if main else "n/a")))
     if "remark5" in judged:
         out.append(claim_row("remark5_alpha", "Remark 5: Mamba tolerates more outliers than the linear Transformer",
                              "Mamba's alpha* above the LT's", f"largest alpha*: Mamba {a['mamba_alpha_star_max']:.2f}, "
@@ -354,10 +355,11 @@ def alpha_table(a: dict) -> list:
                  (model, p_a, kappa, l_ts) and r["alpha_star"] is not None]
         x = p_a * s["l_tr"] / l_ts
         e = excess.get(f"p_a = {p_a:g}, kappa_a' = {kappa:g}, l_ts = {l_ts}") if model == "mamba" else None
-        covered, worst = (f"0 to {e['alphas'][-1]:g}", f"{e['worst']:.3f}") if e else ("none (Thm 4 is judged below)", "-")
+        covered, worst, added = ((f"0 to {e['alphas'][-1]:g}", f"{e['worst_error']:.3f}", f"{e['worst']:.3f}") if e
+                                 else ("none (Thm 4 is judged below)", "-", "-"))
         star = f"{np.mean(stars):.2f} ± {sample_sd(stars):.2f}" if stars else "diverged"
         rows.append(f"| {model} | {p_a} | {kappa:g} | {l_ts} | {x:.2f} | {min(1.0, x) if model == 'mamba' else '-'} | "
-                    f"{covered} | {worst} | {star} |")
+                    f"{covered} | {worst} | {added} | {star} |")
     return rows
 
 

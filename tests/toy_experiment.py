@@ -1,19 +1,17 @@
 """A new experiment as a contributor adds one: this module, and one line in a command's registry
-(tests/test_command.py adds it to ``reproduce``).  It measures how often Algorithm 1's untrained
+(tests/test_reproduce_registry.py adds it to ``reproduce``).  It measures how often Algorithm 1's untrained
 Mamba (eq (3) at its initialisation) is right on clean prompts of Definition 2, per seed, and
 claims, as a rule that can fail, that it is right more often than chance.  Everything it needs is
-in four files: numpy_mamba/runs/experiment.py (the shape), this registry line's family
-(numpy_mamba/reproduce/__init__.py), numpy_mamba/runs/claims.py (``claim_row``) and
-numpy_mamba/measure/rules.py (``judge_cases``, ``RULES``)."""
+in four files: numpy_mamba/runs/experiment.py (the shape), the registry
+(numpy_mamba/reproduce/__init__.py), an experiment of that family and numpy_mamba/measure/rules.py
+(``RULES``, the rule "vocabulary" it cites); what it imports besides the core comes from
+numpy_mamba.runs.experiment."""
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from numpy_mamba import make_world, network, testing_batch
-from numpy_mamba.measure.rules import judge_cases
-from numpy_mamba.runs.claims import claim_row
-from numpy_mamba.runs.report import Template
-from numpy_mamba.runs.runner import Unit
+from numpy_mamba.runs.experiment import Template, Unit, claim_row, judge_cases
 
 NAME, FILES, RULES = "toy", ("toy",), ("vocabulary",)
 OUTPUTS = "toy                 the untrained model against chance (a contributor's example) -> toy.json, toy.png"

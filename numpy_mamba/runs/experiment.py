@@ -40,11 +40,25 @@ and where it needs them
 
 Every part reads ``results``, {file: result} of every JSON present (this run's and those already in
 ``--out``), so a part may read another experiment's file; it never writes into it.
+
+What an experiment needs besides the core is importable from here: ``Unit`` (a unit of work),
+``claim_row`` and ``finding_row`` (its rows), ``Template`` (its sentences), and the verdict vocabulary
+``judge_cases`` and ``case`` (its rule's text and case function go to ``measure.rules``).  To add one,
+read this file, the registry (the family's ``__init__.py``), an experiment of the family, and
+``measure/rules.py``; tests/toy_experiment.py is a whole one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Callable
+
+from ..measure.rules import case, judge_cases
+from .claims import claim_row, finding_row
+from .report import Template
+from .runner import Unit
+
+__all__ = ["Command", "Run", "Template", "Unit", "case", "check", "claim_row", "finding_row", "judge_cases",
+           "settings_for"]
 
 REQUIRED = ("NAME", "FILES", "OUTPUTS", "FULL", "QUICK", "RULES", "units", "assemble", "figure", "claims", "report")
 

@@ -159,3 +159,43 @@ def test_no_private_name_is_imported_across_modules():
              for module, all_names in _imports(path)
              if (names := [n for n in all_names if n.startswith("_") and not n.startswith("__")])]
     assert not found, f"private names imported from another module: {found}"
+
+
+EXPERIMENTS = ("reproduce", "theory", "gates", "ablation", "measure", "runs", "cli")
+
+
+def _lines(paths) -> int:
+    return sum(len(p.read_text().splitlines()) for p in paths)
+
+
+def test_the_experiments_stay_within_the_ceiling_the_readme_states():
+    """The contributor section's ratchet: the experiments' .py lines at most the README's ceiling."""
+    ceiling = int(re.search(r"keeps them at most ([\d,]+) lines", README).group(1).replace(",", ""))
+    lines = _lines(p for name in EXPERIMENTS for p in (PACKAGE / name).glob("*.py"))
+    assert lines <= ceiling, f"the experiments are {lines} lines, above the README's ceiling {ceiling}"
+
+
+def test_adding_an_experiment_reads_four_files_of_the_sizes_the_readme_gives():
+    """The contributor section's sizes ("about N", in its order: experiment.py, the reproduce
+    registry, the toy experiment, rules.py's vocabulary up to its intervals) within 15 % of the
+    files; the toy imports from the package only the core and runs.experiment."""
+    section = README[README.index("## Adding an experiment"):README.index("## Notes on the paper")]
+    stated = [int(n) for n in re.findall(r"about\s+(\d+)\b(?!,)", section)][:4]
+    rules = (PACKAGE / "measure" / "rules.py").read_text().splitlines()
+    vocabulary = next(i for i, line in enumerate(rules) if line.startswith("# ") and "intervals" in line)
+    toy = ROOT / "tests" / "toy_experiment.py"
+    sizes = [_lines([PACKAGE / "runs" / "experiment.py"]), _lines([PACKAGE / "reproduce" / "__init__.py"]),
+             _lines([toy]), vocabulary]
+    assert len(stated) == 4 and all(abs(a - b) <= 0.15 * b for a, b in zip(stated, sizes)), (stated, sizes)
+    imported = {module for module, _ in _imports(toy) if module.startswith("numpy_mamba")}
+    assert imported <= {"numpy_mamba", "numpy_mamba.runs.experiment"}, imported
+
+
+def test_every_rule_text_lives_in_measure_rules():
+    """No constant ending in _RULE is defined outside measure/rules.py."""
+    for path in PACKAGE.rglob("*.py"):
+        if path != PACKAGE / "measure" / "rules.py":
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Assign):
+                    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                    assert not any(n.endswith("_RULE") for n in names), (path, names)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from numpy_mamba import make_world, network, testing_batch
-from numpy_mamba.runs.experiment import Template, Unit, claim_row, judge_cases
+from numpy_mamba.runs.experiment import Template, Unit, claim_row, judge_cases, save_figure, subplots
 
 NAME, FILES, RULES = "toy", ("toy",), ("vocabulary",)
 OUTPUTS = "toy                 the untrained model against chance (a contributor's example) -> toy.json, toy.png"
@@ -48,7 +48,6 @@ def assemble(settings, chosen, found, run) -> dict:
 
 
 def figure(results, out) -> list:
-    from numpy_mamba.runs.output import save_figure, subplots
     fig, ax = subplots()
     ax.bar(range(len(results["toy"]["accuracy"])), results["toy"]["accuracy"])
     return [save_figure(fig, out / "toy.png", results["toy"]["quick"])]

@@ -42,7 +42,8 @@ Every part reads ``results``, {file: result} of every JSON present (this run's a
 ``--out``), so a part may read another experiment's file; it never writes into it.
 
 What an experiment needs besides the core is importable from here: ``Unit`` (a unit of work),
-``claim_row`` and ``finding_row`` (its rows), ``Template`` (its sentences), and the verdict vocabulary
+``claim_row`` and ``finding_row`` (its rows), ``Template`` (its sentences), ``subplots`` and
+``save_figure`` (its figures, matplotlib imported only when drawing), and the verdict vocabulary
 ``judge_cases`` and ``case`` (its rule's text and case function go to ``measure.rules``).  To add one,
 read this file, the registry (the family's ``__init__.py``), an experiment of the family, and
 ``measure/rules.py``; tests/toy_experiment.py is a whole one.
@@ -54,11 +55,12 @@ from typing import Callable
 
 from ..measure.rules import case, judge_cases
 from .claims import claim_row, finding_row
+from .output import save_figure, subplots
 from .report import Template
 from .runner import Unit
 
 __all__ = ["Command", "Run", "Template", "Unit", "case", "check", "claim_row", "finding_row", "judge_cases",
-           "settings_for"]
+           "save_figure", "settings_for", "subplots"]
 
 REQUIRED = ("NAME", "FILES", "OUTPUTS", "FULL", "QUICK", "RULES", "units", "assemble", "figure", "claims", "report")
 

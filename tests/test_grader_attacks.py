@@ -185,6 +185,14 @@ exec "$@"
 """
 
 
+def readable_copy(source: Path, target: Path) -> None:
+    """``source`` copied to ``target`` with the modes an image build gives (folders 0755, files 0644),
+    not the clone's: a clone made with a umask of 027 has folders of 0750, which no other user enters."""
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"), copy_function=shutil.copyfile)
+    for path in [target, *target.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
 @contextmanager
 def container_image():
     """This machine as a container prepared like a Gradescope image, seen through a mount
@@ -202,7 +210,7 @@ def container_image():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(top / "venv")], check=True, timeout=120)
         public = top / "public"
         for folder in (private, public):
-            shutil.copytree(ROOT / "numpy_mamba", folder / "numpy_mamba", ignore=shutil.ignore_patterns("__pycache__"))
+            readable_copy(ROOT / "numpy_mamba", folder / "numpy_mamba")
         os.chmod(public, 0o755)
         site, prefix, base = Path(numpy.__file__).resolve().parents[1], Path(sys.prefix).resolve(), Path(sys.base_prefix)
         home, pyhome = (Path("/root"), base.relative_to("/root").parts[0]) if base.is_relative_to("/root") else ("", "")

@@ -247,6 +247,28 @@ def test_weak_isolation_is_named_in_its_line():
     assert kernel.Isolation(1, True).complete and kernel.Isolation(0, True, root=True).complete
 
 
+def test_without_pyseccomp_a_students_grading_works_and_the_line_says_what_to_install(tmp_path):
+    """pyseccomp is the grader extra's, not a run-time requirement: installed without it, a
+    student's own run grades at the weak tier, whose one line says what to install (and that
+    Landlock, which needs nothing installed, still confines the files); a class run refuses."""
+    import configparser
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    assert "pyseccomp" not in config["options"]["install_requires"]
+    assert all("pyseccomp" in config["options.extras_require"][extra] for extra in ("grader", "test"))
+    shutil.copy(ROOT / "tests" / "solutions" / "gradients_solution.py", tmp_path / "gradients.py")
+    blocked = "import sys; sys.modules['pyseccomp'] = None; from numpy_mamba.grader.run import main; sys.exit(main(sys.argv[1:]))"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    one = subprocess.run([sys.executable, "-c", blocked, str(tmp_path / "gradients.py")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    line = next((x for x in one.stdout.splitlines() if x.startswith("isolation:")), one.stdout + one.stderr)
+    assert one.returncode == 0 and "points: 7.5 / 7.5" in one.stdout, one.stdout + one.stderr
+    assert line.startswith("isolation: WEAK: Landlock ABI") and 'no seccomp (pip install "numpy_mamba[grader]"' in line
+    refused = subprocess.run([sys.executable, "-c", blocked, str(tmp_path)], env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert refused.returncode == 2 and "--allow-weak-isolation" in refused.stderr, refused.stderr
+
+
 @pytest.mark.parametrize("abi", [7, 5, 1])
 def test_every_landlock_tier_refuses_every_escape_as_root(abi):
     """Landlock of any ABI plus seccomp, for a root grader (Gradescope's): the child is its own

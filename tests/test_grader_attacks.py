@@ -26,6 +26,7 @@ import numpy
 import pytest
 
 from numpy_mamba.grader.run import main
+from numpy_mamba.grader.sandbox.users import PLACE
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
@@ -260,6 +261,13 @@ def segments_since(before: tuple) -> set:
     return {shmid for shmid, creator in _shm_segments().items() if shmid not in segments and creator not in running}
 
 
+def left_in(temporary: Path) -> list:
+    """What a grader run left in its temporary folder: anything but a root grader's place, and
+    anything in that place (the place stays, empty, for the next run)."""
+    place = temporary / PLACE
+    return [p for p in temporary.iterdir() if p != place] + (list(place.iterdir()) if place.is_dir() else [])
+
+
 def replay(folder: Path, victim: Path, runs: dict) -> dict:
     """Grade ``folder`` with each of ``runs`` {name: (command up to its paths, env, out folder)}
     at once, into out/grades.csv with TMPDIR out/tmp, next to the ``victim`` folder (made here,
@@ -292,7 +300,7 @@ def replay(folder: Path, victim: Path, runs: dict) -> dict:
     found = {}
     for name, (_, _, out) in runs.items():
         grades = out / "grades.csv"
-        found[name] = dict(status=started[name].returncode, grades=grades, left=list((out / "tmp").iterdir()),
+        found[name] = dict(status=started[name].returncode, grades=grades, left=left_in(out / "tmp"),
                            rows={Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
                            if grades.exists() else {}, text=grades.read_text() if grades.exists() else "",
                            printed=printed[name], kept=kept, segments=segments_since(before),

@@ -390,3 +390,94 @@ def test_a_sandbox_user_held_anywhere_on_the_machine_is_not_taken_again():
         for _, fd in taken:
             os.close(fd)
         holder.communicate("")
+
+
+def test_no_moment_of_staging_lets_another_user_read_a_byte(monkeypatch):
+    """Traced line by line while the grader makes a submission's folder, copies its files and
+    makes a working directory (umask 022, a temporary folder every user lists, as /tmp): at every
+    line, each file holding a byte is a sandbox user's alone (no group or other bits) and no
+    folder of it is listable by other users, so no child of another run, polling the temporary
+    folder, can open a classmate's copy at any moment."""
+    from numpy_mamba.grader.sandbox import staging
+    from numpy_mamba.grader.sandbox.kernel import SANDBOX_UID
+    temporary = Path(tempfile.mkdtemp(prefix="numpy_mamba_staging_"))
+    os.chmod(temporary, 0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    open_to_others = []
+
+    def look(frame, event, arg):
+        for path in temporary.rglob("*"):
+            info = path.lstat()
+            if (path.is_file() and info.st_size and (info.st_mode & 0o077 or info.st_uid < SANDBOX_UID)) \
+                    or (path.is_dir() and info.st_mode & 0o004):
+                open_to_others.append((frame.f_lineno, str(path.relative_to(temporary)), oct(info.st_mode), info.st_uid))
+        return look
+
+    umask = os.umask(0o022)
+    sys.settrace(lambda frame, event, arg: look if frame.f_code.co_filename == staging.__file__ else None)
+    try:
+        with sandbox.Folder() as box:
+            box.stage("bob.py", b"# bob's answers\n" * 500, {"_bob_core.py": b"CORE = 1\n"})
+            box.workdir()
+    finally:
+        sys.settrace(None)
+        os.umask(umask)
+        shutil.rmtree(temporary, ignore_errors=True)
+    assert not open_to_others, open_to_others[:5]
+
+
+KILLED = """import os, signal
+from numpy_mamba.grader import sandbox
+box = sandbox.Folder()
+print(box.uid, box.stage("bob.py", b"# bob's answers\\n", {}), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_what_a_killed_run_left_is_gone_before_its_user_is_handed_out_again(monkeypatch):
+    """A grader killed while bob's copy is staged (its temporary folder one of its own) leaves
+    the copy, bob's sandbox user's; a later run under another temporary folder that takes that
+    user again (the next free one) finds the copy removed, so its child cannot read it."""
+    first, second = (Path(tempfile.mkdtemp(prefix="numpy_mamba_killed_")) for _ in range(2))
+    for made in (first, second):
+        os.chmod(made, 0o1777)
+    held = []
+    try:
+        done = subprocess.run([sys.executable, "-c", KILLED], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(first)))
+        uid, copy = done.stdout.split()
+        uid, copy = int(uid), Path(copy)
+        assert done.returncode == -9 and copy.stat().st_uid == uid, done.stderr
+        monkeypatch.setattr(tempfile, "tempdir", str(second))
+        while len(held) < 8 and uid not in [box.uid for box in held]:     # lower users freed meanwhile come first
+            held.append(sandbox.Folder())
+        assert not copy.exists(), f"uid {uid} handed out again with bob's copy still there"
+    finally:
+        for box in held:
+            box.close()
+        for made in (first, second):
+            shutil.rmtree(made, ignore_errors=True)
+
+
+NEXT_USER = "from numpy_mamba.grader import sandbox\nwith sandbox.Folder() as box:\n    print(box.uid)"
+
+
+def test_a_file_of_a_sandbox_uid_deep_in_a_folder_others_enter_keeps_that_uid_from_every_child():
+    """A file of the uid the next run would take, which no user of the system's databases has (a
+    deleted user's, an extracted archive's), one folder down in a temporary folder: at the user
+    tier, where a child reads what others may, no child gets that uid."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    top = Path(tempfile.mkdtemp(prefix="numpy_mamba_deep_"))
+    try:
+        uid = int(subprocess.run([sys.executable, "-c", NEXT_USER], env=env, capture_output=True, text=True,
+                                 check=True, timeout=300).stdout)
+        (top / "inner").mkdir()
+        (top / "inner" / "private.txt").write_text(f"{ALUMNUS}\n")
+        os.chown(top / "inner" / "private.txt", uid, uid)
+        for path, mode in ((top, 0o755), (top / "inner", 0o755), (top / "inner" / "private.txt", 0o600)):
+            os.chmod(path, mode)
+        again = int(subprocess.run([sys.executable, "-c", NEXT_USER], env=env, capture_output=True, text=True,
+                                   check=True, timeout=300).stdout)
+        assert again != uid, f"uid {uid} handed out with {top}/inner/private.txt its own"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

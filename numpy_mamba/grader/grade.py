@@ -312,7 +312,7 @@ def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, fo
                        "give each submission a folder of its own")
         return
     copies = {h.name: source_of(h, folder) for h in helpers if h.name.isascii() and h.stem.isidentifier()}
-    with sandbox.Folder() as box:
+    with sandbox.Folder(landlock=session.isolation.landlock_abi >= 1) as box:
         staged = box.stage(name, source, copies)
         sub.graded = [_grade_exercise(staged, exercise, session, box, sub)]
 

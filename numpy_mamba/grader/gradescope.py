@@ -320,7 +320,8 @@ def main(argv=None) -> int:
                    help="problems hidden from students at submission, by name prefix, or none (default: the "
                         "exercise's own)")
     p.add_argument("--hidden-visibility", choices=VISIBILITY[1:], default="after_due_date",
-                   help="when students see the hidden problems' tests (Gradescope's visibility; default after_due_date)")
+                   help="when students see the hidden problems' tests (Gradescope's visibility; default after_due_date); "
+                        "with hidden they never do, and their points do not count (Gradescope would show them in the total)")
     p.add_argument("--wheel", type=Path, help="use this wheel of numpy_mamba instead of building one")
     args = p.parse_args(argv)
     exercise = all_exercises()[args.exercise]

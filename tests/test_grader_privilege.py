@@ -426,9 +426,12 @@ def test_no_moment_of_staging_lets_another_user_read_a_byte(monkeypatch):
     assert not open_to_others, open_to_others[:5]
 
 
+# Sandbox users far up their range, which no grader run beside these tests reaches (each takes the
+# lowest free one): their uid is the test's alone.
+FAR = "sandbox.users.SANDBOX_UID, sandbox.users.USERS = 61150, 30\n"
 KILLED = """import os, signal
 from numpy_mamba.grader import sandbox
-box = sandbox.Folder()
+""" + FAR + """box = sandbox.Folder()
 print(box.uid, box.stage("bob.py", b"# bob's answers\\n", {}), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
@@ -437,7 +440,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_what_a_killed_run_left_is_gone_before_its_user_is_handed_out_again(monkeypatch):
     """A grader killed while bob's copy is staged (its temporary folder one of its own) leaves
     the copy, bob's sandbox user's; a later run under another temporary folder that takes that
-    user again (the next free one) finds the copy removed, so its child cannot read it."""
+    user again finds the copy removed, so its child cannot read it."""
     first, second = (Path(tempfile.mkdtemp(prefix="numpy_mamba_killed_")) for _ in range(2))
     for made in (first, second):
         os.chmod(made, 0o1777)
@@ -449,6 +452,8 @@ def test_what_a_killed_run_left_is_gone_before_its_user_is_handed_out_again(monk
         uid, copy = int(uid), Path(copy)
         assert done.returncode == -9 and copy.stat().st_uid == uid, done.stderr
         monkeypatch.setattr(tempfile, "tempdir", str(second))
+        monkeypatch.setattr(sandbox.users, "SANDBOX_UID", 61150)
+        monkeypatch.setattr(sandbox.users, "USERS", 30)
         while len(held) < 8 and uid not in [box.uid for box in held]:     # lower users freed meanwhile come first
             held.append(sandbox.Folder())
         assert not copy.exists(), f"uid {uid} handed out again with bob's copy still there"
@@ -459,7 +464,7 @@ def test_what_a_killed_run_left_is_gone_before_its_user_is_handed_out_again(monk
             shutil.rmtree(made, ignore_errors=True)
 
 
-NEXT_USER = "from numpy_mamba.grader import sandbox\nwith sandbox.Folder() as box:\n    print(box.uid)"
+NEXT_USER = "from numpy_mamba.grader import sandbox\n" + FAR + "with sandbox.Folder() as box:\n    print(box.uid)"
 
 
 def test_a_file_of_a_sandbox_uid_deep_in_a_folder_others_enter_keeps_that_uid_from_every_child():

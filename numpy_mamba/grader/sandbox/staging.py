@@ -100,17 +100,20 @@ def read_source(path, limit: int = MAX_SOURCE, folder=None) -> bytes:
 
 
 def _place() -> Path:
-    """The root grader's place in the temporary folder (made if missing); OSError if it is anything
-    but a folder of root's with mode 0711 (a link, another user's, one others may list or write)."""
+    """The root grader's place in the temporary folder (made if missing: 0700, then 0711, by this
+    run or one beside it); OSError if it is anything else (a link, another user's, one others may
+    list or write)."""
     path = Path(tempfile.gettempdir()) / users.PLACE
     try:
         os.mkdir(path, 0o700)
-        os.chmod(path, 0o711)
     except FileExistsError:
         pass
-    if not users.is_place(os.lstat(path)):
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or stat.S_IMODE(info.st_mode) not in (0o700, 0o711):
         raise OSError(errno.EPERM, f"{path} must be a folder of root's with mode 0711 (remove it): it holds the "
                       "sandbox users' folders")
+    if stat.S_IMODE(info.st_mode) != 0o711:
+        os.chmod(path, 0o711)
     return path
 
 

@@ -31,11 +31,12 @@ from .kernel import SANDBOX_UID, readable_paths
 USERS = 184                     # SANDBOX_UID .. +183: below systemd's dynamic users (61184-65519)
 PLACE = "numpy_mamba-grader"    # a root grader's folder in the temporary folder: root's, mode 0711
 PSEUDO = ("/proc", "/sys")      # processes are looked at live; /sys is the kernel's, all root's
+LOCKS = os.path.join("/run" if os.path.isdir("/run") else "/tmp", "numpy_mamba-sandbox-users")   # one per machine
 
 
 def _lock_folder() -> int:
     """The folder of the sandbox users' lock files, root's alone (made if missing): its descriptor."""
-    path = os.path.join("/run" if os.path.isdir("/run") else "/tmp", "numpy_mamba-sandbox-users")
+    path = LOCKS
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:

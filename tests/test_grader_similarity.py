@@ -254,3 +254,22 @@ def test_a_file_the_reader_cannot_finish_costs_its_own_row_only(monkeypatch):
     flagged = similarity.flags(subs)
     assert "not compared: MemoryError" in flagged.get(Path("mallory.py"), ""), flagged
     assert "bob.py 1.00" in flagged.get(Path("alice.py"), "") and "alice.py 1.00" in flagged.get(Path("bob.py"), "")
+
+
+def test_a_class_run_compares_the_helpers_each_submission_ran(tmp_path):
+    """End to end (``grade FOLDER --csv``): bob's graded file is one import line and alice's code
+    is his helper; the CSV's similar column pairs the two, and carol's own code is not flagged."""
+    import csv
+    import shutil
+    from numpy_mamba.grader.run import main
+    folder = tmp_path / "class"
+    for name in ("alice", "bob", "carol"):
+        (folder / name).mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "alice" / "gradients.py")
+    shutil.copy(SOLUTIONS / "gradients_solution.py", folder / "bob" / "_mine.py")
+    (folder / "bob" / "gradients.py").write_text("from _mine import grad_W_C, grad_W_B, grad_w\n")
+    shutil.copy(STUDENTS / "correct_from_the_paper.py", folder / "carol" / "gradients.py")
+    assert main([str(folder), "--csv", str(tmp_path / "grades.csv")]) == 0
+    rows = {Path(r["submission"]).parent.name: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert rows["bob"]["points"] == "10" and "alice/gradients.py 1.00" in rows["bob"]["similar"], rows["bob"]
+    assert "bob/gradients.py 1.00" in rows["alice"]["similar"] and rows["carol"]["similar"] == "", rows

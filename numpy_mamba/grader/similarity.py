@@ -129,5 +129,5 @@ def flags(subs, jobs: int = 1) -> dict:
             for j, other in enumerate(sets):
                 smaller = mine if len(mine) <= len(other) else other
                 if j != i and smaller and len(mine & other) / len(smaller) >= PAIR_FLAG:
-                    notes[s.path].append(f"{shown(members[j].path.name)} {len(mine & other) / len(smaller):.2f}")
+                    notes[s.path].append(f"{shown(members[j].path)} {len(mine & other) / len(smaller):.2f}")
     return {path: "; ".join(n) for path, n in notes.items() if n}

@@ -178,10 +178,12 @@ def _dead(tree: ast.Module, entries) -> set:
 
 
 def _dotted(node) -> str:
-    """``numpy.matmul`` for the names ``numpy.matmul`` and ``numpy . matmul`` alike ("" otherwise)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    return f"{_dotted(node.value)}.{node.attr}" if isinstance(node, ast.Attribute) and _dotted(node.value) else ""
+    """"numpy.matmul" for the attribute ``numpy.matmul`` ("" when it is not names and attributes)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id] + parts[::-1]) if isinstance(node, ast.Name) else ""
 
 
 class _Canonical(ast.NodeTransformer):
@@ -237,9 +239,10 @@ class _Canonical(ast.NodeTransformer):
         if not isinstance(node.op, (ast.Add, ast.Mult)):
             return self.generic_visit(node)
         operands, todo, kind = [], [node], type(node.op)
-        while todo:                                         # the chain's operands, left to right
-            item = todo.pop()
-            if isinstance(item, ast.BinOp) and (type(item.op) is kind or kind is ast.Add and isinstance(item.op, ast.Sub)):
+        while todo:                                         # the chain's operands, left to right; a chain
+            item = todo.pop()                               # made canonical already stays whole (linear)
+            if isinstance(item, ast.BinOp) and not getattr(item, "_canonical", False) and (
+                    type(item.op) is kind or kind is ast.Add and isinstance(item.op, ast.Sub)):
                 if isinstance(item.op, ast.Sub):
                     item = ast.BinOp(item.left, ast.Add(), ast.UnaryOp(ast.USub(), item.right))
                 todo += [item.right, item.left]
@@ -265,9 +268,12 @@ def normalised(sources: dict, entries=(), parse=ast.parse) -> tuple:
             if k == 0:
                 raise
     tree = ast.Module([statement for t in trees for statement in t.body], [])
-    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    named |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    named |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    named = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            named.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            named |= {a.name.split(".")[0] for a in n.names} | {(getattr(n, "module", None) or "").split(".")[0]}
     aliases = _aliases(tree)
     for _ in range(3):                                      # a store read only by a dead store is dead too
         tree = _Prune(aliases, _dead(tree, entries)).visit(tree)

@@ -257,7 +257,8 @@ def test_without_pyseccomp_a_students_grading_works_and_the_line_says_what_to_in
     assert "pyseccomp" not in config["options"]["install_requires"]
     assert all("pyseccomp" in config["options.extras_require"][extra] for extra in ("grader", "test"))
     shutil.copy(ROOT / "tests" / "solutions" / "gradients_solution.py", tmp_path / "gradients.py")
-    blocked = "import sys; sys.modules['pyseccomp'] = None; from numpy_mamba.grader.run import main; sys.exit(main(sys.argv[1:]))"
+    blocked = ("import sys; sys.modules['pyseccomp'] = None; from numpy_mamba.grader.run import main; "
+               "sys.exit(main(sys.argv[1:]))")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     one = subprocess.run([sys.executable, "-c", blocked, str(tmp_path / "gradients.py")], env=env, capture_output=True,
                          text=True, timeout=300)

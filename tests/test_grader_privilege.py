@@ -410,7 +410,8 @@ def test_no_moment_of_staging_lets_another_user_read_a_byte(monkeypatch):
             info = path.lstat()
             if (path.is_file() and info.st_size and (info.st_mode & 0o077 or info.st_uid < SANDBOX_UID)) \
                     or (path.is_dir() and info.st_mode & 0o004):
-                open_to_others.append((frame.f_lineno, str(path.relative_to(temporary)), oct(info.st_mode), info.st_uid))
+                open_to_others.append((frame.f_lineno, str(path.relative_to(temporary)), oct(info.st_mode),
+                                       info.st_uid))
         return look
 
     umask = os.umask(0o022)

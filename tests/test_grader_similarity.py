@@ -199,7 +199,8 @@ class _Commuted(ast.NodeTransformer):
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.MatMult):
-            return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "matmul", ast.Load()), [node.left, node.right], [])
+            matmul = ast.Attribute(ast.Name("np", ast.Load()), "matmul", ast.Load())
+            return ast.Call(matmul, [node.left, node.right], [])
         if isinstance(node.op, (ast.Add, ast.Mult)):
             node.left, node.right = node.right, node.left
         return node
@@ -238,8 +239,8 @@ def test_the_reader_does_work_linear_in_the_files_size():
     the work, not four times (counted in function calls, not timed)."""
     def chain(n):
         return ("import numpy as np\n" + "".join(f"a{k + 1} = a{k}\n" for k in reversed(range(n))) + "a0 = np\n"
-                + f"def grad_w(params, P, z):\n    return np.add(P{'.T' * n}, " + " + ".join(f"z * {k}" for k in range(n))
-                + ")\n" + (SOLUTIONS / "gradients_solution.py").read_text())
+                + f"def grad_w(params, P, z):\n    return np.add(P{'.T' * n}, "
+                + " + ".join(f"z * {k}" for k in range(n)) + ")\n" + (SOLUTIONS / "gradients_solution.py").read_text())
     depth = sys.getrecursionlimit()
     sys.setrecursionlimit(10000)                                               # as in the reader's child
     try:

@@ -20,8 +20,9 @@ beside it) as Python decodes them, as one program, and keeps what computes an an
   * one order: the operands of a chain of ``+`` or of ``*`` sorted by their shape (names not
     counted), so that commuting them changes nothing.
 
-In its tokens every name but a module's, a builtin's and an attribute's is one placeholder (so a function of the package reads the same pasted or imported, renamed or not),
-numbers and strings theirs.  Every run of K tokens is hashed, and of each WINDOW consecutive
+In its tokens every name but a module's, a builtin's and an attribute's is one placeholder (so a
+function of the package reads the same pasted or imported, renamed or not), numbers and strings
+theirs.  Every run of K tokens is hashed, and of each WINDOW consecutive
 hashes the smallest (the rightmost of equals) is kept: two files sharing a run of K + WINDOW - 1
 tokens or more share a fingerprint.  The reader also names what of BUILDERS the files use to run
 code it cannot see (``exec``, ``eval``, ``compile``, ``__import__``, importlib, marshal, pickle).
@@ -171,8 +172,8 @@ def _dead(tree: ast.Module, entries) -> set:
         if name not in reached:
             reached.add(name)
             todo += [n for d in defs[name] for n in _names_read(d) if n in defs]
-    read = _names_read(ast.Module([d for n in reached for d in defs[n]] + [n for n in tree.body if not isinstance(n, DEFS)],
-                                  []))
+    kept = [d for n in reached for d in defs[n]] + [n for n in tree.body if not isinstance(n, DEFS)]
+    read = _names_read(ast.Module(kept, []))
     stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return (set(defs) - reached) | (stored - read)
 
@@ -218,13 +219,14 @@ class _Canonical(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         name, args = _dotted(node.func), node.args
-        if name in BINARY and len(args) == 2 and not node.keywords and not any(isinstance(a, ast.Starred) for a in args):
+        plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in args)
+        if name in BINARY and len(args) == 2 and plain:
             return self.visit(ast.copy_location(ast.BinOp(args[0], BINARY[name](), args[1]), node))
         method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
-        if method == "dot" and len(args) == 1 and not node.keywords and name not in BINARY:
+        if method == "dot" and len(args) == 1 and plain and name not in BINARY:
             return self.visit(ast.copy_location(ast.BinOp(node.func.value, ast.MatMult(), args[0]), node))
-        if (name == "numpy.transpose" and len(args) == 1 or method == "transpose" and not args and name != "numpy.transpose") \
-                and not node.keywords:
+        if plain and (name == "numpy.transpose" and len(args) == 1 or method == "transpose" and not args
+                      and name != "numpy.transpose"):
             return ast.copy_location(ast.Attribute(args[0] if args else node.func.value, "T", ast.Load()), node)
         return node
 
@@ -282,25 +284,15 @@ def normalised(sources: dict, entries=(), parse=ast.parse) -> tuple:
     return ast.unparse(ast.fix_missing_locations(tree)), keep, sorted(named & BUILDERS)
 
 
-def tokens(sources: dict, entries=(), parse=ast.parse) -> tuple:
-    """(the normalised token stream: keywords, operators, modules, builtins and attributes as they
-    are, every other name "V", numbers "N", strings "S"; what of BUILDERS it names)."""
-    text, keep, builders = normalised(sources, entries, parse)
-    found = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in SKIP]
-    words = []
-    for k, t in enumerate(found):
-        before = found[k - 1].string if k else ""
-        if t.type == tokenize.NAME and not keyword.iskeyword(t.string) and t.string not in keep and before != ".":
-            words.append("V")
-        else:
-            words.append({tokenize.NUMBER: "N", tokenize.STRING: "S"}.get(t.type, t.string))
-    return words, builders
-
-
 def fingerprints(sources: dict, entries=(), parse=ast.parse) -> tuple:
     """(the winnowed hashes of the K-token runs of ``sources`` {file name: text}, graded file first;
-    what of BUILDERS they name)."""
-    words, builders = tokens(sources, entries, parse)
+    what of BUILDERS they name).  The tokens: keywords, operators, modules, builtins and attributes
+    as they are, every other name "V", numbers "N", strings "S"."""
+    text, keep, builders = normalised(sources, entries, parse)
+    found = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in SKIP]
+    words = ["V" if t.type == tokenize.NAME and not keyword.iskeyword(t.string) and t.string not in keep
+             and (k == 0 or found[k - 1].string != ".") else {tokenize.NUMBER: "N", tokenize.STRING: "S"}.get(
+                 t.type, t.string) for k, t in enumerate(found)]
     hashes = [int.from_bytes(hashlib.blake2b(" ".join(words[i:i + K]).encode(), digest_size=8).digest(), "big")
               for i in range(len(words) - K + 1)]
     return frozenset(min(hashes[i:i + WINDOW]) for i in range(max(1, len(hashes) - WINDOW + 1))) if hashes \

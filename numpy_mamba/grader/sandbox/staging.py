@@ -16,7 +16,8 @@ its files and each working directory are the submission's own sandbox user's
 byte is written into it, so no other user can open it at any moment; a classmate's child, another
 user, can open none of them.  The folder is recorded under the sandbox user's lease before it is
 made, and what an earlier run holding that user left (killed before it could remove it) is
-removed first.
+removed first: what its record names, wherever the temporary folder was, and the folders of
+that user in this place (named after it), should the records be gone (/run cleared by a reboot).
 ``remove_tree`` deletes a folder whatever a child left in it (thousands of nested folders,
 read-only files, symlinks, which it never follows) and never raises.
 """
@@ -128,11 +129,12 @@ class Folder:
         try:
             if sys.platform.startswith("linux") and os.geteuid() == 0:
                 self.uid, self._lock = users.take_user(everywhere=not landlock)
-                for left in users.recorded(self._lock):          # a killed run's: no one else may read it
-                    remove_tree(left)
+                place = _place()
+                for left in users.recorded(self._lock) + [str(p) for p in place.glob(f"{self.uid}-*")]:
+                    remove_tree(left)                            # a killed run's (its record lost, or not)
                     if os.path.lexists(left):
                         raise OSError(errno.ENOTEMPTY, f"could not remove {shown(left)}, left by an earlier run")
-                self.base = _place() / secrets.token_hex(8)
+                self.base = place / f"{self.uid}-{secrets.token_hex(8)}"
                 users.record(self._lock, self.base)
                 os.mkdir(self.base, 0o700)
                 os.chmod(self.base, 0o711)

@@ -371,12 +371,12 @@ def test_a_sandbox_user_held_anywhere_on_the_machine_is_not_taken_again():
     import pwd
     from numpy_mamba.grader.sandbox.users import take_user
     holder = subprocess.Popen([sys.executable, "-c", "from numpy_mamba.grader.sandbox.users import take_user\n"
-                               "print(take_user()[0], flush=True)\ninput()"], stdin=subprocess.PIPE,
+                               "print(take_user(everywhere=False)[0], flush=True)\ninput()"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     taken = []
     try:
         held = int(holder.stdout.readline())
-        taken = [take_user(), take_user()]
+        taken = [take_user(everywhere=False), take_user(everywhere=False)]
         uids = {held} | {uid for uid, _ in taken}
         assert len(uids) == 3, uids
         for uid in uids:

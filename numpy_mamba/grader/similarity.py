@@ -81,7 +81,7 @@ def read(sources: dict, entries) -> tuple:
     request = json.dumps({"sources": {name: base64.b64encode(data).decode() for name, data in sources.items()},
                           "entries": list(entries), "cpu_seconds": READER_CPU, "memory_bytes": READER_MEMORY}).encode()
     try:
-        done = subprocess.run([sys.executable, "-I", READER], input=request, capture_output=True, cwd="/",
+        done = subprocess.run([sys.executable, "-I", "-S", READER], input=request, capture_output=True, cwd="/",
                               timeout=10 * READER_CPU + 30, env={"PATH": os.defpath, "LANG": "C.UTF-8"})
     except subprocess.TimeoutExpired:
         return frozenset(), [], "the reader passed its wall-clock limit"

@@ -29,6 +29,7 @@ from numpy_mamba.grader.kit import build
 from numpy_mamba.grader.registry import all_exercises
 from numpy_mamba.grader.sandbox import kernel, seccomp
 from numpy_mamba.grader.sandbox.kernel import readable_paths
+from test_grader_attacks import image_umask  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = ROOT / "numpy_mamba" / "grader" / "sandbox" / "child.py"

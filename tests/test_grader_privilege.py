@@ -24,7 +24,7 @@ import pytest
 from numpy_mamba.grader.seed import SECRET_HEADER
 
 from numpy_mamba.grader import sandbox
-from test_grader_attacks import HELPERS, SECRET, container_image
+from test_grader_attacks import HELPERS, SECRET, container_image, image_umask  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"

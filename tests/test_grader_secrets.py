@@ -29,7 +29,7 @@ from numpy_mamba.gradients import gradients
 from numpy_mamba.grader.registry import all_exercises, prepare
 from numpy_mamba.grader.run import main
 from numpy_mamba.grader.seed import SECRET_NAME, SecretError, secret_seed
-from test_grader_attacks import container_image, replay, tier_runs
+from test_grader_attacks import container_image, image_umask, replay, tier_runs  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"

@@ -19,7 +19,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy
 import pytest
 
 import numpy_mamba
@@ -194,6 +193,8 @@ def _confined(tier: dict, unprivileged: bool = False) -> dict:
         secret.mkdir(mode=0o700)
         (secret / "secret.py").write_text("ANSWER = 42\n")
         victim.write_text("the instructor's key\n")
+        (folder / "allowed.py").write_text("ALLOWED = 1\n")                  # readable by all, and allowlisted
+        os.chmod(folder / "allowed.py", 0o644)
         os.setxattr(victim, "user.kept", b"1")
         os.chmod(victim, 0o644)
         os.chown(victim, *(2 * [65534 if unprivileged else 0]))
@@ -203,8 +204,8 @@ def _confined(tier: dict, unprivileged: bool = False) -> dict:
             os.chmod(folder, 0o755)
         before = _state(victim)
         readable, listable = readable_paths()
-        args = [str(work), str(outside), str(secret), list(readable) + [str(victim)], list(listable), unprivileged,
-                numpy.__file__, str(victim), tier]
+        args = [str(work), str(outside), str(secret), list(readable) + [str(victim), str(folder / "allowed.py")],
+                list(listable), unprivileged, str(folder / "allowed.py"), str(victim), tier]
         done = subprocess.run([sys.executable, "-I", "-c", PROBE, str(CHILD), json.dumps(args)], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr

@@ -24,6 +24,7 @@ import grp
 import os
 import pwd
 import stat
+import threading
 from functools import lru_cache
 
 from .kernel import SANDBOX_UID, readable_paths
@@ -32,6 +33,7 @@ USERS = 184                     # SANDBOX_UID .. +183: below systemd's dynamic u
 PLACE = "numpy_mamba-grader"    # a root grader's folder in the temporary folder: root's, mode 0711
 PSEUDO = ("/proc", "/sys")      # processes are looked at live; /sys is the kernel's, all root's
 LOCKS = os.path.join("/run" if os.path.isdir("/run") else "/tmp", "numpy_mamba-sandbox-users")   # one per machine
+_WALK = threading.Lock()        # a class run's threads start at once: the filesystem is walked once
 
 
 def _lock_folder() -> int:
@@ -130,7 +132,8 @@ def take_user(everywhere: bool = True) -> tuple:
     reach has (root only; ``everywhere``: the children read what others may, no Landlock)."""
     folder = _lock_folder()
     try:
-        used = _in_use(everywhere)
+        with _WALK:
+            used = _in_use(everywhere)
         for uid in range(SANDBOX_UID, SANDBOX_UID + USERS):
             if uid in used or _known(uid):
                 continue

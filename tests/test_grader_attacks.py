@@ -26,6 +26,7 @@ import numpy
 import pytest
 
 from numpy_mamba.grader.run import main
+from numpy_mamba.grader.sandbox.users import PLACE
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
@@ -158,7 +159,7 @@ if [ -n "{pyhome}" ]; then                        # the interpreter lives in a f
     mount --rbind "{home}/{pyhome}" "$img/home/{pyhome}"
     mount --rbind "$img/home" "{home}"
 fi
-for name in numpy numpy.libs scipy scipy.libs pyseccomp.py; do
+for name in {packages}; do
     if [ -d "{site}/$name" ]; then mkdir -p "$img/venv/{relative}/$name"; fi
     if [ -f "{site}/$name" ]; then touch "$img/venv/{relative}/$name"; fi
     if [ -e "{site}/$name" ]; then mount --rbind "{site}/$name" "$img/venv/{relative}/$name"; fi
@@ -185,6 +186,35 @@ exec "$@"
 """
 
 
+PACKAGES = ("numpy", "numpy.libs", "scipy", "scipy.libs", "pyseccomp.py")     # what the image's venv holds
+
+
+def readable_copy(source: Path, target: Path, ignore=shutil.ignore_patterns("__pycache__")) -> None:
+    """``source`` copied to ``target`` with the modes an image build gives (folders 0755, files 0644),
+    not the clone's: a clone made with a umask of 027 has folders of 0750, which no other user enters."""
+    if source.is_file():
+        shutil.copyfile(source, target)
+    else:
+        shutil.copytree(source, target, ignore=ignore, copy_function=shutil.copyfile)
+    for path in [target, *target.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
+def _readable_by_others(tree: Path) -> bool:
+    """Every folder of ``tree`` listed and entered, every file read, by a user who owns nothing."""
+    need = {True: 0o005, False: 0o004}
+    return all(p.stat().st_mode & need[p.is_dir()] == need[p.is_dir()] for p in [tree, *tree.rglob("*")])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def image_umask():
+    """What these tests make for a sandbox user to read (victims, classes, a checkout) is made as an
+    image build makes it (umask 022), whatever the umask of the run (027 on hardened machines)."""
+    caller = os.umask(0o022)
+    yield
+    os.umask(caller)
+
+
 @contextmanager
 def container_image():
     """This machine as a container prepared like a Gradescope image, seen through a mount
@@ -202,11 +232,17 @@ def container_image():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(top / "venv")], check=True, timeout=120)
         public = top / "public"
         for folder in (private, public):
-            shutil.copytree(ROOT / "numpy_mamba", folder / "numpy_mamba", ignore=shutil.ignore_patterns("__pycache__"))
+            readable_copy(ROOT / "numpy_mamba", folder / "numpy_mamba")
         os.chmod(public, 0o755)
         site, prefix, base = Path(numpy.__file__).resolve().parents[1], Path(sys.prefix).resolve(), Path(sys.base_prefix)
         home, pyhome = (Path("/root"), base.relative_to("/root").parts[0]) if base.is_relative_to("/root") else ("", "")
-        script = IMAGE.format(home=home, pyhome=pyhome, site=site, relative=site.relative_to(prefix))
+        installed = [site / name for name in PACKAGES if (site / name).exists()]
+        if not all(_readable_by_others(tree) for tree in installed):     # a venv installed under umask 027
+            (top / "packages").mkdir()
+            for tree in installed:
+                readable_copy(tree, top / "packages" / tree.name, ignore=None)
+        script = IMAGE.format(home=home, pyhome=pyhome, site=top / "packages" if (top / "packages").exists() else site,
+                              relative=site.relative_to(prefix), packages=" ".join(PACKAGES))
 
         def wrap(command, user=None, prelude=""):
             return (["unshare", "--mount", "--propagation", "private", "bash", "-c",
@@ -252,6 +288,13 @@ def segments_since(before: tuple) -> set:
     return {shmid for shmid, creator in _shm_segments().items() if shmid not in segments and creator not in running}
 
 
+def left_in(temporary: Path) -> list:
+    """What a grader run left in its temporary folder: anything but a root grader's place, and
+    anything in that place (the place stays, empty, for the next run)."""
+    place = temporary / PLACE
+    return [p for p in temporary.iterdir() if p != place] + (list(place.iterdir()) if place.is_dir() else [])
+
+
 def replay(folder: Path, victim: Path, runs: dict) -> dict:
     """Grade ``folder`` with each of ``runs`` {name: (command up to its paths, env, out folder)}
     at once, into out/grades.csv with TMPDIR out/tmp, next to the ``victim`` folder (made here,
@@ -284,7 +327,7 @@ def replay(folder: Path, victim: Path, runs: dict) -> dict:
     found = {}
     for name, (_, _, out) in runs.items():
         grades = out / "grades.csv"
-        found[name] = dict(status=started[name].returncode, grades=grades, left=list((out / "tmp").iterdir()),
+        found[name] = dict(status=started[name].returncode, grades=grades, left=left_in(out / "tmp"),
                            rows={Path(r["submission"]).name: r for r in csv.DictReader(grades.open())}
                            if grades.exists() else {}, text=grades.read_text() if grades.exists() else "",
                            printed=printed[name], kept=kept, segments=segments_since(before),

@@ -66,6 +66,10 @@ def test_the_zip_has_the_scripts_at_its_top_level_and_this_packages_wheel(autogr
     assert config["exercise"] == "gradients" and config["points"] == {"grad_w": 5.0} and "seed" not in config
     with zipfile.ZipFile(base / "autograder.zip") as z:
         assert z.getinfo("secret.seed").external_attr >> 16 & 0o777 == 0o600
+    metadata = next(site.glob("numpy_mamba-*.dist-info")) / "METADATA"
+    requires = [line for line in metadata.read_text().splitlines() if line.startswith("Requires-Dist: pyseccomp")]
+    assert requires and all('extra == "grader"' in line for line in requires), "the sandbox's seccomp is the grader extra's"
+    assert "[grader]" in (base / "source" / "setup.sh").read_text(), "setup.sh must install the grader extra"
     secret = base / "source" / "secret.seed"
     assert secret.stat().st_mode & 0o777 == 0o600, "setup.sh left the secret readable by others"
     seed = _seed(secret)

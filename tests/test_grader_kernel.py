@@ -19,7 +19,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy
 import pytest
 
 import numpy_mamba
@@ -29,6 +28,7 @@ from numpy_mamba.grader.kit import build
 from numpy_mamba.grader.registry import all_exercises
 from numpy_mamba.grader.sandbox import kernel, seccomp
 from numpy_mamba.grader.sandbox.kernel import readable_paths
+from test_grader_attacks import image_umask  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = ROOT / "numpy_mamba" / "grader" / "sandbox" / "child.py"
@@ -193,6 +193,8 @@ def _confined(tier: dict, unprivileged: bool = False) -> dict:
         secret.mkdir(mode=0o700)
         (secret / "secret.py").write_text("ANSWER = 42\n")
         victim.write_text("the instructor's key\n")
+        (folder / "allowed.py").write_text("ALLOWED = 1\n")                  # readable by all, and allowlisted
+        os.chmod(folder / "allowed.py", 0o644)
         os.setxattr(victim, "user.kept", b"1")
         os.chmod(victim, 0o644)
         os.chown(victim, *(2 * [65534 if unprivileged else 0]))
@@ -202,8 +204,8 @@ def _confined(tier: dict, unprivileged: bool = False) -> dict:
             os.chmod(folder, 0o755)
         before = _state(victim)
         readable, listable = readable_paths()
-        args = [str(work), str(outside), str(secret), list(readable) + [str(victim)], list(listable), unprivileged,
-                numpy.__file__, str(victim), tier]
+        args = [str(work), str(outside), str(secret), list(readable) + [str(victim), str(folder / "allowed.py")],
+                list(listable), unprivileged, str(folder / "allowed.py"), str(victim), tier]
         done = subprocess.run([sys.executable, "-I", "-c", PROBE, str(CHILD), json.dumps(args)], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr
@@ -245,6 +247,29 @@ def test_weak_isolation_is_named_in_its_line():
     assert kernel.Isolation(0, False, system="Darwin").line.startswith("isolation: WEAK: no Landlock and not root")
     assert kernel.Isolation(0, True, root=False).tier == "weak"
     assert kernel.Isolation(1, True).complete and kernel.Isolation(0, True, root=True).complete
+
+
+def test_without_pyseccomp_a_students_grading_works_and_the_line_says_what_to_install(tmp_path):
+    """pyseccomp is the grader extra's, not a run-time requirement: installed without it, a
+    student's own run grades at the weak tier, whose one line says what to install (and that
+    Landlock, which needs nothing installed, still confines the files); a class run refuses."""
+    import configparser
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    assert "pyseccomp" not in config["options"]["install_requires"]
+    assert all("pyseccomp" in config["options.extras_require"][extra] for extra in ("grader", "test"))
+    shutil.copy(ROOT / "tests" / "solutions" / "gradients_solution.py", tmp_path / "gradients.py")
+    blocked = ("import sys; sys.modules['pyseccomp'] = None; from numpy_mamba.grader.run import main; "
+               "sys.exit(main(sys.argv[1:]))")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    one = subprocess.run([sys.executable, "-c", blocked, str(tmp_path / "gradients.py")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    line = next((x for x in one.stdout.splitlines() if x.startswith("isolation:")), one.stdout + one.stderr)
+    assert one.returncode == 0 and "points: 7.5 / 7.5" in one.stdout, one.stdout + one.stderr
+    assert line.startswith("isolation: WEAK: Landlock ABI") and 'no seccomp (pip install "numpy_mamba[grader]"' in line
+    refused = subprocess.run([sys.executable, "-c", blocked, str(tmp_path)], env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert refused.returncode == 2 and "--allow-weak-isolation" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("abi", [7, 5, 1])

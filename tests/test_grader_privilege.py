@@ -24,7 +24,7 @@ import pytest
 from numpy_mamba.grader.seed import SECRET_HEADER
 
 from numpy_mamba.grader import sandbox
-from test_grader_attacks import HELPERS, SECRET, container_image
+from test_grader_attacks import HELPERS, SECRET, container_image, image_umask  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
@@ -371,12 +371,12 @@ def test_a_sandbox_user_held_anywhere_on_the_machine_is_not_taken_again():
     import pwd
     from numpy_mamba.grader.sandbox.users import take_user
     holder = subprocess.Popen([sys.executable, "-c", "from numpy_mamba.grader.sandbox.users import take_user\n"
-                               "print(take_user()[0], flush=True)\ninput()"], stdin=subprocess.PIPE,
+                               "print(take_user(everywhere=False)[0], flush=True)\ninput()"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     taken = []
     try:
         held = int(holder.stdout.readline())
-        taken = [take_user(), take_user()]
+        taken = [take_user(everywhere=False), take_user(everywhere=False)]
         uids = {held} | {uid for uid, _ in taken}
         assert len(uids) == 3, uids
         for uid in uids:
@@ -390,3 +390,100 @@ def test_a_sandbox_user_held_anywhere_on_the_machine_is_not_taken_again():
         for _, fd in taken:
             os.close(fd)
         holder.communicate("")
+
+
+def test_no_moment_of_staging_lets_another_user_read_a_byte(monkeypatch):
+    """Traced line by line while the grader makes a submission's folder, copies its files and
+    makes a working directory (umask 022, a temporary folder every user lists, as /tmp): at every
+    line, each file holding a byte is a sandbox user's alone (no group or other bits) and no
+    folder of it is listable by other users, so no child of another run, polling the temporary
+    folder, can open a classmate's copy at any moment."""
+    from numpy_mamba.grader.sandbox import staging
+    from numpy_mamba.grader.sandbox.kernel import SANDBOX_UID
+    temporary = Path(tempfile.mkdtemp(prefix="numpy_mamba_staging_"))
+    os.chmod(temporary, 0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    open_to_others = []
+
+    def look(frame, event, arg):
+        for path in temporary.rglob("*"):
+            info = path.lstat()
+            if (path.is_file() and info.st_size and (info.st_mode & 0o077 or info.st_uid < SANDBOX_UID)) \
+                    or (path.is_dir() and info.st_mode & 0o004):
+                open_to_others.append((frame.f_lineno, str(path.relative_to(temporary)), oct(info.st_mode),
+                                       info.st_uid))
+        return look
+
+    umask = os.umask(0o022)
+    sys.settrace(lambda frame, event, arg: look if frame.f_code.co_filename == staging.__file__ else None)
+    try:
+        with sandbox.Folder() as box:
+            box.stage("bob.py", b"# bob's answers\n" * 500, {"_bob_core.py": b"CORE = 1\n"})
+            box.workdir()
+    finally:
+        sys.settrace(None)
+        os.umask(umask)
+        shutil.rmtree(temporary, ignore_errors=True)
+    assert not open_to_others, open_to_others[:5]
+
+
+# Sandbox users far up their range, which no grader run beside these tests reaches (each takes the
+# lowest free one): their uid is the test's alone.
+FAR = "sandbox.users.SANDBOX_UID, sandbox.users.USERS = 61150, 30\n"
+KILLED = """import os, signal
+from numpy_mamba.grader import sandbox
+""" + FAR + """box = sandbox.Folder()
+print(box.uid, box.stage("bob.py", b"# bob's answers\\n", {}), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_what_a_killed_run_left_is_gone_before_its_user_is_handed_out_again(monkeypatch):
+    """A grader killed while bob's copy is staged (its temporary folder one of its own) leaves
+    the copy, bob's sandbox user's; a later run under another temporary folder that takes that
+    user again finds the copy removed, so its child cannot read it."""
+    first, second = (Path(tempfile.mkdtemp(prefix="numpy_mamba_killed_")) for _ in range(2))
+    for made in (first, second):
+        os.chmod(made, 0o1777)
+    held = []
+    try:
+        done = subprocess.run([sys.executable, "-c", KILLED], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(first)))
+        uid, copy = done.stdout.split()
+        uid, copy = int(uid), Path(copy)
+        assert done.returncode == -9 and copy.stat().st_uid == uid, done.stderr
+        monkeypatch.setattr(tempfile, "tempdir", str(second))
+        monkeypatch.setattr(sandbox.users, "SANDBOX_UID", 61150)
+        monkeypatch.setattr(sandbox.users, "USERS", 30)
+        while len(held) < 8 and uid not in [box.uid for box in held]:     # lower users freed meanwhile come first
+            held.append(sandbox.Folder())
+        assert not copy.exists(), f"uid {uid} handed out again with bob's copy still there"
+    finally:
+        for box in held:
+            box.close()
+        for made in (first, second):
+            shutil.rmtree(made, ignore_errors=True)
+
+
+NEXT_USER = "from numpy_mamba.grader import sandbox\n" + FAR + "with sandbox.Folder() as box:\n    print(box.uid)"
+
+
+def test_a_file_of_a_sandbox_uid_deep_in_a_folder_others_enter_keeps_that_uid_from_every_child():
+    """A file of the uid the next run would take, which no user of the system's databases has (a
+    deleted user's, an extracted archive's), one folder down in a temporary folder: at the user
+    tier, where a child reads what others may, no child gets that uid."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    top = Path(tempfile.mkdtemp(prefix="numpy_mamba_deep_"))
+    try:
+        uid = int(subprocess.run([sys.executable, "-c", NEXT_USER], env=env, capture_output=True, text=True,
+                                 check=True, timeout=300).stdout)
+        (top / "inner").mkdir()
+        (top / "inner" / "private.txt").write_text(f"{ALUMNUS}\n")
+        os.chown(top / "inner" / "private.txt", uid, uid)
+        for path, mode in ((top, 0o755), (top / "inner", 0o755), (top / "inner" / "private.txt", 0o600)):
+            os.chmod(path, mode)
+        again = int(subprocess.run([sys.executable, "-c", NEXT_USER], env=env, capture_output=True, text=True,
+                                   check=True, timeout=300).stdout)
+        assert again != uid, f"uid {uid} handed out with {top}/inner/private.txt its own"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -29,7 +29,7 @@ from numpy_mamba.gradients import gradients
 from numpy_mamba.grader.registry import all_exercises, prepare
 from numpy_mamba.grader.run import main
 from numpy_mamba.grader.seed import SECRET_NAME, SecretError, secret_seed
-from test_grader_attacks import container_image, replay, tier_runs
+from test_grader_attacks import container_image, image_umask, replay, tier_runs  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"
@@ -144,6 +144,35 @@ def test_nothing_of_a_hidden_problem_reaches_a_public_result(tmp_path, capsys):
     data = _autograder(tmp_path / "autograder", {"gradients.py": STUDENTS / "hostile_hidden_leak.py"}, seed=777)
     shown = data["output"] + " ".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
     assert "seen:" in shown and not [f for f in hidden_fingerprints(777) if f in shown]
+
+
+def seen_before_release(data: dict) -> dict:
+    """What a student sees of results.json before the instructor's chosen time, as Gradescope's
+    autograder specification (docs/specs.md, "Controlling Test Case Visibility") says: the
+    top-level output and the tests marked visible; no test marked hidden, after_due_date or
+    after_published; and the total score unless a test is after_due_date or after_published
+    ("If test cases are hidden, students will not be able to see their total score. Test cases
+    with visibility set to hidden don't affect this")."""
+    later = any(t["visibility"] in ("after_due_date", "after_published") for t in data["tests"])
+    return {"score": None if later else data["score"], "output": data["output"],
+            "tests": [t for t in data["tests"] if t["visibility"] == "visible"]}
+
+
+@pytest.mark.parametrize("visibility", ["hidden", "after_due_date", "after_published"])
+def test_nothing_a_student_sees_changes_with_a_hidden_problems_outcome(visibility):
+    """A file graded on every problem, and the same file had it failed every hidden problem:
+    what a student sees before the instructor's chosen time (the total, the output, the visible
+    tests) is the same, at every visibility of the hidden tests; the instructor sees the two apart."""
+    from dataclasses import replace
+    from numpy_mamba.grader.grade import Session, grade_submission
+    from numpy_mamba.grader.report import gradescope
+    passed = grade_submission(SOLUTIONS / "gradients_solution.py", Session(99))
+    failed = replace(passed, graded=[replace(g, results=[replace(r, status="FAIL", points=0.0, hint="wrong sign")
+                                                         if r.group == "hidden" else r for r in g.results])
+                                     for g in passed.graded])
+    shown = [gradescope(sub, hidden_visibility=visibility) for sub in (passed, failed)]
+    assert seen_before_release(shown[0]) == seen_before_release(shown[1]), [d["score"] for d in shown]
+    assert shown[0]["tests"] != shown[1]["tests"], "the instructor must see the hidden outcome"
 
 
 # ---- the hostile class at every tier -----------------------------------------------------------

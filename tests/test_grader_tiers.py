@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_grader_attacks import container_image
+from test_grader_attacks import container_image, image_umask  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ROOT / "tests" / "student_files"

@@ -34,8 +34,10 @@ references and compares the arrays the child sends back.
                   gates' live in their exercise's module
     layer_mistakes.py  known mistakes of the stack's layer_backward (residual added, a path of dH
                   dropped, gate limit off by one, S^T, dW_B / dW_C transposed or swapped, ...)
-    similarity.py the similarity flag: normalised token streams, winnowed, against the package's
-                  reference and the classmates
+    similarity.py the similarity flag: every file a submission ran, against the package's
+                  reference (what its answers reach) and the classmates
+    fingerprint.py its reader: one normal form, winnowed fingerprints, linear, run in a child
+                  with limits
     syntax.py     ``parse``: ast.parse one thread at a time (CPython 3.11 shares its recursion check)
     report.py     the text report, the class table, CSV and Gradescope's results.json, made harmless
 """

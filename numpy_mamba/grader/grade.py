@@ -70,7 +70,8 @@ class Submission:
     grader_error: str = ""          # the grader failed on this file (not the student's doing)
     output: str = ""                # what the file printed (trimmed)
     output_bytes: int = 0
-    source: bytes = b""             # what was graded (a notebook: its code cells), for the similarity flag
+    sources: dict = field(default_factory=dict)    # {file name: bytes} it ran (a notebook: its code cells;
+                                                   # its helpers after it), for the similarity flag
     assigned: object = None         # the exercise it is meant for (--exercise, its name, ...), graded or not
 
     @property
@@ -286,8 +287,9 @@ def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, fo
     if not path.exists():
         sub.problem = f"no such file: {shown(path)}"
         return
-    source = sub.source = source_of(path, folder)
+    source = source_of(path, folder)
     name = (path.stem if path.stem.isidentifier() else "submission") + ".py"
+    sub.sources = {name: source}
     try:
         names = top_level_names(source, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -312,7 +314,8 @@ def _grade_into(sub: Submission, path: Path, session: Session, exercise_name, fo
                        "give each submission a folder of its own")
         return
     copies = {h.name: source_of(h, folder) for h in helpers if h.name.isascii() and h.stem.isidentifier()}
-    with sandbox.Folder() as box:
+    sub.sources.update(sorted(copies.items()))
+    with sandbox.Folder(landlock=session.isolation.landlock_abi >= 1) as box:
         staged = box.stage(name, source, copies)
         sub.graded = [_grade_exercise(staged, exercise, session, box, sub)]
 

@@ -2,10 +2,11 @@
 
 The zip holds, at its top level,
 
-    setup.sh         run once when Gradescope builds the image: installs the wheel below (and with
-                     it numpy and scipy) with python3 -m pip, makes secret.seed readable by root
-                     only, then, in Gradescope's image only, makes what a submission must not
-                     read unreadable to other users (the package, every other package, /autograder)
+    setup.sh         run once when Gradescope builds the image: installs the wheel below and its
+                     grader extra (numpy, scipy, pyseccomp) with python3 -m pip, makes secret.seed
+                     readable by root only, then, in Gradescope's image only, makes what a submission
+                     must not read unreadable to other users (the package, every other package,
+                     /autograder)
     run_autograder   run for every submission: python3 -m numpy_mamba.grader.gradescope run,
                      which grades /autograder/submission into /autograder/results/results.json
                      (when setup.sh has not run, it writes a results.json saying so)
@@ -49,10 +50,11 @@ from .sandbox import shown
 from .seed import SECRET_HEADER, SECRET_NAME, SecretError, secret_seed
 
 DEFAULT_ROOT = Path("/autograder")
+GRADER_EXTRA = 'extra == "grader"'            # the marker of the grader extra's requirements
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder's image: install numpy_mamba (this
-# exact version, from the wheel next to this file) and with it numpy and scipy; then, in
+# exact version, from the wheel next to this file) and with it numpy, scipy and pyseccomp; then, in
 # Gradescope's image only, make what a submission must not read unreadable to the sandbox user
 # (this package, every other package, /autograder), which the grader checks before every submission.
 set -euo pipefail
@@ -61,7 +63,8 @@ PYTHON="${AUTOGRADER_PYTHON:-python3}"
 if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
     apt-get update && apt-get install -y python3 python3-pip
 fi
-"$PYTHON" -m pip install ${AUTOGRADER_PIP_ARGS:-} "$HERE"/numpy_mamba-*.whl
+WHEEL="$(ls "$HERE"/numpy_mamba-*.whl)"
+"$PYTHON" -m pip install ${AUTOGRADER_PIP_ARGS:-} "$WHEEL[grader]"      # the grader extra: the sandbox's seccomp
 chmod 600 "$HERE/secret.seed"
 if [ "$HERE" = /autograder/source ] && [ -z "${AUTOGRADER_ROOT:-}" ]; then
     "$PYTHON" -m numpy_mamba.grader.gradescope prepare /autograder
@@ -115,14 +118,15 @@ def project_root(start: Path | None = None) -> Path:
 
 
 def _requirements() -> list:
-    """The package's run-time requirements: those of its installed metadata (this version), else
-    of the checkout's setup.cfg."""
+    """The package's requirements as wheel metadata: the run-time ones, and the grader extra's (the
+    sandbox's seccomp binding, which setup.sh installs) marked ``extra == "grader"``; from its
+    installed metadata (this version), else from the checkout's setup.cfg."""
     from importlib import metadata
 
     from .. import __version__
     try:
         if metadata.version("numpy_mamba") == __version__:
-            return [r for r in metadata.requires("numpy_mamba") or [] if "extra ==" not in r]
+            return [r for r in metadata.requires("numpy_mamba") or [] if "extra ==" not in r or GRADER_EXTRA in r]
     except metadata.PackageNotFoundError:
         pass
     try:
@@ -132,8 +136,13 @@ def _requirements() -> list:
                          "source checkout; or pass --wheel FILE") from None
     parser = configparser.ConfigParser()
     parser.read(root / "setup.cfg")
-    text = parser.get("options", "install_requires", fallback="numpy\nscipy")
-    return [line.strip() for line in text.splitlines() if line.strip()]
+
+    def lines(section, option):
+        return [line.strip() for line in parser.get(section, option, fallback="").splitlines()
+                if line.strip() and not line.strip().startswith("#")]
+    grader = [f"{r} and {GRADER_EXTRA}" if ";" in r else f"{r}; {GRADER_EXTRA}"
+              for r in lines("options.extras_require", "grader")]
+    return (lines("options", "install_requires") or ["numpy", "scipy"]) + grader
 
 
 def build_wheel(out_dir: Path) -> Path:
@@ -144,7 +153,8 @@ def build_wheel(out_dir: Path) -> Path:
     files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
     dist = f"numpy_mamba-{__version__}.dist-info"
     metadata = "\n".join(["Metadata-Version: 2.1", "Name: numpy_mamba", f"Version: {__version__}",
-                          "Requires-Python: >=3.9"] + [f"Requires-Dist: {r}" for r in _requirements()]) + "\n"
+                          "Requires-Python: >=3.9", "Provides-Extra: grader"]
+                         + [f"Requires-Dist: {r}" for r in _requirements()]) + "\n"
     wheel = "Wheel-Version: 1.0\nGenerator: numpy_mamba.grader.gradescope\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     entries = [(f"numpy_mamba/{p.relative_to(package).as_posix()}", p.read_bytes()) for p in files]
     entries += [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", wheel.encode())]
@@ -310,7 +320,8 @@ def main(argv=None) -> int:
                    help="problems hidden from students at submission, by name prefix, or none (default: the "
                         "exercise's own)")
     p.add_argument("--hidden-visibility", choices=VISIBILITY[1:], default="after_due_date",
-                   help="when students see the hidden problems' tests (Gradescope's visibility; default after_due_date)")
+                   help="when students see the hidden problems' tests (Gradescope's visibility; default after_due_date); "
+                        "with hidden they never do, and their points do not count (Gradescope would show them in the total)")
     p.add_argument("--wheel", type=Path, help="use this wheel of numpy_mamba instead of building one")
     args = p.parse_args(argv)
     exercise = all_exercises()[args.exercise]

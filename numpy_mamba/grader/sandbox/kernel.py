@@ -28,7 +28,7 @@ import signal
 import struct
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 try:                                                   # in the grader: a package
@@ -49,7 +49,8 @@ CAP_DAC_READ_SEARCH = 2
 class Isolation:
     """What the children of this grader get: Landlock at ``landlock_abi`` (0: none), seccomp, and
     for a root grader without Landlock the sandbox user, valid when the image check found
-    nothing (``image``: what it found, ``image.py``).  ``offered``: the kernel's own ABI."""
+    nothing (``image``: what it found, ``image.py``).  ``offered``: the kernel's own ABI;
+    ``missing``: what to install for seccomp, when there is none."""
 
     landlock_abi: int = 0
     seccomp: bool = False
@@ -57,6 +58,7 @@ class Isolation:
     image: tuple = ()
     system: str = ""
     offered: int = 0
+    missing: str = ""
 
     @property
     def tier(self) -> str:
@@ -90,10 +92,13 @@ class Isolation:
             shown = [*self.image[:3], *[f"and {len(self.image) - 3} more"] * (len(self.image) > 3)]
             return (f"isolation: WEAK: {user}, but the image check failed: {'; '.join(shown)} (in a container image, "
                     f"`python -m numpy_mamba.grader.gradescope prepare FOLDER` makes these unreadable); {self.system}")
-        files = f"no Landlock{cap}{'' if self.root else ' and not root'} (files NOT confined: a submission reads " \
-                f"{'what you can' if self.seccomp else 'and writes what you can'})"
+        if self.landlock_abi:
+            files = f"Landlock ABI {self.landlock_abi}{cap} (files: read an allowlist, write the working directory only)"
+        else:
+            files = f"no Landlock{cap}{'' if self.root else ' and not root'} (files NOT confined: a submission reads " \
+                    f"{'what you can' if self.seccomp else 'and writes what you can'})"
         calls = calls + ", files opened read-only" if self.seccomp else \
-            "no seccomp (no libseccomp or no kernel support: processes, signals and sockets NOT confined)"
+            f"no seccomp ({self.missing or 'not offered here'}): processes, signals and sockets NOT confined"
         return f"isolation: WEAK: {files}, {calls}; {self.system}"
 
 
@@ -125,16 +130,17 @@ def probe(image=lambda: ()) -> Isolation:
     what breaks the user tier (called only when that tier is the one chosen)."""
     system = f"{platform.system()} {platform.release()} {platform.machine()}"
     libc = _libc()
-    seccomp_ok = libc is not None and seccomp.available()
+    seccomp_ok, missing = libc is not None and seccomp.available(), seccomp.MISSING if libc else "not Linux"
     if seccomp_ok:
         with open("/proc/self/status") as f:
             seccomp_ok = any(line.startswith("Seccomp:") for line in f)
+        missing = "" if seccomp_ok else "this kernel has none"
     offered = landlock.abi(libc)
     cap = abi_cap()
     used = offered if cap is None else min(cap, offered)
     root = hasattr(os, "geteuid") and os.geteuid() == 0
-    found = Isolation(used, seccomp_ok, root, (), system, offered)
-    return Isolation(used, seccomp_ok, root, tuple(image()), system, offered) if found.tier == "user" else found
+    found = Isolation(used, seccomp_ok, root, (), system, offered, missing)
+    return replace(found, image=tuple(image())) if found.tier == "user" else found
 
 
 def die_with_parent() -> None:

@@ -27,10 +27,11 @@ when the kernel lacks them (``ENOSYS``): they answer ENOSYS here as 4.14 does.  
 calls are refused: x32's numbers match no rule, and another architecture (i386's on x86_64)
 ends the process at libseccomp's check of the architecture.
 
-Built with libseccomp through pyseccomp, a pure-Python (ctypes) binding installed on Linux only
-(setup.cfg), rather than hand-assembled BPF: libseccomp knows each architecture's call numbers
-(an allowlist here names no number), checks the architecture first, and compiles argument rules.
-Where libseccomp is missing (``available()`` is False) there is no seccomp, and the tier says so.
+Built with libseccomp through pyseccomp, a pure-Python (ctypes) binding (setup.cfg's ``grader``
+extra, Linux only), rather than hand-assembled BPF: libseccomp knows each architecture's call
+numbers (an allowlist here names no number), checks the architecture first, and compiles argument
+rules.  Where either is missing (``available()`` is False) there is no seccomp, the tier is weak,
+and ``MISSING`` says what to install.
 """
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ import os
 
 try:
     import pyseccomp
-except (ImportError, RuntimeError, OSError):          # not Linux, or no libseccomp
-    pyseccomp = None
+    MISSING = ""
+except ImportError:                                     # installed without the grader extra
+    pyseccomp, MISSING = None, 'pip install "numpy_mamba[grader]" adds it'
+except (RuntimeError, OSError):                         # not Linux, or no libseccomp
+    pyseccomp, MISSING = None, "install libseccomp2 (Debian, Ubuntu) or libseccomp (Fedora, Alpine) to have it"
 
 ALLOWED = (
     "brk mmap munmap mremap mprotect madvise "                                   # memory

@@ -7,11 +7,17 @@ MAX_SOURCE, opened from the folder it was found in one name at a time without fo
 on the descriptor: a symbolic link anywhere below the folder, a path leaving it, a hard link (a
 second name of any file), a FIFO, a device, a file too large or one that grows while it is read
 is refused with a message, never read.
-``Folder``: a fresh folder holding ``src/`` (the copy of the submission and its helpers, which
-is all of the student's that a child reads) and one working directory per child.  For a root
-grader the folder is searchable but not listable by others, and ``src/``, its files and each
-working directory belong to the submission's own sandbox user (``users.take_user``) and are
-readable by it alone, so a classmate's child, another user, can open none of them.
+``Folder``: a folder of one submission holding ``src/`` (the copy of the submission and its
+helpers, which is all of the student's that a child reads) and one working directory per child.
+For a root grader it lies in the grader's place (``users.PLACE`` in the temporary folder, root's,
+mode 0711: others may enter it and list nothing), is root's with mode 0711 itself, and ``src/``,
+its files and each working directory are the submission's own sandbox user's
+(``users.take_user``) and readable by it alone.  Each is made with that owner and mode before a
+byte is written into it, so no other user can open it at any moment; a classmate's child, another
+user, can open none of them.  The folder is recorded under the sandbox user's lease before it is
+made, and what an earlier run holding that user left (killed before it could remove it) is
+removed first: what its record names, wherever the temporary folder was, and the folders of
+that user in this place (named after it), should the records be gone (/run cleared by a reboot).
 ``remove_tree`` deletes a folder whatever a child left in it (thousands of nested folders,
 read-only files, symlinks, which it never follows) and never raises.
 """
@@ -19,12 +25,13 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 import sys
 import tempfile
 from pathlib import Path
 
-from .users import take_user
+from . import users
 
 MAX_SOURCE = 2**20              # a submission or helper larger than this (1 MB) is not graded
 MAX_HELPERS = 20                # helper modules of one submission, at most
@@ -93,58 +100,97 @@ def read_source(path, limit: int = MAX_SOURCE, folder=None) -> bytes:
         os.close(fd)
 
 
+def _place() -> Path:
+    """The root grader's place in the temporary folder (made if missing: 0700, then 0711, by this
+    run or one beside it); OSError if it is anything else (a link, another user's, one others may
+    list or write)."""
+    path = Path(tempfile.gettempdir()) / users.PLACE
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or stat.S_IMODE(info.st_mode) not in (0o700, 0o711):
+        raise OSError(errno.EPERM, f"{path} must be a folder of root's with mode 0711 (remove it): it holds the "
+                      "sandbox users' folders")
+    if stat.S_IMODE(info.st_mode) != 0o711:
+        os.chmod(path, 0o711)
+    return path
+
+
 class Folder:
     """The folder of one submission (see the module docstring); a context manager that removes
     it, and gives back its sandbox user, on exit.  ``uid``: its sandbox user (a root grader on
-    Linux, whatever the tier), else None."""
+    Linux, whatever the tier), else None; ``landlock``: its children run under Landlock, which
+    decides what they read (else the user must own nothing anywhere others may reach)."""
 
-    def __init__(self):
-        self.uid, self._lock, self.base = None, None, None
+    def __init__(self, landlock: bool = False):
+        self.uid, self._lock, self.base, self._made = None, None, None, 0
         try:
             if sys.platform.startswith("linux") and os.geteuid() == 0:
-                self.uid, self._lock = take_user()
-            self.base = Path(tempfile.mkdtemp(prefix="numpy_mamba_grade_"))
-            self.src = self.base / "src"
-            self.src.mkdir()
-            if self.uid is not None:
+                self.uid, self._lock = users.take_user(everywhere=not landlock)
+                place = _place()
+                for left in users.recorded(self._lock) + [str(p) for p in place.glob(f"{self.uid}-*")]:
+                    remove_tree(left)                            # a killed run's (its record lost, or not)
+                    if os.path.lexists(left):
+                        raise OSError(errno.ENOTEMPTY, f"could not remove {shown(left)}, left by an earlier run")
+                self.base = place / f"{self.uid}-{secrets.token_hex(8)}"
+                users.record(self._lock, self.base)
+                os.mkdir(self.base, 0o700)
                 os.chmod(self.base, 0o711)
+            else:
+                self.base = Path(tempfile.mkdtemp(prefix="numpy_mamba_grade_"))
+            self.src = self.base / "src"
+            self._folder(self.src, 0o500)
         except OSError as exc:
             self.close()
             raise StagingError(f"could not make a folder to grade in: {exc.strerror}") from None
 
+    def _folder(self, path: Path, mode: int) -> None:
+        """A new folder: the sandbox user's with ``mode`` before anything is in it (else the grader's
+        alone, 0700)."""
+        os.mkdir(path, 0o700)
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
+        os.chmod(path, mode if self.uid is not None else 0o700)
+
     def stage(self, name: str, source: bytes, helpers: dict) -> Path:
-        """Write the submission (as ``name``) and ``helpers`` {file name: bytes} into src/."""
+        """Write the submission (as ``name``) and ``helpers`` {file name: bytes} into src/, each file
+        the sandbox user's with mode 0400 before its first byte."""
         try:
             for file_name, data in [(name, source)] + sorted(helpers.items()):
-                (self.src / file_name).write_bytes(data)
-            self._own(self.src, 0o500)
+                fd = os.open(self.src / file_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o400)
+                try:
+                    if self.uid is not None:
+                        os.fchown(fd, self.uid, self.uid)
+                    os.fchmod(fd, 0o400)
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
         except OSError as exc:
             raise StagingError(f"could not copy the submission to grade it: {exc.strerror}") from None
         return self.src / name
 
     def workdir(self) -> str:
         """A fresh working directory for one child."""
+        self._made += 1
+        path = self.base / f"work{self._made}"
         try:
-            path = tempfile.mkdtemp(prefix="work_", dir=self.base)
-            self._own(Path(path), 0o700)
+            self._folder(path, 0o700)
         except OSError as exc:
             raise StagingError(f"could not make a working directory: {exc.strerror}") from None
-        return path
-
-    def _own(self, folder: Path, mode: int) -> None:
-        """``folder`` and its files: the sandbox user's, readable by it alone."""
-        if self.uid is not None:
-            for path in folder.iterdir():
-                os.chown(path, self.uid, self.uid, follow_symlinks=False)
-                os.chmod(path, 0o400)
-            os.chown(folder, self.uid, self.uid)
-            os.chmod(folder, mode)
+        return str(path)
 
     def close(self) -> None:
         if self.base is not None:
             remove_tree(self.base)
             self.base = None
         if self._lock is not None:
+            if not any(os.path.lexists(left) for left in users.recorded(self._lock)):   # else the next run's
+                users.record(self._lock, None)
             os.close(self._lock)
             self.uid, self._lock = None, None
 

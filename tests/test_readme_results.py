@@ -36,3 +36,13 @@ def test_the_readme_states_the_wall_times_the_report_records():
         r"seeds per arm.*?; ([\d.]+) s wall time")]
     minutes = ", ".join(f"{s / 60:.1f}" for s in seconds[:3]) + f" and {seconds[3] / 60:.1f} minutes"
     assert minutes in (ROOT / "README.md").read_text(), f"the README should say the commands took {minutes}"
+
+
+def test_the_reports_summary_reads_in_a_minute():
+    """Issue 42: the committed report's summary (the bottom line, the causes, the corner, Table 1's
+    columns and the tally) is at most 150 words, counted as a reader reads them (runs.claims.words:
+    a link by its text, a number a word, a mark none)."""
+    from numpy_mamba.runs.claims import SUMMARY_WORDS, words
+    text = (ROOT / "figures" / "REPORT.md").read_text()
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert SUMMARY_WORDS == 150 and 30 <= words(summary) <= SUMMARY_WORDS, f"the summary has {words(summary)} words"

@@ -394,17 +394,19 @@ def summary(results: dict) -> list:
     b = res["breakeven"]["mamba"]["cycle/rule"]
     seen, unseen = [rate(r, "seen") for r in ("target", "random")], [rate(r, "unseen") for r in ("target", "random")]
     carry = all(u is not None and s_ is not None and u > 2 * s_ for s_, u in zip(seen, unseen))
-    why = TEXT("why-misses", section=anchor(SECTION), seeds=res["settings"]["seeds"],
+    why = TEXT("why-misses", section=anchor(SECTION),
                carry=TEXT("carry" if carry else "spread"), seen=" / ".join(map(text, seen)),
                unseen=" / ".join(map(text, unseen)), r_vote=b["r_vote"][k], predicted=b["predicted_vote"][k],
-               side="below" if b["predicted_vote"][k] < 0.8 else "above")
+               side="<" if b["predicted_vote"][k] < 0.8 else ">=")
     reached, value = where_reached(res)
     at = corner(res, reached)
     if at is None:
         best = min((c for c in value if value[c] is not None), key=lambda c: value[c])
         return [why, TEXT("nowhere", lowest=value[best], at=case_name(best))]
     arm, kappa = at
-    return [why, TEXT("where-reached", where=", ".join(f"{d} = {v}" if d else v for d, v in (*_arm_case(arm), ("kappa_a'", f"{kappa:g}"))),
+    rules = [r for r in LABEL_RULES if case(*_arm_case(arm), ("kappa_a'", kappa), ("", r)) in reached]
+    return [why, TEXT("where-reached", rules=", ".join(rules),
+                      where=", ".join(f"{d} = {v}" if d else v for d, v in (*_arm_case(arm), ("kappa_a'", f"{kappa:g}"))),
                       mamba=" / ".join(text(rate(r, "all", arm, "mamba", kappa)) for r in LABEL_RULES),
                       lt=" / ".join(text(rate(r, "all", arm, "linear_transformer", kappa)) for r in LABEL_RULES))]
 

@@ -125,7 +125,7 @@ def bottom_line(results: dict) -> list:
         return []
     fig2_row = fig2.claims(results)[0]
     table1_row = next(r for r in depth3.claims(results) if r["key"] == "table1_numbers_3")
-    res, three = results["fig2"], view(results["depth3"], "table1")
+    three = view(results["depth3"], "table1")
     rule, kappa = main_table1(three["settings"])
     miss = max(abs(100 * three["accuracy"][m][rule][str(kappa)][p]["all"]["rate"] - 100 * PAPER_TABLE1[m][p])
                for m in MODELS for p in ("FQ", "R", "CQ"))
@@ -133,4 +133,4 @@ def bottom_line(results: dict) -> list:
     verdict = TEXT("neither" if not any(held.values()) else "both" if all(held.values()) else
                    "only-fig2" if held["fig2"] else "only-table1")
     return [TEXT("bottom-line", verdict=verdict, fig2=fig2_row["headline"][2].replace(", ", " / "),
-                 seeds=res["settings"]["seeds"], miss=miss, seeds3=three["settings"]["seeds"])]
+                 miss=miss)]

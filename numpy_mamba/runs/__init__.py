@@ -10,10 +10,11 @@
                    command's claims_<command>.json, one row per claim
     report.py      the report's sentences as Markdown templates, filled from the results
     output.py      results on disk: JSON, named sections of REPORT.md, figures without pyplot, the
-                   smoke-run stamp and settings footers of figures; show_figure and check for the tutorials
+                   smoke-run stamp and settings footers of figures
     step_size.py   the training and scoring of the step-size rule (measure.rules.choose) per model on
                    held-out training prompts, never on test settings
     worlds.py      the seeded worlds of training seed s and of step-size selection seed k, which
                    every experiment command shares
     args.py        argparse types every command shares (positive_int, probability, ...): usage errors
+    templates/     results.md: the sentences of the results section and of the appendix's head
 """

@@ -4,15 +4,17 @@ A row is one of three kinds: a claim of the paper ("paper"), judged by a rule; a
 ("ours": a hypothesis of the gates or of the ablation), judged the same way but counted apart; or a
 finding ("finding": something measured to explain a miss), with no verdict and outside every count.
 
-Each command judges its claims where it computes them and writes them, with the rules they cite,
-its headline numbers and its lines of the summary, to ``claims_<command>.json`` beside its other
-files (``save_claims``).  ``write_results`` reads every such file of the output folder (the running
+Each command judges its claims where it computes them and writes them, with the rules they cite, its
+headline numbers and its lines of the summary, to ``claims_<command>.json`` beside its other files
+(``save_claims``). ``write_results`` reads every such file of the output folder (the running
 command's from its staging folder) and writes the "results" section, which ``output.merge_section``
-keeps first in the report: the summary (the commands' lines, at most ``SUMMARY_WORDS`` words, then
-the tally of the paper's claims, ours counted apart), the table of the paper's claims, the table of
-ours, the table of findings (no cell longer than ``MAX_CELL`` characters as read); and the "appendix"
-section, which it keeps last: the notes the commands give (the main-setting argument), then every
-rule once, by name.  Rendering never changes a verdict: the rows carry their verdicts as judged.
+keeps first in the report: the summary (the commands' lines, aimed at ``SUMMARY_WORDS`` words, which
+tests/test_readme_results.py checks on the committed report, then the tally of the paper's claims,
+ours counted apart), the table of the paper's claims, the table of ours, the table of findings (no
+cell longer than ``MAX_CELL`` characters as read); and the "appendix" section, which it keeps last:
+the notes the commands give (the main-setting argument), then every rule once, by name. Rendering
+never changes a verdict: the rows carry their verdicts as judged.
+The section's sentences are in templates/results.md.
 """
 from __future__ import annotations
 
@@ -22,12 +24,14 @@ from pathlib import Path
 
 from ..measure.rules import LEVELS, WHERE_LIMIT, verdict_text, where_text
 from .output import SMOKE, save_json, write_section
+from .report import Template
 
 COMMANDS = ("reproduce", "theory", "gates", "ablation")          # the order of the rows and sections
 MAX_CELL = 200                  # characters a reader sees in a cell (a link shows its text, not its target)
 SUMMARY_LINES = 15
 SUMMARY_WORDS = 150             # the summary a researcher reads in a minute, before the first table
 KINDS = ("paper", "ours", "finding")
+TEXT = Template(__package__, "results.md")      # the section's sentences
 SECTION, APPENDIX = "results", "appendix"
 LEVEL_ORDER = ("none", "trend", "part", "full")     # the summary names the misses first
 HEADER = ("claim", "paper", "ours (main setting, 95% interval over seeds)", "verdict", "where it holds, where not", "see")
@@ -124,9 +128,9 @@ def words(markdown: str) -> int:
 
 
 def tally(rows: list) -> str:
-    """'13 hold, 12 hold in part, 5 hold in trend, 3 do not hold here' over the rows given."""
+    """'13 hold, 12 in part, 5 in trend, 3 fail' over the rows given."""
     counts = {level: sum(r["level"] == level for r in rows) for level in ("full", "part", "trend", "none")}
-    names = {"full": "hold", "part": "hold in part", "trend": "hold in trend", "none": "do not hold here"}
+    names = {"full": "hold", "part": "in part", "trend": "in trend", "none": "fail"}
     return ", ".join(f"{n} {names[level]}" for level, n in counts.items() if n)
 
 
@@ -137,11 +141,11 @@ def summary(claims: dict) -> list:
     lines = [line for found in claims.values() for line in found.get("summary", [])]
     rows = [r for found in claims.values() for r in found["rows"] if r["level"] in LEVEL_ORDER + ("finding",)]
     kind = {k: [r for r in rows if r.get("kind", "paper") == k] for k in KINDS}
-    parts = [f"the paper's {len(kind['paper'])}: {tally(kind['paper'])} ([table](#results-the-papers-claims))"]
+    parts = [f"[the paper's {len(kind['paper'])}](#results-the-papers-claims): {tally(kind['paper'])}"]
     if kind["ours"]:
-        parts.append(f"ours, counted apart, {len(kind['ours'])}: {tally(kind['ours'])} ([table](#our-own-claims))")
+        parts.append(f"[ours, {len(kind['ours'])}](#our-own-claims), apart: {tally(kind['ours'])}")
     if kind["finding"]:
-        parts.append(f"{len(kind['finding'])} findings, not counted ([table](#findings-what-we-measured-to-explain-the-misses))")
+        parts.append(f"[{len(kind['finding'])} findings](#findings-what-we-measured-to-explain-the-misses), uncounted")
     lines.append("- **Claims judged**: " + "; ".join(parts) + ".")
     if len(lines) > SUMMARY_LINES:
         raise ValueError(f"the report's summary has {len(lines)} lines, more than {SUMMARY_LINES}: shorten the "
@@ -155,28 +159,19 @@ def section(claims: dict) -> str:
     quick = [c for c, found in claims.items() if found["quick"]]
     lines = ["## Summary", ""]
     if quick:
-        lines += [f"**{SMOKE}** (from: {', '.join(quick)}): do not read these lines or rows as results.", ""]
+        lines += [TEXT("smoke", smoke=SMOKE, quick=", ".join(quick)), ""]
     lines += summary(claims)
-    lines += ["", "## Results: the paper's claims", "",
-              "Verdicts: **holds** (in every case of the claim's grid), **holds in part** (in the cases named), "
-              "**holds in trend** (the direction, not the size), **does not hold here**; \"borderline\" where a "
-              "value lies within 10 % of any threshold its rule uses. Each rule is written once under [Rules](#rules), "
-              "the main setting argued once under [Main setting](#main-setting), both in the appendix at the end. "
-              "Sections: " + ", ".join(f"[{c}]({anchor(found['heading'])})" for c, found in claims.items()
-                                        if found.get("heading")) + ".", ""]
-    lines += table(claims, "paper")
-    if any(r.get("kind") == "ours" for found in claims.values() for r in found["rows"]):
-        lines += ["", "## Our own claims", "", "Hypotheses of ours, not of the paper, judged by the same rules and counted "
-                  "apart from the paper's.", ""] + table(claims, "ours")
-    if any(r.get("kind") == "finding" for found in claims.values() for r in found["rows"]):
-        lines += ["", "## Findings: what we measured to explain the misses", "", "Measurements, not claims: no "
-                  "verdict, outside every count.", ""] + table(claims, "finding")
+    sections = ", ".join(f"[{c}]({anchor(found['heading'])})" for c, found in claims.items() if found.get("heading"))
+    lines += ["", TEXT("paper", sections=sections), ""] + table(claims, "paper")
+    for kind in ("ours", "finding"):
+        if any(r.get("kind") == kind for found in claims.values() for r in found["rows"]):
+            lines += ["", TEXT("findings" if kind == "finding" else kind), ""] + table(claims, kind)
     return "\n".join(lines)
 
 
 def appendix(claims: dict) -> str:
     """The "appendix" section: the notes the commands give (the main setting), then every rule once."""
-    lines = ["## Appendix: main setting and rules"]
+    lines = [TEXT("appendix")]
     notes = {name: text for found in claims.values() for name, text in found.get("notes", {}).items()}
     for name, text in notes.items():
         lines += ["", f"### {name}", "", text]
